@@ -1,0 +1,190 @@
+"""API-key loading and redaction of secrets from results, logs and error messages.
+
+The key comes only from the environment (``SPECSUITE_API_KEY``) or from a file named by
+``SPECSUITE_API_KEY_FILE``. There is deliberately no command-line flag for it: anything in
+argv is visible to every user through ``ps`` and ends up in CI logs and shell history.
+
+Redaction works on three levels:
+
+* every occurrence of a known secret (at least ``MIN_SECRET_LEN`` characters) in any string;
+* the value of any mapping key whose name looks secret (``api_key``, ``admin_api_key``,
+  ``apikey``, ``authorization``, ``password``, ``hf_token``...), see ``is_secret_key_name``;
+* ``--api-key X``, ``--api-key=X``, ``--admin-api-key X`` and ``Bearer X`` inside strings,
+  because SGLang's ``/server_info`` echoes the key in ``launch_command`` and in plain fields.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.errors import SpecsuiteError
+
+API_KEY_ENV = "SPECSUITE_API_KEY"
+API_KEY_FILE_ENV = "SPECSUITE_API_KEY_FILE"
+REDACTED = "***"
+# Shorter strings would also match innocent text ("abc" in every other word).
+MIN_SECRET_LEN = 4
+LOGGER_NAME = "specsuite"
+
+# Whole snake-case words that make a key name secret wherever they appear.
+_SECRET_WORDS = frozenset({"key", "apikey", "secret", "password", "passwd", "authorization"})
+# "token" is secret only as the whole name or after one of these words: names such as
+# ``stop_token_ids``, ``pad_token`` or ``speculative_token_map`` hold model data, not credentials.
+_TOKEN_QUALIFIERS = frozenset({"access", "auth", "bearer", "hf", "api", "refresh", "session", "secret"})
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_KEY_FLAG = re.compile(r"(--(?:admin[-_])?api[-_]key)(=|\s+)(?:\"[^\"]*\"|'[^']*'|\S+)")
+_BEARER = re.compile(r"(\bBearer\s+)[^\s\"',]+", re.IGNORECASE)
+_KEY_FLAGS_ARGV = frozenset({"--api-key", "--admin-api-key", "--api_key", "--admin_api_key"})
+
+
+def load_api_key(env: Mapping[str, str] = os.environ) -> str | None:
+    """Return the API key from ``SPECSUITE_API_KEY`` or the file in ``SPECSUITE_API_KEY_FILE``.
+
+    Returns None when neither is set. Setting both is rejected, so a stale variable cannot
+    silently win. Errors name the file, never its content.
+    """
+    direct = env.get(API_KEY_ENV, "").strip()
+    file_name = env.get(API_KEY_FILE_ENV, "").strip()
+    if direct and file_name:
+        raise SpecsuiteError(f"set only one of {API_KEY_ENV} and {API_KEY_FILE_ENV}, not both")
+    if direct:
+        return direct
+    if not file_name:
+        return None
+    try:
+        with open(file_name, encoding="utf-8") as handle:
+            key = handle.read().strip()
+    except OSError as exc:
+        raise SpecsuiteError(
+            f"cannot read API key file {file_name} ({API_KEY_FILE_ENV}): {exc.strerror or type(exc).__name__}"
+        ) from None
+    except UnicodeDecodeError:
+        raise SpecsuiteError(f"API key file {file_name} ({API_KEY_FILE_ENV}) is not UTF-8 text") from None
+    if not key:
+        raise SpecsuiteError(f"API key file {file_name} ({API_KEY_FILE_ENV}) is empty")
+    return key
+
+
+def is_secret_key_name(name: str) -> bool:
+    """True when a mapping key such as ``admin_api_key`` or ``Authorization`` names a secret.
+
+    Words are split on ``_``, ``-``, spaces and camelCase; ``tokenizer_path``,
+    ``max_total_num_tokens`` and ``completion_tokens`` are not secret.
+    """
+    words = re.split(r"[_\-\s.]+", _CAMEL_BOUNDARY.sub("_", name).lower())
+    words = [word for word in words if word]
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    if words and words[-1] == "token":
+        return len(words) == 1 or words[-2] in _TOKEN_QUALIFIERS
+    return False
+
+
+def _usable_secrets(secrets: Iterable[str | None]) -> list[str]:
+    # Longest first, so a secret that contains another one is replaced whole.
+    unique = {s for s in secrets if s and len(s) >= MIN_SECRET_LEN}
+    return sorted(unique, key=len, reverse=True)
+
+
+def _redact_text(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    text = _KEY_FLAG.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    return _BEARER.sub(lambda m: f"{m.group(1)}{REDACTED}", text)
+
+
+def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """Return ``text`` with the given secrets, key flags and bearer tokens replaced by ``***``."""
+    return _redact_text(text, _usable_secrets(secrets))
+
+
+def _redact_value(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        return _redact_text(value, secrets)
+    if isinstance(value, Mapping):
+        return {
+            key: _mask(item, secrets) if isinstance(key, str) and is_secret_key_name(key) else _redact_value(item, secrets)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        items = [_redact_value(item, secrets) for item in value]
+        # argv-style lists: ["--api-key", "X"] keeps the flag, hides the value.
+        for index in range(len(items) - 1):
+            if isinstance(items[index], str) and items[index] in _KEY_FLAGS_ARGV and isinstance(items[index + 1], str):
+                items[index + 1] = REDACTED
+        return tuple(items) if isinstance(value, tuple) else items
+    return value
+
+
+def _mask(value: Any, secrets: list[str]) -> Any:
+    # None, "" and booleans reveal nothing, and keeping them shows whether a key was set.
+    if value is None or value == "" or isinstance(value, bool):
+        return value
+    return REDACTED
+
+
+def redact(obj: Any, secrets: Iterable[str | None] = ()) -> Any:
+    """Return a redacted deep copy of ``obj`` (dicts, lists, tuples and strings are copied).
+
+    Secrets shorter than ``MIN_SECRET_LEN`` and None are ignored. Other values (numbers,
+    arrays, objects) are returned as they are.
+    """
+    return _redact_value(obj, _usable_secrets(secrets))
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts the formatted message and any exception text of a record."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        super().__init__()
+        self._secrets = _usable_secrets(secrets)
+
+    def add_secrets(self, secrets: Iterable[str | None]) -> None:
+        """Also redact these secrets from now on."""
+        self._secrets = _usable_secrets([*self._secrets, *secrets])
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a malformed logging call: keep its parts so the redacted text survives
+            message = f"{record.msg} {record.args!r}"
+        record.msg = _redact_text(message, self._secrets)
+        record.args = None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = _redact_text(record.exc_text, self._secrets)
+        if record.stack_info:
+            record.stack_info = _redact_text(record.stack_info, self._secrets)
+        return True
+
+
+def install_redacting_filter(
+    secrets: Iterable[str | None] = (), logger: logging.Logger | None = None
+) -> RedactingFilter:
+    """Redact ``secrets`` from everything the ``specsuite`` logger (or ``logger``) emits.
+
+    A logger's own filters do not see records from its child loggers, so the filter is put on
+    the logger and on every handler that its records reach (its own and its ancestors', the
+    root's included). Handlers added later are not covered: call this again after configuring
+    logging. Calling it again reuses the installed filter and adds the new secrets.
+    """
+    target = logger if logger is not None else logging.getLogger(LOGGER_NAME)
+    existing = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
+    installed = existing if existing is not None else RedactingFilter()
+    installed.add_secrets(secrets)
+    holders: list[logging.Filterer] = [target]
+    current: logging.Logger | None = target
+    while current is not None:
+        holders.extend(current.handlers)
+        current = current.parent if current.propagate else None
+    for holder in holders:
+        if installed not in holder.filters:
+            holder.addFilter(installed)
+    return installed

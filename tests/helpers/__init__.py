@@ -1,0 +1,1 @@
+"""Helpers for the project's own tests (stand-in processes and servers)."""

@@ -1,0 +1,161 @@
+"""Tests for harness.secrets: API-key loading, redaction of data and of log records."""
+
+from __future__ import annotations
+
+import copy
+import io
+import logging
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.secrets import (
+    API_KEY_ENV,
+    API_KEY_FILE_ENV,
+    REDACTED,
+    RedactingFilter,
+    install_redacting_filter,
+    is_secret_key_name,
+    load_api_key,
+    redact,
+    redact_text,
+)
+
+KEY = "sk-live-0123456789abcdef"
+
+
+def test_key_from_environment_is_stripped():
+    assert load_api_key({API_KEY_ENV: f"  {KEY}\n"}) == KEY
+
+
+def test_no_key_configured_gives_none():
+    assert load_api_key({}) is None
+    assert load_api_key({API_KEY_ENV: "   "}) is None
+
+
+def test_key_from_file_is_stripped(tmp_path):
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(f"\n{KEY}  \n")
+    assert load_api_key({API_KEY_FILE_ENV: str(key_file)}) == KEY
+
+
+def test_missing_key_file_names_the_file(tmp_path):
+    missing = tmp_path / "nope.txt"
+    with pytest.raises(SpecsuiteError) as info:
+        load_api_key({API_KEY_FILE_ENV: str(missing)})
+    message = str(info.value)
+    assert str(missing) in message and "\n" not in message
+
+
+def test_undecodable_key_file_never_shows_its_content(tmp_path):
+    key_file = tmp_path / "key.bin"
+    key_file.write_bytes(b"hunter2-secret\xff\xfe")
+    with pytest.raises(SpecsuiteError) as info:
+        load_api_key({API_KEY_FILE_ENV: str(key_file)})
+    assert str(key_file) in str(info.value)
+    assert "hunter2" not in str(info.value)
+
+
+def test_empty_key_file_is_an_error(tmp_path):
+    key_file = tmp_path / "key.txt"
+    key_file.write_text("  \n")
+    with pytest.raises(SpecsuiteError, match="empty"):
+        load_api_key({API_KEY_FILE_ENV: str(key_file)})
+
+
+def test_both_sources_set_is_an_error(tmp_path):
+    key_file = tmp_path / "key.txt"
+    key_file.write_text(KEY)
+    with pytest.raises(SpecsuiteError, match="only one"):
+        load_api_key({API_KEY_ENV: KEY, API_KEY_FILE_ENV: str(key_file)})
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["api_key", "admin_api_key", "apikey", "apiKey", "API_KEY", "Authorization", "password", "secret",
+     "token", "hf_token", "access_token", "x-api-key", "client_secret", "db_password"],
+)
+def test_secret_key_names(name):
+    assert is_secret_key_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["tokenizer_path", "max_total_num_tokens", "completion_tokens", "prompt_tokens", "stop_token_ids",
+     "speculative_token_map", "pad_token", "bos_token_id", "keys", "monkey", "secretary_count", "model_path"],
+)
+def test_non_secret_key_names(name):
+    assert not is_secret_key_name(name)
+
+
+def test_redact_nested_structure_is_a_deep_copy():
+    original = {
+        "api_key": KEY,
+        "admin_api_key": None,
+        "tokenizer_path": "/models/tok",
+        "completion_tokens": 17,
+        "enable_api_key": True,
+        "launch_command": f"python -m sglang.launch_server --api-key {KEY} --admin-api-key=adminpass --port 30000",
+        "internal_states": [{"api_key": "other", "note": f"used {KEY} here"}],
+        "argv": ("--api-key", "plainvalue", "--port", "1"),
+        "headers": "Authorization: Bearer abc.def-ghi",
+    }
+    before = copy.deepcopy(original)
+    redacted = redact(original, [KEY])
+    assert original == before
+    assert redacted["api_key"] == REDACTED
+    assert redacted["admin_api_key"] is None
+    assert redacted["enable_api_key"] is True
+    assert redacted["tokenizer_path"] == "/models/tok"
+    assert redacted["completion_tokens"] == 17
+    assert redacted["launch_command"] == (
+        "python -m sglang.launch_server --api-key *** --admin-api-key=*** --port 30000"
+    )
+    assert redacted["internal_states"] == [{"api_key": REDACTED, "note": "used *** here"}]
+    assert redacted["argv"] == ("--api-key", REDACTED, "--port", "1")
+    assert redacted["headers"] == "Authorization: Bearer ***"
+
+
+def test_short_and_empty_secrets_are_ignored():
+    assert redact("the cat sat", ["cat", "", None]) == "the cat sat"
+
+
+def test_longer_secret_wins_over_its_substring():
+    assert redact_text("token abcd1234wxyz", ["abcd", "abcd1234wxyz"]) == "token ***"
+
+
+@pytest.fixture
+def captured_logger():
+    stream = io.StringIO()
+    parent = logging.getLogger("specsuite_test_redaction")
+    handler = logging.StreamHandler(stream)
+    parent.addHandler(handler)
+    parent.setLevel(logging.INFO)
+    parent.propagate = False
+    yield parent, stream
+    parent.removeHandler(handler)
+    parent.filters.clear()
+
+
+def test_installed_filter_redacts_records_from_child_loggers(captured_logger):
+    parent, stream = captured_logger
+    install_redacting_filter([KEY], logger=parent)
+    child = logging.getLogger("specsuite_test_redaction.child")
+    child.info("polling with %s", KEY)
+    try:
+        raise RuntimeError(f"boom {KEY}")
+    except RuntimeError:
+        child.exception("failed --api-key %s", "literal-value")
+    text = stream.getvalue()
+    assert KEY not in text and "literal-value" not in text
+    assert "polling with ***" in text and "boom ***" in text and "--api-key ***" in text
+
+
+def test_installing_twice_reuses_the_filter_and_adds_secrets(captured_logger):
+    parent, stream = captured_logger
+    first = install_redacting_filter([KEY], logger=parent)
+    second = install_redacting_filter(["another-secret"], logger=parent)
+    assert first is second
+    assert sum(isinstance(f, RedactingFilter) for f in parent.filters) == 1
+    parent.info("%s and another-secret", KEY)
+    assert stream.getvalue().strip() == "*** and ***"
