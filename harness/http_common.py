@@ -16,6 +16,7 @@ import orjson
 import requests
 
 from harness.errors import SpecsuiteError
+from harness.secrets import REDACTED, redact_text
 
 ERROR_TEXT_LIMIT = 200
 
@@ -113,10 +114,11 @@ class HttpTransport:
         self._session.close()
 
     def scrub(self, text: str) -> str:
-        """Remove the API key (and URL credentials) from text that may end up in a message."""
+        """Remove the API key, bearer headers and URL credentials from text bound for a message."""
         if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text.replace(self.base_url, self.display_url)
+            # Directly as well: redact_text skips secrets too short to replace safely in general.
+            text = text.replace(self._api_key, REDACTED)
+        return redact_text(text.replace(self.base_url, self.display_url))
 
     def request(
         self,
@@ -153,6 +155,10 @@ class HttpTransport:
             if is_refused(exc):
                 raise SpecsuiteError(
                     f"cannot connect to {self.display_url}: connection refused — is the server running?"
+                ) from None
+            if "NameResolutionError" in repr(exc):
+                raise SpecsuiteError(
+                    f"cannot connect to {self.display_url}: host name {urlsplit(url).hostname!r} not found"
                 ) from None
             raise SpecsuiteError(
                 f"cannot connect to {self.display_url}: {self.scrub(shorten(str(exc)))}"

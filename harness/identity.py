@@ -4,22 +4,18 @@ Built from /model_info, /server_info and a `VocabInfo`. SGLang's /server_info ec
 `admin_api_key` in clear, both as fields (again inside every `internal_states` entry) and inside
 `launch_command`. Nothing secret is kept: credential-like keys are dropped at every depth, the
 launch command's values for such flags are replaced by `***`, and the dropped values are then
-scrubbed from every remaining string.
+scrubbed from every remaining string. Which names count as credentials is `harness.secrets`' rule.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.http_common import display_url
+from harness.secrets import REDACTED, is_secret_key_name, redact_text
 from harness.vocab import VocabInfo
 
-REDACTED = "***"
-# Credential-like names. "token" must be the last whole word (hf_token, auth_token) so that
-# tokenizer_*, count fields (max_total_num_tokens) and speculative_token_map survive.
-SECRET_NAME = re.compile(r"(api_?key|secret|password|passwd|credential|(^|_)token$)", re.IGNORECASE)
 SPEC_FIELDS = (
     "speculative_algorithm",
     "speculative_draft_model_path",
@@ -32,17 +28,12 @@ SPEC_FIELDS = (
 )
 
 
-def is_secret_name(name: str) -> bool:
-    """True for a key or flag name that may hold a credential (dashes count as underscores)."""
-    return SECRET_NAME.search(name.lstrip("-").replace("-", "_")) is not None
-
-
 def collect_secrets(value: Any) -> set[str]:
     """Every non-empty string stored under a credential-like key, at any depth."""
     found: set[str] = set()
     if isinstance(value, dict):
         for key, item in value.items():
-            if is_secret_name(str(key)) and isinstance(item, str) and item:
+            if is_secret_key_name(str(key)) and isinstance(item, str) and item:
                 found.add(item)
             else:
                 found |= collect_secrets(item)
@@ -53,11 +44,11 @@ def collect_secrets(value: Any) -> set[str]:
 
 
 def redact_command(command: str) -> str:
-    """Replace the value after every credential-like flag (`--api-key X`, `--api-key=X`)."""
+    """Replace the value after every credential-like flag (`--api-key X`, `--hf-token=X`, ...)."""
     words = command.split(" ")
     for i, word in enumerate(words):
         name, eq, _ = word.partition("=")
-        if not name.startswith("--") or not is_secret_name(name):
+        if not name.startswith("--") or not is_secret_key_name(name):
             continue
         if eq:
             words[i] = f"{name}={REDACTED}"
@@ -71,7 +62,7 @@ def sanitise(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, dict):
         clean = {}
         for key, item in value.items():
-            if is_secret_name(str(key)):
+            if is_secret_key_name(str(key)):
                 continue
             if key == "launch_command" and isinstance(item, str):
                 item = redact_command(item)
@@ -80,9 +71,7 @@ def sanitise(value: Any, secrets: set[str]) -> Any:
     if isinstance(value, list):
         return [sanitise(item, secrets) for item in value]
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, REDACTED)
-        return value
+        return redact_text(value, secrets)
     return value
 
 

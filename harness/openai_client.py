@@ -15,7 +15,7 @@ from harness.errors import SpecsuiteError
 from harness.generation import Generation, prompt_hash
 from harness.http_common import HttpTransport, int_list, shorten
 
-# Requested by every call: per-token logprobs (no alternatives) and the SGLang token-id extension.
+# logprobs=0: the sampled token's logprob at every position, no alternatives.
 DEFAULT_LOGPROBS = 0
 
 
@@ -79,7 +79,8 @@ class OpenAICompletionsClient:
         if not isinstance(choices, list) or not choices:
             raise SpecsuiteError(f"POST /v1/completions on {self.base_url} returned no choices")
         usage = result.get("usage") or {}
-        return [_generation_from_choice(prompt, params, choice, usage if len(choices) == 1 else {}) for choice in choices]
+        choice_usage = usage if len(choices) == 1 else {}  # usage is per request, not per choice
+        return [_generation_from_choice(prompt, params, choice, choice_usage) for choice in choices]
 
     def complete_stream(self, prompt: str | list[int], params: dict[str, Any]) -> list[Generation]:
         """POST /v1/completions with streaming; the text, logprob and token-id deltas of each choice

@@ -111,7 +111,12 @@ def _load_tokenizer(tokenizer_path: str) -> Any:
         )
     # Imported here: transformers is slow to import and only this probe needs it.
     from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
+    # A config.json of an architecture transformers does not know makes it warn about model
+    # types, although only the tokenizer is loaded; failures still raise.
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
     try:
         return AutoTokenizer.from_pretrained(tokenizer_path, local_files_only=True)
     except Exception as exc:  # transformers raises many types (OSError, ValueError, KeyError, ...)
@@ -119,6 +124,8 @@ def _load_tokenizer(tokenizer_path: str) -> Any:
             f"cannot load a tokenizer from {tokenizer_path}: {shorten(str(exc), 120)} — "
             "pass --tokenizer <local folder with tokenizer files>"
         ) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
 
 
 def decode_each_id(tokenizer: Any, count: int) -> list[str]:

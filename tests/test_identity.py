@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.identity import ServerIdentity, cuda_graph_state, is_secret_name, redact_command
+from harness.identity import ServerIdentity, collect_secrets, cuda_graph_state, redact_command
 from harness.vocab import VocabInfo
 
 API_KEY = "sk-planted-4f9a-SECRET"
@@ -114,27 +114,15 @@ def test_identity_without_spec_or_vocab():
     ident = ServerIdentity.from_server("http://user:pw@host:1234", {"model_path": "/m"}, info)
     assert ident.base_url == "http://host:1234"
     assert ident.tokenizer_length is None
-    assert ident.header_lines() == ["specsuite server: http://host:1234 model=/m version=0.5.23", "spec: off cuda_graph=off"]
+    assert ident.header_lines() == [
+        "specsuite server: http://host:1234 model=/m version=0.5.23",
+        "spec: off cuda_graph=off",
+    ]
 
 
-@pytest.mark.parametrize(
-    ("name", "secret"),
-    [
-        ("api_key", True),
-        ("ADMIN_API_KEY", True),
-        ("--api-key", True),
-        ("hf_token", True),
-        ("token", True),
-        ("client_secret", True),
-        ("tokenizer_path", False),
-        ("max_total_num_tokens", False),
-        ("speculative_num_draft_tokens", False),
-        ("speculative_token_map", False),
-        ("return_token_ids", False),
-    ],
-)
-def test_secret_names(name, secret):
-    assert is_secret_name(name) is secret
+def test_collect_secrets_at_any_depth():
+    found = collect_secrets(server_info())
+    assert found == {API_KEY, ADMIN_KEY, HF_TOKEN}
 
 
 def test_redact_command_keeps_other_flags():

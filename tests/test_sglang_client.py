@@ -5,6 +5,7 @@ Every failure must surface as a one-line SpecsuiteError, quickly, without the AP
 
 from __future__ import annotations
 
+import hashlib
 import json
 import socket
 import threading
@@ -16,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.generation import generations_from_sglang
+from harness.generation import Generation, generations_from_sglang
 from harness.identity import ServerIdentity
 from harness.sglang_client import SGLangClient
 
@@ -257,6 +258,27 @@ def test_refused_port_message():
     assert message == f"cannot connect to http://127.0.0.1:{port}: connection refused — is the server running?"
 
 
+def test_connect_timeout_is_bounded():
+    # A listener whose accept queue is full: Linux drops further SYNs, so connect() hangs.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = [socket.socket() for _ in range(3)]
+    try:
+        for filler in fillers:
+            filler.setblocking(False)
+            filler.connect_ex(("127.0.0.1", port))
+        client = SGLangClient(f"http://127.0.0.1:{port}", timeout_s=0.5, connect_timeout_s=0.5)
+        start = time.monotonic()
+        one_line_error(client.check_connection, f"cannot connect to http://127.0.0.1:{port}: no answer within 0.5 s")
+        assert time.monotonic() - start < 5
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
 def test_read_timeout_is_bounded():
     with serve(Silent) as url:
         client = SGLangClient(url, timeout_s=0.5, connect_timeout_s=1)
@@ -407,3 +429,52 @@ def test_identity_never_holds_the_echoed_key(keyed_server):
     assert API_KEY not in json.dumps(identity.to_dict())
     assert all(API_KEY not in line for line in identity.header_lines())
     assert identity.speculative["speculative_num_draft_tokens"] == 6
+
+
+# -- Generation records from native results ------------------------------------------------
+
+
+def test_generation_from_sglang_records_both_token_sources():
+    payload = {"text": "hello", "sampling_params": {"temperature": 1.0, "max_new_tokens": 3}}
+    result = generate_result([5, 6, 2], logprob_ids=[5, 9, 2, 4])
+    [gen] = generations_from_sglang(payload, result)
+    assert gen.output_ids == [5, 6, 2]
+    assert gen.logprob_ids == [5, 9, 2, 4]
+    assert gen.output_logprobs == [-0.5] * 4
+    assert gen.token_source_mismatch() == [1, 3]
+    assert gen.params == {"temperature": 1.0, "max_new_tokens": 3}
+    assert gen.finish_reason == {"type": "stop", "matched": 2}
+    assert gen.completion_tokens == 3
+    assert "output_token_logprobs" not in gen.meta_info
+    assert gen.meta_info["spec_verify_ct"] == 2
+    assert gen.prompt_hash == hashlib.sha256(b"hello").hexdigest()[:16]
+    assert Generation.from_dict(json.loads(json.dumps(gen.to_dict()))) == gen
+
+
+def test_generation_without_logprobs_has_no_mismatch():
+    result = generate_result([5, 6, 2])
+    del result["meta_info"]["output_token_logprobs"]
+    [gen] = generations_from_sglang({"input_ids": [1, 2, 3]}, result)
+    assert gen.logprob_ids is None and gen.token_source_mismatch() == []
+    assert gen.prompt_ids == [1, 2, 3] and gen.prompt is None
+
+
+def test_generations_n_greater_than_one_are_prompt_major():
+    payload = {"input_ids": [[1], [2]], "sampling_params": {"n": 2}}
+    results = [generate_result([10 + k, 2]) for k in range(4)]
+    gens = generations_from_sglang(payload, results)
+    assert [g.prompt_ids for g in gens] == [[1], [1], [2], [2]]
+    assert [g.output_ids[0] for g in gens] == [10, 11, 12, 13]
+
+
+@pytest.mark.parametrize(
+    ("payload", "response", "fragment"),
+    [
+        ({"text": ["a", "b"]}, [generate_result([1, 2])] * 3, "3 results for 2 prompts"),
+        ({"sampling_params": {}}, generate_result([1, 2]), "neither text nor input_ids"),
+        ({"text": "a"}, {"text": "x", "output_ids": "bad", "meta_info": {}}, "not a list of token ids"),
+        ({"text": "a"}, {"text": "x", "output_ids": [1]}, "no meta_info"),
+    ],
+)
+def test_generation_rejects_malformed_results(payload, response, fragment):
+    one_line_error(lambda: generations_from_sglang(payload, response), fragment)

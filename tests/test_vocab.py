@@ -21,7 +21,9 @@ SPECIALS = ["<|endoftext|>", "<think>", "</think>"]
 REFSERVER_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "refserver" / "model"
 
 
-def write_folder(folder: Path, tokenizer: Tokenizer, config: dict | None, generation_config: dict | None = None) -> Path:
+def write_folder(
+    folder: Path, tokenizer: Tokenizer, config: dict | None, generation_config: dict | None = None
+) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(folder / "tokenizer.json"))
     (folder / "tokenizer_config.json").write_text(
@@ -83,7 +85,8 @@ def test_specials_eos_fragments_and_token0(byte_level_dir, byte_level):
     assert set(ids.values()) <= byte_level.special_ids
     assert byte_level.eos_ids == {0, 2}
     assert "generation_config.json" in byte_level.source["eos_ids"]
-    assert byte_level.fragment_ids == {name: ids[name] for name in ("<think>", "</think>", "<tool_call>", "</tool_call>")}
+    fragments = ("<think>", "</think>", "<tool_call>", "</tool_call>")
+    assert byte_level.fragment_ids == {name: ids[name] for name in fragments}
     assert byte_level.token0_text == ref.decode([0], skip_special_tokens=False)
 
 

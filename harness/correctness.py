@@ -1,0 +1,216 @@
+"""The correctness workload: generate over a grid of sampling cases and run every detector.
+
+For each case (temperature, top_p) the workload flushes the server, sends the profile's prompts
+as native /generate requests with `return_logprob` (so ids arrive twice and can be cross-checked),
+scans each response as it finishes, streams a record per request to the caller's sink, and keeps
+the aggregates: detector totals with Clopper–Pearson bounds, per-request accept lengths and the
+server-wide accept length read after the case.  pytest suites and the CLI both call this.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness.acceptance import request_accept_length, server_accept_length
+from harness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
+from harness.errors import SpecsuiteError
+from harness.generation import Generation
+from harness.prompts import PromptItem
+from harness.sglang_client import SGLangClient
+from harness.vocab import VocabInfo
+
+EXAMPLE_WINDOW = 8  # ids either side of an offending position quoted in failure messages
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How much to generate per case."""
+
+    name: str
+    num_prompts: int
+    max_new_tokens: int
+    concurrency: int
+
+
+PROFILES = {
+    "smoke": Profile("smoke", num_prompts=24, max_new_tokens=128, concurrency=8),
+    "nightly": Profile("nightly", num_prompts=96, max_new_tokens=512, concurrency=16),
+}
+
+
+def _format_number(value: float) -> str:
+    return f"{value:g}" if value != int(value) else f"{int(value)}"
+
+
+@dataclass(frozen=True)
+class SamplingCase:
+    """One point of the sampling grid."""
+
+    temperature: float
+    top_p: float
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    @property
+    def case_id(self) -> str:
+        return f"t={_format_number(self.temperature)}-top_p={_format_number(self.top_p)}"
+
+
+def sampling_grid(temperatures: list[float], top_ps: list[float]) -> list[SamplingCase]:
+    """The cross product, except that T=0 runs once: greedy decoding ignores top_p."""
+    cases: list[SamplingCase] = []
+    for temperature in temperatures:
+        for top_p in ([max(top_ps)] if temperature == 0 else top_ps):
+            cases.append(SamplingCase(temperature, top_p))
+    return cases
+
+
+@dataclass
+class CaseResult:
+    """What one case produced: every generation's hits, the totals and the acceptance numbers."""
+
+    case: SamplingCase
+    profile: str
+    seed: int
+    generations: list[Generation] = field(default_factory=list)
+    hits: list[DetectorHits] = field(default_factory=list)
+    accept_lengths: list[float] = field(default_factory=list)
+    accept_rates: list[float] = field(default_factory=list)
+    server_accept_length: float | None = None
+    errors: list[str] = field(default_factory=list)
+    wall_time_s: float = 0.0
+
+    @property
+    def totals(self) -> dict[str, Any]:
+        return aggregate(self.hits)
+
+    @property
+    def generated_tokens(self) -> int:
+        return sum(g.generated_token_count for g in self.generations)
+
+    def count(self, detector: str) -> int:
+        return int(self.totals.get(detector, {}).get("count", 0))
+
+    def example(self, detector: str) -> str:
+        """One offending request, quoted: prompt hash, position, ids around it, text window."""
+        for generation, hits in zip(self.generations, self.hits):
+            result = hits.results.get(detector)
+            if result is None or not result.count:
+                continue
+            position = result.positions[0] if result.positions else 0
+            ids = generation.output_ids or []
+            window = ids[max(0, position - EXAMPLE_WINDOW) : position + EXAMPLE_WINDOW + 1]
+            text = generation.text
+            where = min(len(text), int(len(text) * position / max(len(ids), 1)))
+            snippet = text[max(0, where - 60) : where + 60]
+            return f"prompt {generation.prompt_hash} position {position} ids {window} text {snippet!r}"
+        return "no offending request"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "case_id": self.case.case_id,
+            "temperature": self.case.temperature,
+            "top_p": self.case.top_p,
+            "profile": self.profile,
+            "seed": self.seed,
+            "n_requests": len(self.generations),
+            "n_errors": len(self.errors),
+            "errors": self.errors[:20],
+            "n_tokens": self.generated_tokens,
+            "wall_time_s": self.wall_time_s,
+            "detectors": self.totals,
+            "acceptance": {
+                "per_request": self.accept_lengths,
+                "mean": sum(self.accept_lengths) / len(self.accept_lengths) if self.accept_lengths else None,
+                "accept_rates": self.accept_rates,
+                "server_after_flush": self.server_accept_length,
+            },
+        }
+
+
+def build_payload(prompt: PromptItem, case: SamplingCase, max_new_tokens: int, sampling_seed: int) -> dict[str, Any]:
+    """A native /generate request that returns ids and logprobs together."""
+    return {
+        "text": prompt.prompt,
+        "sampling_params": {
+            "temperature": case.temperature,
+            "top_p": case.top_p,
+            "max_new_tokens": max_new_tokens,
+            "sampling_seed": sampling_seed,
+        },
+        "return_logprob": True,
+    }
+
+
+def run_case(
+    client: SGLangClient,
+    vocab: VocabInfo,
+    case: SamplingCase,
+    prompts: list[PromptItem],
+    profile: Profile,
+    *,
+    seed: int = 0,
+    record_sink: Callable[[dict[str, Any]], None] | None = None,
+    detector_config: DetectorConfig | None = None,
+) -> CaseResult:
+    """Generate the profile's requests for one case and scan them as they finish."""
+    result = CaseResult(case=case, profile=profile.name, seed=seed)
+    chosen = [prompts[i % len(prompts)] for i in range(profile.num_prompts)]
+    client.flush_cache()  # so the server-wide accept length covers this case only
+    started = time.perf_counter()
+
+    def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Any]:
+        payload = build_payload(prompt, case, profile.max_new_tokens, seed * 100_003 + index)
+        return index, prompt, payload, client.generate(payload)
+
+    with ThreadPoolExecutor(max_workers=profile.concurrency) as pool:
+        futures = [pool.submit(one, i, p) for i, p in enumerate(chosen)]
+        for future in as_completed(futures):
+            try:
+                index, prompt, payload, response = future.result()
+                generation = Generation.from_sglang(payload, response)
+            except SpecsuiteError as exc:
+                result.errors.append(str(exc))
+                if record_sink:
+                    record_sink({"case_id": case.case_id, "status": "error", "error": str(exc)})
+                continue
+            hits = scan_generation(generation, vocab, detector_config)
+            accept = request_accept_length(generation.meta_info)
+            result.generations.append(generation)
+            result.hits.append(hits)
+            if accept is not None:
+                result.accept_lengths.append(accept)
+            rate = generation.meta_info.get("spec_accept_rate")
+            if isinstance(rate, (int, float)):
+                result.accept_rates.append(float(rate))
+            if record_sink:
+                record_sink(_record(case, index, prompt, generation, hits, accept))
+    result.wall_time_s = time.perf_counter() - started
+    result.server_accept_length = server_accept_length(client.server_info())
+    return result
+
+
+def _record(case: SamplingCase, index: int, prompt: PromptItem, generation: Generation, hits: DetectorHits, accept: float | None) -> dict[str, Any]:
+    """The per-request JSONL record: what was asked, what came back, what the detectors saw."""
+    meta = generation.meta_info
+    return {
+        "case_id": case.case_id,
+        "status": "ok",
+        "request_index": index,
+        "prompt_id": prompt.id,
+        "prompt_kind": prompt.kind,
+        "prompt_hash": generation.prompt_hash,
+        "params": generation.params,
+        "output_ids": generation.output_ids,
+        "text": generation.text,
+        "finish_reason": generation.finish_reason,
+        "completion_tokens": generation.completion_tokens,
+        "detector_hits": {name: r.count for name, r in hits.results.items() if r.count},
+        "accept_length": accept,
+        "spec": {k: meta[k] for k in ("spec_verify_ct", "spec_accept_rate", "spec_num_correct_drafts", "spec_num_proposed_drafts") if k in meta},
+    }

@@ -1,0 +1,1 @@
+"""pytest suites that run against a speculative-decoding server (see conftest.py for options)."""

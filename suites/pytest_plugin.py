@@ -1,0 +1,230 @@
+"""The specsuite pytest plugin: resolves the server under test, prints its identity, parametrizes
+the sampling grid, runs each case once per session, and writes results as they arrive.
+
+The server is resolved only when the run targets suites/ (or names a server explicitly), so
+`pytest tests/` never starts one.  Resolution order: --server-url, then --launch CMD, else the
+embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
+and exit code 4 (pytest's usage-error code), with no traceback.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.correctness import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
+from harness.errors import SpecsuiteError
+from harness.identity import ServerIdentity
+from harness.launcher import LaunchedServer, launch_reference_server
+from harness.prompts import PromptItem, load_prompts
+from harness.results import RecordWriter, RunDirectory
+from harness.secrets import load_api_key
+from harness.sglang_client import SGLangClient
+from harness.vocab import VocabInfo, load_vocab_info
+
+SUITES_DIR = Path(__file__).resolve().parent
+CONNECTION_ERROR_EXIT = 4
+
+
+def _floats(text: str, option: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SpecsuiteError(f"{option} expects comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise SpecsuiteError(f"{option} is empty")
+    return values
+
+
+def _launch_url(command: str, explicit: str | None) -> str:
+    if explicit:
+        return explicit.rstrip("/")
+    words = shlex.split(command)
+    host, port = "127.0.0.1", "30000"
+    for flag, value in zip(words, words[1:]):
+        if flag == "--host":
+            host = "127.0.0.1" if value in ("0.0.0.0", "::") else value
+        elif flag == "--port":
+            port = value
+    return f"http://{host}:{port}"
+
+
+@dataclass
+class ServerUnderTest:
+    """The resolved server: client, vocabulary facts, identity and, when launched here, the process."""
+
+    client: SGLangClient
+    vocab: VocabInfo
+    identity: ServerIdentity
+    arm: str
+    launched: LaunchedServer | None = None
+
+
+@dataclass
+class SpecsuiteSession:
+    """Per-session state: options, the server, the results folder and the cached case results."""
+
+    config: pytest.Config
+    server: ServerUnderTest | None = None
+    run_dir: RunDirectory | None = None
+    writer: RecordWriter | None = None
+    cases: dict[str, CaseResult] = field(default_factory=dict)
+    prompts: list[PromptItem] = field(default_factory=list)
+
+    def option(self, name: str) -> Any:
+        return self.config.getoption(name)
+
+    def targets_suites(self) -> bool:
+        """True when the run collects from suites/ or names a server."""
+        if self.option("server_url") or self.option("launch"):
+            return True
+        for arg in self.config.args:
+            path = Path(self.config.invocation_params.dir, arg.split("::")[0]).resolve()
+            if path == SUITES_DIR or SUITES_DIR in path.parents:
+                return True
+        return False
+
+    @property
+    def grid(self) -> list[SamplingCase]:
+        return sampling_grid(_floats(self.option("temperatures"), "--temperatures"), _floats(self.option("top_p"), "--top-p"))
+
+    @property
+    def profile(self):
+        return PROFILES[self.option("profile")]
+
+    def start(self) -> ServerUnderTest:
+        """Resolve, reach and identify the server; open the results folder."""
+        api_key = load_api_key()
+        self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=[api_key])
+        launched = None
+        url = self.option("server_url")
+        arm = self.option("arm_name")
+        if url is None and self.option("launch"):
+            command = self.option("launch")
+            url = _launch_url(command, self.option("launch_url"))
+            launched = LaunchedServer(command, base_url=url, log_path=self.run_dir.path / "server.log",
+                                      ready_timeout_s=self.option("launch_timeout"), api_key=api_key).start()
+            arm = arm or "candidate"
+        elif url is None:
+            launched = launch_reference_server("fix", log_dir=self.run_dir.path, ready_timeout_s=self.option("launch_timeout"))
+            url = launched.base_url
+            arm = arm or "fix"
+        arm = arm or "candidate"
+        try:
+            client = SGLangClient(url, api_key=api_key)
+            model_info = client.check_connection()
+            server_info = client.server_info()
+            tokenizer = self.option("tokenizer") or model_info.get("tokenizer_path") or model_info.get("model_path")
+            if not tokenizer or not Path(tokenizer).is_dir():
+                raise SpecsuiteError(f"the server's tokenizer {tokenizer!r} is not a folder on this machine: pass --tokenizer <local folder>")
+            vocab = load_vocab_info(tokenizer, self.option("vocab_size"))
+            identity = ServerIdentity.from_server(url, model_info, server_info, vocab, extra={"arm": arm})
+        except SpecsuiteError:
+            if launched is not None:
+                launched.stop()
+            raise
+        self.prompts = load_prompts(self.option("prompts"))
+        self.writer = self.run_dir.record_writer(arm)
+        self.server = ServerUnderTest(client, vocab, identity, arm, launched)
+        self.write_results("running")
+        return self.server
+
+    def case_result(self, case: SamplingCase) -> CaseResult:
+        """Run a case once per session; later tests read the cached result."""
+        if case.case_id not in self.cases:
+            assert self.server is not None
+            self.cases[case.case_id] = run_case(
+                self.server.client, self.server.vocab, case, self.prompts, self.profile,
+                seed=self.option("seed"), record_sink=self.writer.write if self.writer else None,
+            )
+            self.write_results("running")
+        return self.cases[case.case_id]
+
+    def write_results(self, status: str) -> None:
+        if self.run_dir is None or self.server is None:
+            return
+        arm = self.server.arm
+        self.run_dir.write_results({
+            "status": status,
+            "seed": self.option("seed"),
+            "profile": self.option("profile"),
+            "command": " ".join(sys.argv),
+            "arms": {arm: {
+                "identity": self.server.identity.to_dict(),
+                "vocab": self.server.vocab.to_dict(),
+                "cases": [result.to_dict() for result in self.cases.values()],
+            }},
+        })
+
+    def finish(self, exitstatus: int) -> None:
+        status = "complete" if exitstatus in (0, 1) else "interrupted"
+        self.write_results(status)
+        if self.run_dir is not None:
+            self.run_dir.close()
+        if self.server is not None:
+            self.server.client.close()
+            if self.server.launched is not None:
+                self.server.launched.stop()
+
+
+SESSION_KEY = pytest.StashKey[SpecsuiteSession]()
+
+
+def specsuite_session(config: pytest.Config) -> SpecsuiteSession:
+    return config.stash[SESSION_KEY]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SESSION_KEY] = SpecsuiteSession(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    state = specsuite_session(session.config)
+    if not state.targets_suites():
+        return
+    try:
+        state.grid  # validate grid options before starting anything
+        state.start()
+    except SpecsuiteError as exc:
+        pytest.exit(f"specsuite: {exc}", returncode=CONNECTION_ERROR_EXIT)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    state = specsuite_session(config)
+    if state.server is None:
+        return []
+    lines = state.server.identity.header_lines()
+    lines.append(f"specsuite arm: {state.server.arm}; profile {state.option('profile')}; results {state.run_dir.path if state.run_dir else '-'}")
+    return lines
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    specsuite_session(session.config).finish(int(exitstatus))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    state = specsuite_session(metafunc.config)
+    try:
+        grid = state.grid
+    except SpecsuiteError:
+        grid = []
+    if "sampling_case" in metafunc.fixturenames:
+        metafunc.parametrize("sampling_case", grid, ids=[c.case_id for c in grid])
+    if "sampled_case" in metafunc.fixturenames:
+        sampled = [c for c in grid if not c.greedy]
+        metafunc.parametrize("sampled_case", sampled, ids=[c.case_id for c in sampled])
+
+
+@pytest.fixture(scope="session")
+def specsuite(pytestconfig: pytest.Config) -> SpecsuiteSession:
+    """The session state; skips when no server was resolved (suites collected without targeting)."""
+    state = specsuite_session(pytestconfig)
+    if state.server is None:
+        pytest.skip("no server under test: run `pytest suites/` or pass --server-url/--launch")
+    return state
