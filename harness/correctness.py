@@ -19,6 +19,7 @@ from harness.detectors import DetectorConfig, DetectorHits, aggregate, scan_gene
 from harness.errors import SpecsuiteError
 from harness.generation import Generation
 from harness.prompts import PromptItem
+from harness.server_counters import counter_deltas
 from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
 
@@ -84,6 +85,7 @@ class CaseResult:
     server_accept_length: float | None = None
     errors: list[str] = field(default_factory=list)
     wall_time_s: float = 0.0
+    server_counters: dict[str, float] = field(default_factory=dict)
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -124,6 +126,7 @@ class CaseResult:
             "n_tokens": self.generated_tokens,
             "wall_time_s": self.wall_time_s,
             "detectors": self.totals,
+            "server_counters": self.server_counters,
             "acceptance": {
                 "per_request": self.accept_lengths,
                 "mean": sum(self.accept_lengths) / len(self.accept_lengths) if self.accept_lengths else None,
@@ -162,6 +165,7 @@ def run_case(
     result = CaseResult(case=case, profile=profile.name, seed=seed)
     chosen = [prompts[i % len(prompts)] for i in range(profile.num_prompts)]
     client.flush_cache()  # so the server-wide accept length covers this case only
+    metrics_before = client.metrics_text()
     started = time.perf_counter()
 
     def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Any]:
@@ -191,6 +195,7 @@ def run_case(
             if record_sink:
                 record_sink(_record(case, index, prompt, generation, hits, accept))
     result.wall_time_s = time.perf_counter() - started
+    result.server_counters = counter_deltas(metrics_before, client.metrics_text())
     result.server_accept_length = server_accept_length(client.server_info())
     return result
 

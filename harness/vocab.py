@@ -10,6 +10,7 @@ come from local files; every fact records its source.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +110,9 @@ def _load_tokenizer(tokenizer_path: str) -> Any:
         raise SpecsuiteError(
             f"tokenizer folder not found: {tokenizer_path} — pass --tokenizer <local folder with tokenizer files>"
         )
-    # Imported here: transformers is slow to import and only this probe needs it.
+    # Imported here: transformers is slow to import and only this probe needs it.  Its advice that
+    # PyTorch is missing is noise for a tokenizer-only use.
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 

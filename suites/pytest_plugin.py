@@ -28,7 +28,6 @@ from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo, load_vocab_info
 
 SUITES_DIR = Path(__file__).resolve().parent
-CONNECTION_ERROR_EXIT = 4
 
 
 def _floats(text: str, option: str) -> list[float]:
@@ -192,7 +191,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         state.grid  # validate grid options before starting anything
         state.start()
     except SpecsuiteError as exc:
-        pytest.exit(f"specsuite: {exc}", returncode=CONNECTION_ERROR_EXIT)
+        raise pytest.UsageError(f"specsuite: {exc}") from None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

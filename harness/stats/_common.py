@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from numbers import Real
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -54,19 +55,21 @@ def check_alternative(alternative: str) -> Alternative:
     return alternative  # type: ignore[return-value]
 
 
-def check_confidence(confidence: float, name: str = "confidence") -> float:
-    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
-        raise StatsInputError(f"{name} must be strictly between 0 and 1; got {confidence!r}")
-    return float(confidence)
+def check_fraction(value: float, name: str, upper: float = 1.0) -> float:
+    """A number strictly between 0 and `upper` (confidence levels, alpha, power)."""
+    if not (isinstance(value, Real) and not isinstance(value, bool) and 0.0 < value < upper):
+        raise StatsInputError(f"{name} must be strictly between 0 and {upper:g}; got {value!r}")
+    return float(value)
+
+
+def check_confidence(confidence: float) -> float:
+    return check_fraction(confidence, "confidence")
 
 
 def check_count(value: int, name: str) -> int:
     """A non-negative whole number (numpy integers and integral floats accepted)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer, float)):
-        raise StatsInputError(f"{name} must be a non-negative integer; got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise StatsInputError(f"{name} must be a non-negative integer; got {value!r}")
-    if value < 0:
+    whole = isinstance(value, (int, np.integer)) or (isinstance(value, float) and value.is_integer())
+    if isinstance(value, (bool, np.bool_)) or not whole or value < 0:
         raise StatsInputError(f"{name} must be a non-negative integer; got {value!r}")
     return int(value)
 
@@ -80,7 +83,7 @@ def check_events(k: int, n: int, k_name: str = "k", n_name: str = "n") -> tuple[
 
 
 def check_positive(value: float, name: str) -> float:
-    if not (isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(value) and value > 0):
+    if not (isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
         raise StatsInputError(f"{name} must be a finite number > 0; got {value!r}")
     return float(value)
 

@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from harness.stats._common import Result, StatsInputError, check_events, check_positive
+from harness.stats._common import Result, StatsInputError, check_events, check_fraction, check_positive
 from harness.stats.latency import welch_inputs
 
 
@@ -40,12 +40,6 @@ class EquivalenceResult(Result):
     n_b: int
 
 
-def _check_alpha(alpha: float) -> float:
-    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 0.5):
-        raise StatsInputError(f"alpha must be strictly between 0 and 0.5; got {alpha!r}")
-    return float(alpha)
-
-
 def tost_equivalence(
     a: Sequence[float],
     b: Sequence[float],
@@ -61,7 +55,7 @@ def tost_equivalence(
     Needs at least two values per arm; refuses two constant samples.
     """
     margin = check_positive(margin, "margin")
-    alpha = _check_alpha(alpha)
+    alpha = check_fraction(alpha, "alpha", upper=0.5)
     x, y = welch_inputs(a, b, relative)
     low, high = (-math.log1p(margin), math.log1p(margin)) if relative else (-margin, margin)
     diff, se, df = _welch(x, y)
@@ -113,7 +107,7 @@ def tost_proportions(
     if a_n == 0 or b_n == 0:
         raise StatsInputError("tost_proportions needs at least one trial in each arm (a_n, b_n > 0)")
     margin = check_positive(margin, "margin")
-    alpha = _check_alpha(alpha)
+    alpha = check_fraction(alpha, "alpha", upper=0.5)
     pa, pb = (a_events + 1) / (a_n + 2), (b_events + 1) / (b_n + 2)
     centre = pa - pb
     se = math.sqrt(pa * (1 - pa) / (a_n + 2) + pb * (1 - pb) / (b_n + 2))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -211,21 +212,31 @@ def _bootstrap(
         raise StatsInputError(f"n_resamples must be at least 100 for a usable interval; got {n_resamples}")
     if method not in ("percentile", "basic", "BCa"):
         raise StatsInputError(f"bootstrap method must be percentile, basic or BCa; got {method!r}")
-    res = stats.bootstrap(
-        (x, y),
-        statistic,
-        n_resamples=n_resamples,
-        batch=max(1, _BOOTSTRAP_BATCH_VALUES // (x.size + y.size)),
-        vectorized=True,
-        paired=False,
-        confidence_level=confidence,
-        method=method,
-        rng=np.random.default_rng(seed),
-    )
+    # Degenerate data (e.g. constant samples) make BCa undefined; that is reported below as
+    # one error line instead of scipy's warnings and a nan interval.
+    with warnings.catch_warnings(), np.errstate(invalid="ignore", divide="ignore"):
+        warnings.simplefilter("ignore", stats.DegenerateDataWarning)
+        res = stats.bootstrap(
+            (x, y),
+            statistic,
+            n_resamples=n_resamples,
+            batch=max(1, _BOOTSTRAP_BATCH_VALUES // (x.size + y.size)),
+            vectorized=True,
+            paired=False,
+            confidence_level=confidence,
+            method=method,
+            rng=np.random.default_rng(seed),
+        )
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if math.isnan(low) or math.isnan(high):
+        raise StatsInputError(
+            f"bootstrap {method} interval for {name} is undefined on these samples (too little variation); "
+            "try method='percentile'"
+        )
     return BootstrapResult(
         statistic=name,
         estimate=float(statistic(x, y)),
-        ci=(float(res.confidence_interval.low), float(res.confidence_interval.high)),
+        ci=(low, high),
         confidence=confidence,
         method=method,
         n_resamples=n_resamples,

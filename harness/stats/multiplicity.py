@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from harness.stats._common import Result, StatsInputError
+from harness.stats._common import Result, StatsInputError, check_fraction
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,7 @@ class AdjustedPValues(Result):
 def _prepare(
     p_values: Mapping[str, float] | Sequence[float], alpha: float
 ) -> tuple[tuple[str, ...] | None, np.ndarray]:
-    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
-        raise StatsInputError(f"alpha must be strictly between 0 and 1; got {alpha!r}")
+    check_fraction(alpha, "alpha")
     names = tuple(str(k) for k in p_values) if isinstance(p_values, Mapping) else None
     values = list(p_values.values()) if isinstance(p_values, Mapping) else list(p_values)
     try:

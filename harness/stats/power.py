@@ -10,18 +10,17 @@ similar, not identical, power).
 from __future__ import annotations
 
 import math
+from numbers import Real
 
 from scipy import stats
 
-from harness.stats._common import StatsInputError, check_count, check_positive
+from harness.stats._common import StatsInputError, check_count, check_fraction, check_positive
 
 _MAX_REPEATS = 1_000_000
 
 
 def _z_sum(alpha: float, power: float) -> float:
-    for name, value in (("alpha", alpha), ("power", power)):
-        if not (isinstance(value, (int, float)) and 0.0 < value < 1.0):
-            raise StatsInputError(f"{name} must be strictly between 0 and 1; got {value!r}")
+    alpha, power = check_fraction(alpha, "alpha"), check_fraction(power, "power")
     return float(stats.norm.ppf(1.0 - alpha / 2.0) + stats.norm.ppf(power))
 
 
@@ -50,7 +49,7 @@ def mde_two_proportions(n1: int, n2: int, p_base: float, alpha: float = 0.05, po
     p1 = sin(asin(sqrt(p_base)) + h/2)^2. Works for p_base = 0. Raises when even p1 = 1
     would not be detectable.
     """
-    if not (isinstance(p_base, (int, float)) and 0.0 <= p_base < 1.0):
+    if not (isinstance(p_base, Real) and 0.0 <= p_base < 1.0):
         raise StatsInputError(f"p_base must be in [0, 1); got {p_base!r}")
     n1, n2 = _check_sizes(n1, n2)
     h = _z_sum(alpha, power) * math.sqrt(1.0 / n1 + 1.0 / n2)

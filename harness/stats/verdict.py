@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from numbers import Real
 from typing import Literal
 
-from harness.stats._common import StatsInputError
+from harness.stats._common import StatsInputError, check_fraction
 from harness.stats.equivalence import EquivalenceResult
 
 Verdict = Literal["better", "worse", "equivalent", "inconclusive"]
@@ -36,17 +37,16 @@ def verdict(
        significant change whose interval still reaches past the threshold while its point
        estimate does not).
     """
-    if not (isinstance(p_value, (int, float)) and 0.0 <= p_value <= 1.0):
+    if not (isinstance(p_value, Real) and 0.0 <= p_value <= 1.0):
         raise StatsInputError(f"p_value must lie in [0, 1]; got {p_value!r}")
-    if not (isinstance(effect, (int, float)) and math.isfinite(effect)):
+    if not (isinstance(effect, Real) and math.isfinite(effect)):
         raise StatsInputError(f"effect must be a finite number; got {effect!r}")
     low, high = ci
     if math.isnan(low) or math.isnan(high) or low > high:
         raise StatsInputError(f"ci must be (low, high) with low <= high; got {ci!r}")
-    if not (isinstance(practical_threshold, (int, float)) and 0.0 <= practical_threshold < math.inf):
+    if not (isinstance(practical_threshold, Real) and 0.0 <= practical_threshold < math.inf):
         raise StatsInputError(f"practical_threshold must be a finite number >= 0; got {practical_threshold!r}")
-    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
-        raise StatsInputError(f"alpha must be strictly between 0 and 1; got {alpha!r}")
+    check_fraction(alpha, "alpha")
 
     if p_value < alpha and abs(effect) > practical_threshold:
         return "better" if (effect > 0) == higher_is_better else "worse"

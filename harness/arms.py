@@ -1,0 +1,67 @@
+"""Arms of an A/B run: which servers `specsuite run` compares and how each is reached.
+
+An arm is either a running server (`--server-url`, `--baseline-url`) or a launch command
+(`--arm NAME=CMD`), which the pytest session starts and stops, so every repeat of a launched arm
+runs on a freshly started server.  With no server options the arms are the reference server's
+nofix and fix builds, the seed's before/after.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+
+from harness.errors import SpecsuiteError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+REFERENCE_ARGS = ("--enable-metrics", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "5",
+                  "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "6",
+                  "--speculative-use-rejection-sampling", "--random-seed", "0")
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: a name, and either a URL to reach or a command to launch (with its URL)."""
+
+    name: str
+    url: str | None = None
+    launch: str | None = None
+
+    def pytest_args(self) -> list[str]:
+        if self.launch:
+            return ["--launch", self.launch]
+        return ["--server-url", self.url or ""]
+
+
+def reference_arm(arm: str, port: int, extra_args: tuple[str, ...] = ()) -> ArmSpec:
+    """The embedded reference server as an arm (the seed's configuration)."""
+    command = [sys.executable, "-m", "fixtures.refserver", "--port", str(port), "--arm", arm, *REFERENCE_ARGS, *extra_args]
+    return ArmSpec(arm, launch=shlex.join(command))
+
+
+def parse_arm(text: str) -> ArmSpec:
+    """`NAME=LAUNCH_CMD` from the command line."""
+    name, sep, command = text.partition("=")
+    if not sep or not command.strip():
+        raise SpecsuiteError(f"--arm expects NAME=LAUNCH_CMD, got {text!r}")
+    if not _NAME.match(name):
+        raise SpecsuiteError(f"arm name {name!r} must be letters, digits, '.', '_' or '-'")
+    return ArmSpec(name, launch=command.strip())
+
+
+def resolve_arms(server_url: str | None, baseline_url: str | None, arm_texts: list[str], reference_port: int) -> list[ArmSpec]:
+    """The arms in run order; the last one is the baseline the others are compared against."""
+    arms: list[ArmSpec] = []
+    if server_url:
+        arms.append(ArmSpec("candidate", url=server_url))
+    arms += [parse_arm(text) for text in arm_texts]
+    if baseline_url:
+        arms.append(ArmSpec("baseline", url=baseline_url))
+    if not arms:
+        arms = [reference_arm("nofix", reference_port), reference_arm("fix", reference_port)]
+    names = [arm.name for arm in arms]
+    if len(set(names)) != len(names):
+        raise SpecsuiteError(f"arm names must be unique, got {', '.join(names)}")
+    return arms
