@@ -34,4 +34,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--prompts", default=None, help="JSONL prompt set (default fixtures/data/correctness_prompts.jsonl)")
     group.addoption("--seed", type=int, default=0, help="base seed for per-request sampling seeds (recorded)")
     group.addoption("--alpha", type=float, default=0.001, help="significance level of the suites' statistical checks (default 0.001)")
+    group.addoption("--gsm8k-path", default="synthetic",
+                    help="GSM8K source: 'synthetic' (the project's set, default), 'hf' (datasets.load_dataset), or a .jsonl/.parquet file")
+    group.addoption("--gsm8k-num-questions", type=int, default=200, help="questions per GSM8K run (default 200)")
+    group.addoption("--gsm8k-num-shots", type=int, default=5, help="few-shot examples (default 5)")
+    group.addoption("--gsm8k-temperatures", default="0", help="comma-separated GSM8K temperatures (default 0)")
+    group.addoption("--gsm8k-parallel", type=int, default=16, help="concurrent GSM8K requests (default 16)")
+    group.addoption("--gsm8k-shots-from-eval", action="store_true",
+                    help="take shots from the evaluated questions, as sglang's few_shot_gsm8k does (default: excluded)")
+    group.addoption("--gsm8k-min-accuracy", type=float, default=None, help="fail below this accuracy (SGLang's last-integer rule)")
+    group.addoption("--gsm8k-max-invalid", type=float, default=None, help="fail above this invalid fraction")
     group.addoption("--max-stray-per-1200", type=float, default=None, help="optional absolute cap on stray characters per 1200 tokens")

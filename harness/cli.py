@@ -41,6 +41,29 @@ def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--pytest-arg", action="append", default=[], metavar="ARG", help="extra argument passed to every pytest session")
 
 
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server-url", help="a running server (default: launch the embedded reference server)")
+    parser.add_argument("--launch", metavar="CMD", help="start this server command, wait until ready, stop it after")
+    parser.add_argument("--reference-arm", default="fix", choices=("fix", "nofix", "copy-only", "guards-only"),
+                        help="arm of the embedded reference server when no server is given (default fix)")
+    parser.add_argument("--arm-name", default=None, help="label for this server in the results")
+    parser.add_argument("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
+    parser.add_argument("--vocab-size", type=int, default=None, help="the model's vocab_size; overrides config.json")
+    parser.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
+
+
+def _add_gsm8k_parser(subparsers: argparse._SubParsersAction) -> None:
+    gsm8k = subparsers.add_parser("gsm8k", help="few-shot GSM8K accuracy, invalid rate and accept length")
+    _add_server_options(gsm8k)
+    gsm8k.add_argument("--gsm8k-path", default="synthetic", help="'synthetic' (default), 'hf', or a local .jsonl/.parquet file")
+    gsm8k.add_argument("--num-questions", type=int, default=200)
+    gsm8k.add_argument("--num-shots", type=int, default=5)
+    gsm8k.add_argument("--temperatures", default="0", help="comma-separated (default 0)")
+    gsm8k.add_argument("--parallel", type=int, default=16)
+    gsm8k.add_argument("--seed", type=int, default=0)
+    gsm8k.add_argument("--shots-from-eval", action="store_true", help="take shots from the evaluated questions, as few_shot_gsm8k does")
+
+
 def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve-reference", help="run the embedded reference server (same flags as python -m fixtures.refserver)", add_help=False)
     serve.add_argument("args", nargs=argparse.REMAINDER)
@@ -51,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(subparsers)
     _add_serve_parser(subparsers)
+    _add_gsm8k_parser(subparsers)
     return parser
 
 
@@ -96,13 +120,68 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _temperatures(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SpecsuiteError(f"--temperatures expects comma-separated numbers, got {text!r}") from None
+    if not values or any(t < 0 for t in values):
+        raise SpecsuiteError(f"--temperatures needs non-negative numbers, got {text!r}")
+    return values
+
+
+def command_gsm8k(args: argparse.Namespace) -> int:
+    from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
+    from harness.results import RunDirectory
+    from harness.secrets import load_api_key
+    from harness.server_session import open_server
+    from harness.workloads.gsm8k import load_gsm8k
+
+    temperatures = _temperatures(args.temperatures)
+    items = load_gsm8k(args.gsm8k_path)
+    api_key = load_api_key()
+    run_dir = RunDirectory(args.results_dir, secrets=[api_key])
+    server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
+                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm)
+    results: dict = {}
+    document = {"status": "running", "seed": args.seed, "command": " ".join(sys.argv),
+                "arms": {server.arm: {"identity": server.identity.to_dict(), "vocab": server.vocab.to_dict(), "workloads": {"gsm8k": results}}}}
+    try:
+        writer = run_dir.record_writer(server.arm, "gsm8k")
+        for temperature in temperatures:
+            results[temperature_key(temperature)] = run_gsm8k_on_server(
+                server.client, server.vocab, items, temperature=temperature, num_questions=args.num_questions, num_shots=args.num_shots,
+                parallel=args.parallel, seed=args.seed, shots_from_eval=args.shots_from_eval, progress=sys.stderr.isatty(),
+                record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
+            run_dir.write_results(document)
+    except KeyboardInterrupt:
+        run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
+        raise
+    finally:
+        server.close()
+        run_dir.close()
+    document["status"] = "complete"
+    run_dir.write_results(document)
+    print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key, result in results.items():
+        d = result["definitions"]
+        accept = result["accept_length"].get("mean")
+        acc = d["sglang"]["accuracy"]
+        print(f"| {key} | {acc['value']:.3f} ({acc['k']}/{acc['n']}) | {acc['ci_exact'][0]:.3f}-{acc['ci_exact'][1]:.3f} | "
+              f"{d['sglang']['invalid']['value']:.3f} | {d['lmeval_strict']['accuracy']['value']:.3f} | {d['lmeval_flexible']['accuracy']['value']:.3f} | "
+              f"{'-' if accept is None else f'{accept:.3f}'} | {result['detectors'].get('invalid_id', {}).get('count', 0)} | {result['wall_time_s']:.1f} |")
+    print(f"specsuite: wrote {run_dir.results_path}")
+    return EXIT_OK
+
+
 def command_serve_reference(args: argparse.Namespace) -> int:
     from fixtures.refserver.cli import main as serve_main
 
     return serve_main(args.args, prog="specsuite serve-reference")
 
 
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference}
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,6 @@ and exit code 4 (pytest's usage-error code), with no traceback.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +18,12 @@ import pytest
 
 from harness.correctness import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
 from harness.errors import SpecsuiteError
-from harness.identity import ServerIdentity
-from harness.launcher import LaunchedServer, launch_reference_server
+from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
 from harness.prompts import PromptItem, load_prompts
 from harness.results import RecordWriter, RunDirectory
 from harness.secrets import load_api_key
-from harness.sglang_client import SGLangClient
-from harness.vocab import VocabInfo, load_vocab_info
+from harness.server_session import ServerUnderTest, open_server
+from harness.workloads.gsm8k import load_gsm8k
 
 SUITES_DIR = Path(__file__).resolve().parent
 
@@ -40,30 +38,6 @@ def _floats(text: str, option: str) -> list[float]:
     return values
 
 
-def _launch_url(command: str, explicit: str | None) -> str:
-    if explicit:
-        return explicit.rstrip("/")
-    words = shlex.split(command)
-    host, port = "127.0.0.1", "30000"
-    for flag, value in zip(words, words[1:]):
-        if flag == "--host":
-            host = "127.0.0.1" if value in ("0.0.0.0", "::") else value
-        elif flag == "--port":
-            port = value
-    return f"http://{host}:{port}"
-
-
-@dataclass
-class ServerUnderTest:
-    """The resolved server: client, vocabulary facts, identity and, when launched here, the process."""
-
-    client: SGLangClient
-    vocab: VocabInfo
-    identity: ServerIdentity
-    arm: str
-    launched: LaunchedServer | None = None
-
-
 @dataclass
 class SpecsuiteSession:
     """Per-session state: options, the server, the results folder and the cached case results."""
@@ -74,6 +48,7 @@ class SpecsuiteSession:
     writer: RecordWriter | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     prompts: list[PromptItem] = field(default_factory=list)
+    gsm8k: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -100,36 +75,13 @@ class SpecsuiteSession:
         """Resolve, reach and identify the server; open the results folder."""
         api_key = load_api_key()
         self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=[api_key])
-        launched = None
-        url = self.option("server_url")
-        arm = self.option("arm_name")
-        if url is None and self.option("launch"):
-            command = self.option("launch")
-            url = _launch_url(command, self.option("launch_url"))
-            launched = LaunchedServer(command, base_url=url, log_path=self.run_dir.path / "server.log",
-                                      ready_timeout_s=self.option("launch_timeout"), api_key=api_key).start()
-            arm = arm or "candidate"
-        elif url is None:
-            launched = launch_reference_server("fix", log_dir=self.run_dir.path, ready_timeout_s=self.option("launch_timeout"))
-            url = launched.base_url
-            arm = arm or "fix"
-        arm = arm or "candidate"
-        try:
-            client = SGLangClient(url, api_key=api_key)
-            model_info = client.check_connection()
-            server_info = client.server_info()
-            tokenizer = self.option("tokenizer") or model_info.get("tokenizer_path") or model_info.get("model_path")
-            if not tokenizer or not Path(tokenizer).is_dir():
-                raise SpecsuiteError(f"the server's tokenizer {tokenizer!r} is not a folder on this machine: pass --tokenizer <local folder>")
-            vocab = load_vocab_info(tokenizer, self.option("vocab_size"))
-            identity = ServerIdentity.from_server(url, model_info, server_info, vocab, extra={"arm": arm})
-        except SpecsuiteError:
-            if launched is not None:
-                launched.stop()
-            raise
+        self.server = open_server(
+            server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
+            arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
+            launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
+        )
         self.prompts = load_prompts(self.option("prompts"))
-        self.writer = self.run_dir.record_writer(arm)
-        self.server = ServerUnderTest(client, vocab, identity, arm, launched)
+        self.writer = self.run_dir.record_writer(self.server.arm)
         self.write_results("running")
         return self.server
 
@@ -144,6 +96,26 @@ class SpecsuiteSession:
             self.write_results("running")
         return self.cases[case.case_id]
 
+    def gsm8k_result(self, temperature: float) -> dict[str, Any]:
+        """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
+        key = temperature_key(temperature)
+        if key not in self.gsm8k:
+            assert self.server is not None and self.run_dir is not None
+            items = load_gsm8k(self.option("gsm8k_path"))
+            writer = self.run_dir.record_writer(self.server.arm, "gsm8k")
+            self.gsm8k[key] = run_gsm8k_on_server(
+                self.server.client, self.server.vocab, items, temperature=temperature,
+                num_questions=self.option("gsm8k_num_questions"), num_shots=self.option("gsm8k_num_shots"),
+                parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
+                record_sink=lambda record: writer.write({"temperature": temperature, **record}),
+            )
+            self.write_results("running")
+        return self.gsm8k[key]
+
+    @property
+    def gsm8k_temperatures(self) -> list[float]:
+        return _floats(self.option("gsm8k_temperatures"), "--gsm8k-temperatures")
+
     def write_results(self, status: str) -> None:
         if self.run_dir is None or self.server is None:
             return
@@ -157,6 +129,7 @@ class SpecsuiteSession:
                 "identity": self.server.identity.to_dict(),
                 "vocab": self.server.vocab.to_dict(),
                 "cases": [result.to_dict() for result in self.cases.values()],
+                "workloads": {"gsm8k": self.gsm8k} if self.gsm8k else {},
             }},
         })
 
@@ -166,9 +139,7 @@ class SpecsuiteSession:
         if self.run_dir is not None:
             self.run_dir.close()
         if self.server is not None:
-            self.server.client.close()
-            if self.server.launched is not None:
-                self.server.launched.stop()
+            self.server.close()
 
 
 SESSION_KEY = pytest.StashKey[SpecsuiteSession]()
@@ -189,6 +160,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     try:
         state.grid  # validate grid options before starting anything
+        state.gsm8k_temperatures
         state.start()
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
@@ -215,6 +187,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         grid = []
     if "sampling_case" in metafunc.fixturenames:
         metafunc.parametrize("sampling_case", grid, ids=[c.case_id for c in grid])
+    if "gsm8k_temperature" in metafunc.fixturenames:
+        try:
+            temperatures = state.gsm8k_temperatures
+        except SpecsuiteError:
+            temperatures = []
+        metafunc.parametrize("gsm8k_temperature", temperatures, ids=[temperature_key(t) for t in temperatures])
     if "sampled_case" in metafunc.fixturenames:
         sampled = [c for c in grid if not c.greedy]
         metafunc.parametrize("sampled_case", sampled, ids=[c.case_id for c in sampled])

@@ -1,0 +1,52 @@
+"""GSM8K suite: few-shot accuracy, invalid fraction and accept length per temperature, scored with
+SGLang's few_shot_gsm8k rule (last integer) and lm-eval's strict and flexible rules, with the
+correctness detectors run on every answer.
+
+Thresholds are opt-in (`--gsm8k-min-accuracy`, `--gsm8k-max-invalid`): accuracy depends on the model,
+so the suite reports it with intervals and fails only where the operator set a bar.  Garbage in
+the answers (invalid ids, fallback ids) fails at any temperature.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.gsm8k
+
+
+def _sglang_definition(result: dict) -> dict:
+    return result["definitions"]["sglang"]
+
+
+def test_gsm8k_requests_succeed(specsuite, gsm8k_temperature):
+    result = specsuite.gsm8k_result(gsm8k_temperature)
+    assert result["n_errors"] == 0, f"{result['n_errors']} of {result['n_questions']} GSM8K requests failed: {result['errors'][:1]}"
+
+
+def test_gsm8k_accuracy(specsuite, gsm8k_temperature):
+    result = specsuite.gsm8k_result(gsm8k_temperature)
+    accuracy = _sglang_definition(result)["accuracy"]
+    floor = specsuite.option("gsm8k_min_accuracy")
+    summary = (f"GSM8K accuracy at t={gsm8k_temperature:g}: {accuracy['value']:.3f} ({accuracy['k']}/{accuracy['n']}, "
+               f"95% CI {accuracy['ci_exact'][0]:.3f}-{accuracy['ci_exact'][1]:.3f}), accept length {result['accept_length']}")
+    print(summary)
+    if floor is not None:
+        assert accuracy["value"] >= floor, f"{summary} is below --gsm8k-min-accuracy {floor}"
+
+
+def test_gsm8k_invalid_fraction(specsuite, gsm8k_temperature):
+    result = specsuite.gsm8k_result(gsm8k_temperature)
+    invalid = _sglang_definition(result)["invalid"]
+    cap = specsuite.option("gsm8k_max_invalid")
+    if cap is not None:
+        assert invalid["value"] <= cap, (f"GSM8K invalid fraction at t={gsm8k_temperature:g}: {invalid['value']:.3f} "
+                                         f"({invalid['k']}/{invalid['n']}) exceeds --gsm8k-max-invalid {cap}")
+
+
+def test_gsm8k_answers_hold_no_invalid_ids(specsuite, gsm8k_temperature):
+    result = specsuite.gsm8k_result(gsm8k_temperature)
+    detectors = result["detectors"]
+    for name in ("invalid_id", "fallback_id"):
+        entry = detectors.get(name, {"count": 0, "total": 0, "upper95": 1.0})
+        assert entry["count"] == 0, (f"GSM8K answers at t={gsm8k_temperature:g}: {entry['count']} {name} in {entry['total']} "
+                                     f"tokens (95% upper bound {entry['upper95']:.3%})")
