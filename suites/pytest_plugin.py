@@ -48,7 +48,7 @@ class SpecsuiteSession:
     writer: RecordWriter | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     prompts: list[PromptItem] = field(default_factory=list)
-    gsm8k: dict[str, dict[str, Any]] = field(default_factory=dict)
+    workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.workloads
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -99,18 +99,19 @@ class SpecsuiteSession:
     def gsm8k_result(self, temperature: float) -> dict[str, Any]:
         """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
         key = temperature_key(temperature)
-        if key not in self.gsm8k:
+        runs = self.workloads.setdefault("gsm8k", {})
+        if key not in runs:
             assert self.server is not None and self.run_dir is not None
             items = load_gsm8k(self.option("gsm8k_path"))
             writer = self.run_dir.record_writer(self.server.arm, "gsm8k")
-            self.gsm8k[key] = run_gsm8k_on_server(
+            runs[key] = run_gsm8k_on_server(
                 self.server.client, self.server.vocab, items, temperature=temperature,
                 num_questions=self.option("gsm8k_num_questions"), num_shots=self.option("gsm8k_num_shots"),
                 parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
                 record_sink=lambda record: writer.write({"temperature": temperature, **record}),
             )
             self.write_results("running")
-        return self.gsm8k[key]
+        return runs[key]
 
     @property
     def gsm8k_temperatures(self) -> list[float]:
@@ -129,7 +130,7 @@ class SpecsuiteSession:
                 "identity": self.server.identity.to_dict(),
                 "vocab": self.server.vocab.to_dict(),
                 "cases": [result.to_dict() for result in self.cases.values()],
-                "workloads": {"gsm8k": self.gsm8k} if self.gsm8k else {},
+                "workloads": self.workloads,
             }},
         })
 
