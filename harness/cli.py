@@ -39,6 +39,15 @@ def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--tokenizer", default=None)
     run.add_argument("--vocab-size", type=int, default=None)
     run.add_argument("--pytest-arg", action="append", default=[], metavar="ARG", help="extra argument passed to every pytest session")
+    run.add_argument("--fail-on", default=None, metavar="RULES",
+                     help="exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%%,gsm8k_accuracy:-2pt")
+    run.add_argument("--no-report", action="store_true", help="skip rendering report.md/report.html/PNGs")
+
+
+def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser("report", help="re-render a run's report from its results.json (no server needed)")
+    report.add_argument("results", metavar="RESULTS.json", help="a results.json, or the run folder holding it")
+    report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html, results.csv and PNGs")
 
 
 def _add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -75,19 +84,25 @@ def build_parser() -> argparse.ArgumentParser:
     _add_run_parser(subparsers)
     _add_serve_parser(subparsers)
     _add_gsm8k_parser(subparsers)
+    _add_report_parser(subparsers)
     return parser
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from harness.ab_compare import compare_arms
     from harness.ab_run import RunPlan, run_sessions
     from harness.arms import resolve_arms
+    from harness.fail_on import evaluate_fail_on, parse_fail_on
     from harness.launcher import find_free_port
     from harness.results import RunDirectory
     from harness.secrets import load_api_key
+    from reports.document import ANALYSIS_KEY
+    from reports.render import render_report
     from reports.summary_table import summary_markdown
 
     if args.repeats < 1:
         raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
+    rules = parse_fail_on(args.fail_on) if args.fail_on else None  # a bad rule fails before any server starts
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port())
     options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *args.pytest_arg]
     if args.tokenizer:
@@ -109,14 +124,28 @@ def command_run(args: argparse.Namespace) -> int:
     merged["status"] = "failed" if failed else "complete"
     if failed:
         merged["error"] = f"sessions without results: {', '.join(failed)}"
+    merged[ANALYSIS_KEY] = compare_arms(merged)
+    outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
+    if outcome is not None:
+        merged["fail_on"] = outcome.to_dict()
     run_dir.write_results(merged)
     summary = summary_markdown(merged)
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary)
+    if not args.no_report:
+        render_report(merged, run_dir.path / "report")
+        print(f"specsuite: report in {run_dir.path / 'report' / 'report.html'}")
     print(f"specsuite: wrote {run_dir.results_path}")
     if failed:
         print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
+    if outcome is not None:
+        for trigger in outcome.triggered:
+            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
+        for line in outcome.unevaluated:
+            print(f"specsuite: fail-on {line}")
+        if outcome.failed:
+            return EXIT_CHECKS_FAILED
     return EXIT_OK
 
 
@@ -144,8 +173,9 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
                          tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm)
     results: dict = {}
+    workloads: dict = {}
     document = {"status": "running", "seed": args.seed, "command": " ".join(sys.argv),
-                "arms": {server.arm: {"identity": server.identity.to_dict(), "vocab": server.vocab.to_dict(), "workloads": {"gsm8k": results}}}}
+                "arms": {server.arm: {"identity": server.identity.to_dict(), "vocab": server.vocab.to_dict(), "workloads": workloads}}}
     try:
         writer = run_dir.record_writer(server.arm, "gsm8k")
         for temperature in temperatures:
@@ -153,6 +183,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
                 server.client, server.vocab, items, temperature=temperature, num_questions=args.num_questions, num_shots=args.num_shots,
                 parallel=args.parallel, seed=args.seed, shots_from_eval=args.shots_from_eval, progress=sys.stderr.isatty(),
                 record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
+            workloads["gsm8k"] = list(results.values())  # one result per temperature
             run_dir.write_results(document)
     except KeyboardInterrupt:
         run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
@@ -175,13 +206,19 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def command_report(args: argparse.Namespace) -> int:
+    from harness.report_command import command_report as render
+
+    return render(args.results, args.out)
+
+
 def command_serve_reference(args: argparse.Namespace) -> int:
     from fixtures.refserver.cli import main as serve_main
 
     return serve_main(args.args, prog="specsuite serve-reference")
 
 
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k}
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k, "report": command_report}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -49,6 +49,7 @@ class SpecsuiteSession:
     cases: dict[str, CaseResult] = field(default_factory=dict)
     prompts: list[PromptItem] = field(default_factory=list)
     workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.workloads
+    gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -99,7 +100,7 @@ class SpecsuiteSession:
     def gsm8k_result(self, temperature: float) -> dict[str, Any]:
         """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
         key = temperature_key(temperature)
-        runs = self.workloads.setdefault("gsm8k", {})
+        runs = self.gsm8k_runs
         if key not in runs:
             assert self.server is not None and self.run_dir is not None
             items = load_gsm8k(self.option("gsm8k_path"))
@@ -110,6 +111,7 @@ class SpecsuiteSession:
                 parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
                 record_sink=lambda record: writer.write({"temperature": temperature, **record}),
             )
+            self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
             self.write_results("running")
         return runs[key]
 
@@ -135,8 +137,13 @@ class SpecsuiteSession:
         })
 
     def finish(self, exitstatus: int) -> None:
-        status = "complete" if exitstatus in (0, 1) else "interrupted"
-        self.write_results(status)
+        """Final results.json: complete, or interrupted with where it stopped; then tear down."""
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            self.write_results("complete")
+        elif self.run_dir is not None and self.server is not None:
+            self.write_results("running")
+            done = ", ".join(self.cases) or "none"
+            self.run_dir.mark_interrupted(f"pytest exit {exitstatus}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
         if self.run_dir is not None:
             self.run_dir.close()
         if self.server is not None:

@@ -1,0 +1,341 @@
+"""The report's content as plain blocks (headings, paragraphs, tables, figures), built from a results dict.
+
+`build_document(results, figures, figure_notes)` lays out what the Markdown and HTML renderers
+print: the run header, the seed's before/after tables per sampling case (values with 95 %
+intervals and the verdict against the baseline), the verdict table (effect, interval, p, Holm p,
+MDE), the spread between repeats, and the figures.  Everything is read from the results dict:
+the A/B analysis under `ANALYSIS_KEY` (written by harness.ab_compare.compare_arms) and the raw
+arms.  Nothing here computes statistics; it only formats them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reports.summary_table import summary_markdown
+
+ANALYSIS_KEY = "ab_compare"
+NOT_RUN = "not run"
+
+# Rows of the seed's before/after tables, in its order: metric -> (row label, display kind).
+BEFORE_AFTER_ROWS = (
+    ("nonfinite_draft_probs", "non-finite draft_probs entries per batch", "per_batch"),
+    ("sampler_fallbacks", "sampler fallback emissions / committed tokens", "token_rate"),
+    ("stray_per_1200", "stray tokens per 1200 generated", "per_1200"),
+    ("invalid_ids", "invalid ids / generated tokens", "token_rate"),
+    ("fallback_ids", "fallback ids (vocab_size-1) / generated tokens", "token_rate"),
+    ("accept_length", "accept length (mean of requests)", "plain"),
+    ("gsm8k_accuracy", "GSM8K accuracy", "proportion"),
+    ("gsm8k_invalid", "GSM8K invalid rate", "proportion"),
+    ("itl_median", "median ITL", "ms"),
+    ("output_throughput", "output throughput", "tok_s"),
+)
+KINDS = {metric: kind for metric, _, kind in BEFORE_AFTER_ROWS} | {"padded_row_ids": "token_rate", "fragment_excess": "token_rate"}
+SERVER_COUNTER_METRICS = ("nonfinite_draft_probs", "sampler_fallbacks")
+WORKLOAD_OF = {"gsm8k_accuracy": "gsm8k", "gsm8k_invalid": "gsm8k", "itl_median": "bench", "output_throughput": "bench"}
+SPREAD_METRICS = ("accept_length", "invalid_ids", "stray_per_1200", "sampler_fallbacks", "gsm8k_accuracy", "itl_median",
+                  "output_throughput")
+
+
+@dataclass
+class Table:
+    header: list[str]
+    rows: list[list[str]]
+
+
+@dataclass
+class FigureRef:
+    """A PNG written next to the report, with what it shows."""
+
+    path: Path
+    title: str
+    caption: str
+
+
+@dataclass
+class Document:
+    """Ordered blocks: ("h", level, text), ("p", text), ("table", Table), ("figure", FigureRef), ("list", [str])."""
+
+    title: str
+    blocks: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def heading(self, level: int, text: str) -> None:
+        self.blocks.append(("h", level, text))
+
+    def paragraph(self, text: str) -> None:
+        self.blocks.append(("p", text))
+
+    def table(self, table: Table) -> None:
+        self.blocks.append(("table", table))
+
+    def bullets(self, items: list[str]) -> None:
+        if items:
+            self.blocks.append(("list", items))
+
+
+# ---------------------------------------------------------------- number formatting
+
+
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number to `digits` significant figures; '∞' for a missing bound."""
+    if value is None:
+        return "∞"
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def pct(value: float | None, digits: int = 3) -> str:
+    return "∞" if value is None else f"{fmt(value * 100, digits)}%"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<1e-300" if p == 0 else f"{p:.2g}"
+
+
+def case_title(temperature: float, top_p: float) -> str:
+    return f"T = {temperature:g}, top_p = {top_p:g}"
+
+
+def interval(ci: list[float | None] | None, kind: str) -> str:
+    if not ci:
+        return ""
+    low, high = (_display(ci[0], kind), _display(ci[1], kind))
+    return f" [{low}, {high}]"
+
+
+def _display(value: float | None, kind: str) -> str:
+    if kind in ("token_rate", "proportion"):
+        return pct(value)
+    return fmt(value)
+
+
+def estimate_cell(row: dict[str, Any], kind: str) -> str:
+    """One arm's pooled value with its 95 % interval, in the metric's natural unit."""
+    value, ci = row.get("value"), row.get("ci")
+    if kind == "token_rate":
+        return f"{row['k']} / {fmt(row['n'], 6)} = {pct(value)}{interval(ci, kind)}"
+    if kind == "proportion":
+        return f"{pct(value)}{interval(ci, kind)} ({row['k']}/{row['n']})"
+    if kind == "per_batch":
+        return f"{fmt(value)} ({row['k']:,} in {fmt(row['n'], 6)} batches)"
+    if kind == "per_1200":
+        return f"{fmt(value)}{interval(ci, kind)} ({row['k']} in {fmt(row['n'], 6)} tokens)"
+    unit = {"ms": " ms", "tok_s": " tok/s"}.get(kind, "")
+    return f"{fmt(value, 4)}{unit}{interval(ci, kind)}"
+
+
+def effect_text(comparison: dict[str, Any]) -> str:
+    """The effect with its interval: rate ratio, relative change or difference in points."""
+    effect = comparison.get("effect") or {}
+    value, ci, scale = effect.get("value"), effect.get("ci"), effect.get("scale")
+    if scale == "ratio":
+        events = comparison.get("events") or {}
+        if value is None:
+            shown = "∞" if events.get("candidate") else "undefined (0 vs 0 events)"
+        else:
+            shown = fmt(value)
+        bounds = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
+        return f"ratio {shown}{bounds}"
+    if scale == "relative":
+        bounds = f" [{_signed_pct(ci[0])}, {_signed_pct(ci[1])}]" if ci else ""
+        return f"{_signed_pct(value)}{bounds}"
+    if scale == "difference":
+        bounds = f" [{_points(ci[0])}, {_points(ci[1])}]" if ci else ""
+        return f"{_points(value)}{bounds} pt"
+    return "–"
+
+
+def _signed_pct(value: float | None) -> str:
+    if value is None:
+        return "∞"
+    return f"{value * 100:+.3g}%" if abs(value) >= 1e-12 else "0%"
+
+
+def _points(value: float | None) -> str:
+    return "∞" if value is None else f"{value * 100:+.3g}"
+
+
+def mde_text(comparison: dict[str, Any]) -> str:
+    mde = comparison.get("mde") or {}
+    value, scale = mde.get("value"), mde.get("scale")
+    if value is None:
+        return "–"
+    kind = KINDS.get(comparison["metric"], "plain")
+    text = {"ratio": f"ratio {fmt(value)}", "relative": f"±{pct(value)}", "difference": f"{fmt(value * 100)} pt",
+            "absolute": f"{pct(value) if kind == 'token_rate' else fmt(value)} from 0"}.get(scale, fmt(value))
+    if mde.get("repeats_needed"):
+        text += f" (threshold needs {mde['repeats_needed']} repeats)"
+    return text
+
+
+# ---------------------------------------------------------------- the document
+
+
+def build_document(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
+    """Lay out the whole report."""
+    analysis = results.get(ANALYSIS_KEY)
+    doc = Document(title=f"specsuite report: {results.get('run_id', 'run')}")
+    doc.heading(1, doc.title)
+    doc.bullets(_header_lines(results, analysis))
+    if not isinstance(analysis, dict):
+        doc.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
+                      "Raw totals per arm and case:")
+        doc.blocks.append(("raw", summary_markdown(results)))
+        doc.bullets(figure_notes)
+        return doc
+    _before_after(doc, analysis)
+    _verdicts(doc, analysis)
+    _spread(doc, analysis, results)
+    doc.heading(2, "Figures")
+    for figure in figures:
+        doc.blocks.append(("figure", figure))
+    doc.bullets(figure_notes)
+    return doc
+
+
+def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
+    lines = [f"status: **{results.get('status', 'unknown')}**"
+             + (f" ({results['error']})" if results.get("error") else "")
+             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
+             f"created {results.get('created_utc', '?')}, specsuite {results.get('specsuite_version', '?')}, "
+             f"profile {results.get('profile', '?')}, base seed {results.get('seed', '?')}, repeats per arm {results.get('repeats', '?')}"]
+    arms = results.get("arms") or {}
+    baseline = analysis.get("baseline") if isinstance(analysis, dict) else results.get("baseline_arm")
+    for name in results.get("arm_order") or list(arms):
+        arm = arms.get(name)
+        role = "baseline" if name == baseline else "candidate"
+        if arm is None:
+            lines.append(f"arm **{name}** ({role}): no results")
+            continue
+        repeats = arm.get("repeats") or []
+        seeds = ", ".join(str(r.get("seed")) for r in repeats)
+        lines.append(f"arm **{name}** ({role}): {_identity_text(arm)}; {len(repeats)} repeat(s), seeds {seeds or '–'}")
+    if isinstance(analysis, dict):
+        lines.append(f"verdicts: Holm-adjusted p < {analysis['family_alpha']:g} across {len(analysis['comparisons'])} "
+                     f"comparisons AND an effect past the practical threshold; intervals are {analysis['confidence']:.0%}; "
+                     f"MDE at {analysis['power']:.0%} power")
+        lines += [f"note: {note}" for note in analysis.get("notes") or []]
+        for family, label in (("gsm8k", "GSM8K"), ("bench", "serving benchmark")):
+            if analysis["workloads"].get(family) != "run":
+                lines.append(f"{label}: {NOT_RUN} in this results file")
+    return lines
+
+
+def _identity_text(arm: dict[str, Any]) -> str:
+    identity = arm.get("identity") or {}
+    spec = identity.get("speculative") or {}
+    parts = [f"server {identity.get('version', '?')}"]
+    if spec.get("speculative_algorithm"):
+        parts.append(f"{spec['speculative_algorithm']} steps {spec.get('speculative_num_steps')} topk "
+                     f"{spec.get('speculative_eagle_topk')} draft tokens {spec.get('speculative_num_draft_tokens')}")
+    if identity.get("cuda_graph"):
+        parts.append(f"CUDA graph {identity['cuda_graph']}")
+    if identity.get("vocab_size"):
+        parts.append(f"vocab {identity['vocab_size']} (tokenizer {identity.get('tokenizer_length')})")
+    return ", ".join(parts)
+
+
+def _cases(analysis: dict[str, Any]) -> list[tuple[float, float]]:
+    keys = {(row["temperature"], row["top_p"]) for row in analysis["estimates"]}
+    return sorted(keys)
+
+
+def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
+    arms, baseline = analysis["arm_order"], analysis.get("baseline")
+    candidates = analysis.get("candidates") or []
+    estimates = {(r["arm"], r["metric"], r["temperature"], r["top_p"]): r for r in analysis["estimates"]}
+    comparisons = {(c["candidate"], c["metric"], c["temperature"], c["top_p"]): c for c in analysis["comparisons"]}
+    present = {r["metric"] for r in analysis["estimates"]}
+    doc.heading(2, "Before / after, per sampling case")
+    doc.paragraph("Each cell: the arm's pooled value over its repeats with a 95% interval (Clopper–Pearson for "
+                  "proportions, t for the mean accept length, order statistics for the median ITL). The verdict column "
+                  "compares the candidate with the baseline; see the verdict table for effects and p-values. A higher "
+                  "accept length in an arm that also emits invalid ids is the founding bug's signature (corrupt draft "
+                  "probabilities accepted), not a speed-up.")
+    header = ["metric"] + [f"{arm} ({'baseline' if arm == baseline else 'candidate'})" for arm in arms]
+    header += [f"verdict {c} vs {baseline}" for c in candidates]
+    for temperature, top_p in _cases(analysis):
+        rows = []
+        for metric, label, kind in BEFORE_AFTER_ROWS:
+            if metric in SERVER_COUNTER_METRICS and metric not in present:
+                continue  # the server does not export this counter
+            workload = WORKLOAD_OF.get(metric)
+            if workload and analysis["workloads"].get(workload) != "run":
+                rows.append([label] + [NOT_RUN] * (len(arms) + len(candidates)))
+                continue
+            cells = [label]
+            for arm in arms:
+                row = estimates.get((arm, metric, temperature, top_p))
+                cells.append(estimate_cell(row, kind) if row else (f"{NOT_RUN} at this setting" if workload else "n/a (no data)"))
+            for candidate in candidates:
+                comparison = comparisons.get((candidate, metric, temperature, top_p))
+                cells.append(f"**{comparison['verdict']}** (p_adj {fmt_p(comparison.get('p_adjusted'))})" if comparison else "–")
+            rows.append(cells)
+        doc.heading(3, case_title(temperature, top_p))
+        doc.table(Table(header, rows))
+    missing = [m for m in SERVER_COUNTER_METRICS if m not in present]
+    if missing:
+        doc.paragraph(f"Not shown: {', '.join(missing)} (the server exports no such counter).")
+
+
+def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
+    doc.heading(2, "Verdicts")
+    rows = analysis["comparisons"]
+    if not rows:
+        doc.paragraph("No comparisons: the results hold fewer than two arms with data.")
+        return
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("worse", "better", "equivalent", "inconclusive")}
+    doc.paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + ". Rates compare events per unit exposure "
+                  "(ratio candidate / baseline); from a zero-event baseline any significant increase is 'worse'.")
+    table = Table(["metric", "case", "candidate", "baseline", "candidate value", "baseline value", "effect [95% CI]",
+                   "p", "p (Holm)", "MDE", "test", "verdict"], [])
+    for row in rows:
+        kind = KINDS.get(row["metric"], "plain")
+        table.rows.append([row["metric"], case_title(row["temperature"], row["top_p"]), row["candidate"], row["baseline"],
+                           _value(row.get("candidate_value"), kind), _value(row.get("baseline_value"), kind),
+                           effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row),
+                           (row.get("test") or "–") + (f"; {row['note']}" if row.get("note") else ""),
+                           f"**{row['verdict']}**"])
+    doc.table(table)
+
+
+def _value(value: float | None, kind: str) -> str:
+    if value is None:
+        return "–"
+    return pct(value) if kind in ("token_rate", "proportion") else fmt(value, 4)
+
+
+def _spread(doc: Document, analysis: dict[str, Any], results: dict[str, Any]) -> None:
+    doc.heading(2, "Spread between repeats")
+    spread = analysis.get("repeat_spread") or {}
+    arms = analysis["arm_order"]
+    table = Table(["metric", "case"] + arms, [])
+    for metric in SPREAD_METRICS:
+        kind = KINDS.get(metric, "plain")
+        for case in (spread.get(metric) or {}).values():
+            first = next(iter(case.values()))
+            cells = [_spread_cell(case[arm], kind) if arm in case else "–" for arm in arms]
+            table.rows.append([metric, case_title(first["temperature"], first["top_p"])] + cells)
+    if (results.get("repeats") or 1) < 2:
+        doc.paragraph("One repeat per arm: the spread between repeats is not measured (rerun with `--repeats N`); "
+                      "each cell below is that single run's value.")
+    else:
+        doc.paragraph("Each cell: the per-repeat values in run order, then min–max and the standard deviation.")
+    if table.rows:
+        doc.table(table)
+    else:
+        doc.paragraph("No per-repeat values in these results.")
+
+
+def _spread_cell(entry: dict[str, Any], kind: str) -> str:
+    values = ", ".join(_value(v, kind) for v in entry["values"])
+    if len(entry["values"]) < 2:
+        return values
+    return f"{values} (range {_value(entry['min'], kind)}–{_value(entry['max'], kind)}, sd {_value(entry['sd'], kind)})"

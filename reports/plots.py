@@ -1,0 +1,294 @@
+"""PNG figures of an A/B results dict (matplotlib, Agg canvas, no display needed).
+
+Figures: event rates per sampling case and arm with 95 % intervals; accept length against
+temperature per arm; the ITL ECDF per arm (bench results with per-token ITLs only); GSM8K accuracy
+and invalid rate with intervals (GSM8K results only); the spread between repeats.  A figure whose
+data is absent is skipped with a one-line note instead.  Each arm keeps one colour in every figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # before anything draws: never look for a display
+
+import numpy as np  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+
+from reports.document import ANALYSIS_KEY, KINDS, SPREAD_METRICS, FigureRef, case_title  # noqa: E402
+
+DPI = 110
+STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10,
+         "ytick.labelsize": 10, "figure.titlesize": 14, "axes.grid": True, "grid.alpha": 0.3}
+PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
+RATE_PANELS = ("invalid_ids", "fallback_ids", "sampler_fallbacks", "stray_per_1200", "nonfinite_draft_probs", "fragment_excess")
+PANEL_TITLES = {
+    "invalid_ids": "Invalid token ids", "fallback_ids": "Fallback ids (vocab_size-1)", "padded_row_ids": "Padded-row ids",
+    "sampler_fallbacks": "Sampler fallback emissions", "stray_per_1200": "Stray tokens", "fragment_excess": "Excess fragments",
+    "nonfinite_draft_probs": "Non-finite draft_probs entries", "accept_length": "Accept length (run median)",
+    "gsm8k_accuracy": "GSM8K accuracy", "gsm8k_invalid": "GSM8K invalid answers", "itl_median": "Median ITL",
+    "output_throughput": "Output throughput",
+}
+Y_LABELS = {
+    "invalid_ids": "% of generated tokens", "fallback_ids": "% of generated tokens", "padded_row_ids": "% of generated tokens",
+    "fragment_excess": "% of generated tokens", "sampler_fallbacks": "% of committed tokens",
+    "stray_per_1200": "per 1200 generated tokens", "nonfinite_draft_probs": "entries per sampler batch",
+    "accept_length": "tokens per verify step", "gsm8k_accuracy": "% correct", "gsm8k_invalid": "% invalid",
+    "itl_median": "ms", "output_throughput": "tok/s",
+}
+
+
+def arm_colors(arms: list[str]) -> dict[str, str]:
+    """One colour per arm, by run order, shared by every figure."""
+    return {arm: PALETTE[i % len(PALETTE)] for i, arm in enumerate(arms)}
+
+
+def _scale(metric: str) -> float:
+    return 100.0 if KINDS.get(metric) in ("token_rate", "proportion") else 1.0
+
+
+def _offsets(count: int, width: float = 0.36) -> list[float]:
+    if count == 1:
+        return [0.0]
+    return list(np.linspace(-width / 2, width / 2, count))
+
+
+def _case_axis(ax: Axes, cases: list[tuple[float, float]]) -> None:
+    ax.set_xticks(range(len(cases)))
+    ax.set_xticklabels([f"T={t:g}\ntop_p={p:g}" for t, p in cases])
+    ax.set_xlim(-0.6, len(cases) - 0.4)
+    ax.set_xlabel("sampling case")
+
+
+def _legend_handles(arms: list[str], colors: dict[str, str], baseline: str | None) -> list[Line2D]:
+    return [Line2D([], [], color=colors[a], marker="o", linestyle="", markersize=8,
+                   label=f"{a} ({'baseline' if a == baseline else 'candidate'})") for a in arms]
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI)
+    return path
+
+
+def _grid(count: int, panel_size: tuple[float, float] = (5.4, 4.0)) -> tuple[Figure, list[Axes]]:
+    cols = 1 if count == 1 else 2 if count <= 4 else 3
+    rows = math.ceil(count / cols)
+    fig = Figure(figsize=(panel_size[0] * cols, panel_size[1] * rows + 0.8), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel())
+    for extra in axes[count:]:
+        extra.set_visible(False)
+    return fig, axes[:count]
+
+
+def _estimate_points(ax: Axes, analysis: dict[str, Any], metric: str, cases: list[tuple[float, float]],
+                     colors: dict[str, str]) -> None:
+    """Each arm's pooled value per case with its 95 % interval as an error bar."""
+    arms = analysis["arm_order"]
+    rows = {(r["arm"], r["temperature"], r["top_p"]): r for r in analysis["estimates"] if r["metric"] == metric}
+    scale = _scale(metric)
+    for arm, offset in zip(arms, _offsets(len(arms))):
+        xs, ys, low, high = [], [], [], []
+        for i, (t, p) in enumerate(cases):
+            row = rows.get((arm, t, p))
+            if row is None or row.get("value") is None:
+                continue
+            ci = [row["value"] if bound is None else bound for bound in (row.get("ci") or [None, None])]
+            xs.append(i + offset)
+            ys.append(row["value"] * scale)
+            low.append(max(0.0, (row["value"] - ci[0]) * scale))
+            high.append(max(0.0, (ci[1] - row["value"]) * scale))
+        if xs:
+            ax.errorbar(xs, ys, yerr=[low, high], color=colors[arm], marker="o", markersize=7, linestyle="",
+                        capsize=5, elinewidth=1.6)
+    _zero_visible(ax)
+
+
+def _zero_visible(ax: Axes) -> None:
+    """Start the axis a little below zero so points at zero are drawn whole."""
+    top = ax.get_ylim()[1]
+    ax.set_ylim(-0.03 * top, top)
+
+
+def plot_rates(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+    present = {r["metric"] for r in analysis["estimates"]}
+    metrics = [m for m in RATE_PANELS if m in present]
+    if not metrics:
+        return "Event-rate figure: no detector or counter data in these results."
+    cases = _all_cases(analysis, metrics)
+    colors = arm_colors(analysis["arm_order"])
+    fig, axes = _grid(len(metrics))
+    for ax, metric in zip(axes, metrics):
+        _estimate_points(ax, analysis, metric, cases, colors)
+        _case_axis(ax, cases)
+        ax.set_title(PANEL_TITLES[metric])
+        ax.set_ylabel(Y_LABELS[metric])
+    fig.suptitle("Event rates per sampling case and arm (pooled over repeats, 95% CI)")
+    fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
+               ncols=len(analysis["arm_order"]))
+    path = _save(fig, out_dir / "rates.png")
+    return FigureRef(path, "Event rates per sampling case",
+                     "Points are pooled rates; bars are 95% Clopper–Pearson intervals (non-finite entries per batch: "
+                     "point only). A zero with a bar is 'none seen, and at most this much'.")
+
+
+def plot_accept_length(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+    rows = [r for r in analysis["estimates"] if r["metric"] == "accept_length"]
+    if not rows:
+        return "Accept-length figure: no per-request accept lengths in these results (speculative decoding off?)."
+    colors = arm_colors(analysis["arm_order"])
+    top_ps = sorted({r["top_p"] for r in rows if r["temperature"] > 0}) or [1.0]
+    styles = dict(zip(reversed(top_ps), ("-", "--", ":", "-.")))
+    fig = Figure(figsize=(8.5, 5.2), layout="constrained")
+    ax = fig.subplots()
+    for arm in analysis["arm_order"]:
+        greedy = [r for r in rows if r["arm"] == arm and r["temperature"] == 0]
+        for top_p in top_ps:
+            # Greedy decoding ignores top_p, so T=0 starts every top_p line.
+            line = sorted(greedy + [r for r in rows if r["arm"] == arm and r["temperature"] > 0 and r["top_p"] == top_p],
+                          key=lambda r: r["temperature"])
+            if not line:
+                continue
+            xs = [r["temperature"] for r in line]
+            ys = [r["value"] for r in line]
+            low = [r["value"] - (r["ci"] or [r["value"]] * 2)[0] for r in line]
+            high = [(r["ci"] or [r["value"]] * 2)[1] - r["value"] for r in line]
+            ax.errorbar(xs, ys, yerr=[low, high], color=colors[arm], linestyle=styles[top_p], marker="o", markersize=7,
+                        capsize=5, linewidth=2, label=f"{arm}, top_p={top_p:g}")
+    ax.set_xlabel("temperature")
+    ax.set_ylabel("accept length (tokens per verify step)")
+    ax.set_title("Accept length against temperature (mean of requests, 95% CI)")
+    ax.legend(loc="best")
+    path = _save(fig, out_dir / "accept_length.png")
+    return FigureRef(path, "Accept length against temperature",
+                     "Healthy acceptance does not rise with temperature; a rise towards the ceiling is the founding bug's "
+                     "signature (corrupt draft probabilities accepted).")
+
+
+def _bench_itls(results: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
+    """case -> arm -> pooled per-token ITLs in ms, from the raw bench results."""
+    pooled: dict[str, dict[str, list[float]]] = {}
+    for arm, data in (results.get("arms") or {}).items():
+        for repeat in data.get("repeats") or []:
+            runs = (repeat.get("workloads") or {}).get("bench")
+            for run in [runs] if isinstance(runs, dict) else runs or []:
+                config = run.get("config") or {}
+                key = case_title(float(config.get("temperature", run.get("temperature", 0.0))),
+                                 float(config.get("top_p", run.get("top_p", 1.0))))
+                values = [x * 1000.0 for request in run.get("itls") or [] for x in request or [] if x and x > 0]
+                pooled.setdefault(key, {}).setdefault(arm, []).extend(values)
+    return {key: arms for key, arms in pooled.items() if any(arms.values())}
+
+
+def plot_itl_ecdf(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+    if analysis["workloads"].get("bench") != "run":
+        return "ITL ECDF: not drawn, the serving benchmark was not run."
+    settings = _bench_itls(results)
+    if not settings:
+        return "ITL ECDF: not drawn, the bench results carry no per-token ITLs (`itls`)."
+    colors = arm_colors(analysis["arm_order"])
+    fig, axes = _grid(len(settings), (7.5, 4.8))
+    for ax, (title, arms) in zip(axes, settings.items()):
+        top = max(np.percentile(v, 99.5) for v in arms.values() if v)
+        for arm in analysis["arm_order"]:
+            values = np.sort(arms.get(arm) or [])
+            if values.size == 0:
+                continue
+            ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", color=colors[arm], linewidth=2,
+                    label=f"{arm} (median {np.median(values):.3g} ms, n={values.size:,})")
+            ax.axvline(float(np.median(values)), color=colors[arm], linestyle="--", linewidth=1)
+        ax.set_xlim(0, top)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel("inter-token latency (ms), up to the 99.5th percentile")
+        ax.set_ylabel("fraction of tokens ≤ x")
+        ax.set_title(f"ITL ECDF, {title}")
+        ax.legend(loc="lower right")
+    path = _save(fig, out_dir / "itl_ecdf.png")
+    return FigureRef(path, "Inter-token latency ECDF", "Per-token ITLs pooled over repeats; dashed lines are the medians.")
+
+
+def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+    if analysis["workloads"].get("gsm8k") != "run":
+        return "GSM8K figure: not drawn, GSM8K was not run."
+    metrics = [m for m in ("gsm8k_accuracy", "gsm8k_invalid") if any(r["metric"] == m for r in analysis["estimates"])]
+    cases = _all_cases(analysis, metrics)
+    colors = arm_colors(analysis["arm_order"])
+    fig, axes = _grid(len(metrics))
+    for ax, metric in zip(axes, metrics):
+        _estimate_points(ax, analysis, metric, cases, colors)
+        _case_axis(ax, cases)
+        ax.set_title(PANEL_TITLES[metric])
+        ax.set_ylabel(Y_LABELS[metric])
+    axes[0].set_ylim(0, 100)
+    fig.suptitle("GSM8K per setting and arm (95% Clopper–Pearson CI)")
+    fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
+               ncols=len(analysis["arm_order"]))
+    path = _save(fig, out_dir / "gsm8k.png")
+    return FigureRef(path, "GSM8K accuracy and invalid rate", "Pooled over repeats; SGLang's answer definition (last integer).")
+
+
+def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+    spread = analysis.get("repeat_spread") or {}
+    metrics = [m for m in SPREAD_METRICS if spread.get(m)]
+    if not metrics:
+        return "Spread figure: no per-repeat values in these results."
+    colors = arm_colors(analysis["arm_order"])
+    fig, axes = _grid(len(metrics))
+    most = 1
+    for ax, metric in zip(axes, metrics):
+        entries = spread[metric]
+        cases = sorted({(e["temperature"], e["top_p"]) for arms in entries.values() for e in arms.values()})
+        scale = _scale(metric)
+        for arm, offset in zip(analysis["arm_order"], _offsets(len(analysis["arm_order"]))):
+            for i, case in enumerate(cases):
+                entry = next((arms[arm] for arms in entries.values() if arm in arms
+                              and (arms[arm]["temperature"], arms[arm]["top_p"]) == case), None)
+                if entry is None:
+                    continue
+                values = np.array(entry["values"]) * scale
+                most = max(most, values.size)
+                x = i + offset
+                ax.vlines(x, values.min(), values.max(), color=colors[arm], linewidth=3, alpha=0.5)
+                ax.scatter(x + np.linspace(-0.04, 0.04, values.size) * (values.size > 1), values, color=colors[arm],
+                           s=36, zorder=3, edgecolors="white", linewidths=0.6)
+        _case_axis(ax, cases)
+        ax.set_title(PANEL_TITLES[metric])
+        ax.set_ylabel(Y_LABELS[metric])
+        if metric in RATE_PANELS:
+            _zero_visible(ax)
+        else:
+            ax.margins(y=0.25)  # the spread is the point here, so no zero baseline
+    note = "" if most > 1 else "\none repeat per arm: no spread measured (rerun with --repeats N)"
+    fig.suptitle(f"Spread between repeats: a dot per repeat, a bar from min to max{note}")
+    fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
+               ncols=len(analysis["arm_order"]))
+    path = _save(fig, out_dir / "repeat_spread.png")
+    return FigureRef(path, "Spread between repeats",
+                     "Each dot is one repeat's value; the seed saw one unchanged server span 0.920–0.945 over three repeats.")
+
+
+def _all_cases(analysis: dict[str, Any], metrics: list[str]) -> list[tuple[float, float]]:
+    return sorted({(r["temperature"], r["top_p"]) for r in analysis["estimates"] if r["metric"] in metrics})
+
+
+PLOTTERS: tuple[Callable[[dict[str, Any], dict[str, Any], Path], FigureRef | str], ...] = (
+    plot_rates, plot_accept_length, plot_itl_ecdf, plot_gsm8k, plot_spread)
+
+
+def render_plots(results: dict[str, Any], out_dir: Path) -> tuple[list[FigureRef], list[str]]:
+    """Write every figure the data allows into out_dir; notes say which were skipped and why."""
+    analysis = results.get(ANALYSIS_KEY)
+    if not isinstance(analysis, dict):
+        return [], ["Figures: not drawn, the results file holds no A/B analysis."]
+    figures, notes = [], []
+    with matplotlib.rc_context(STYLE):
+        for plotter in PLOTTERS:
+            outcome = plotter(results, analysis, out_dir)
+            (figures if isinstance(outcome, FigureRef) else notes).append(outcome)
+    return figures, notes

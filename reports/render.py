@@ -1,0 +1,31 @@
+"""Render a results dict into a report folder: report.md, report.html, results.csv and the PNG figures.
+
+Reads the results dict only (the A/B analysis must already be in it under
+`reports.document.ANALYSIS_KEY`; without it the report shows raw totals and says so).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from reports.csv_export import render_csv
+from reports.document import build_document
+from reports.html import render_html
+from reports.markdown import render_markdown
+from reports.plots import render_plots
+
+
+def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:
+    """Write the report files into out_dir (created if needed) and return their paths."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures, notes = render_plots(results, out_dir)
+    document = build_document(results, figures, notes)
+    written = [figure.path for figure in figures]
+    for name, text in (("report.md", render_markdown(document)), ("report.html", render_html(document)),
+                       ("results.csv", render_csv(results))):
+        path = out_dir / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written

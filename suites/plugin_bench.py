@@ -1,0 +1,134 @@
+"""pytest options and fixtures of the serving-benchmark suite (suites/test_serving_bench.py).
+
+The benchmark runs once per session against the server under test (results also appended to
+`arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With a baseline URL
+(`--bench-baseline-url`, else the session's `--baseline-url` when that option exists) it also
+runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
+run-level values (Welch and TOST within `--bench-margin`, via harness.bench.ab and
+harness.ab_compare) and applies the `--fail-on` rules for the bench metrics (`--bench-fail-on`,
+else the session's `--fail-on` when that option exists, else `itl_median:+1%`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from harness.errors import SpecsuiteError
+
+DEFAULT_FAIL_ON = "itl_median:+1%"
+BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specsuite")
+    add = group.addoption
+    add("--bench-backend", default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"), help="benchmark backend (default sglang)")
+    add("--bench-dataset", default="random", choices=("random", "random-ids", "sharegpt"), help="benchmark dataset (default random)")
+    add("--bench-dataset-path", default=None, help="ShareGPT JSON/JSONL file or 'hf' (default: the bundled prompts)")
+    add("--bench-num-prompts", type=int, default=8, help="measured requests per benchmark run (default 8)")
+    add("--bench-input-len", type=int, default=1024, help="random prompt length in tokens (default 1024)")
+    add("--bench-output-len", type=int, default=512, help="output tokens per request (default 512)")
+    add("--bench-range-ratio", type=float, default=1.0, help="bench_serving range ratio (default 1.0 = fixed lengths; 0 means [1, L])")
+    add("--bench-max-concurrency", type=int, default=1, help="concurrent requests (default 1)")
+    add("--bench-request-rate", type=float, default=math.inf, help="Poisson arrivals per second (default inf)")
+    add("--bench-warmup", type=int, default=1, help="warmup requests (default 1)")
+    add("--bench-no-flush", action="store_true", help="do not flush the server after warmup (accept length then includes earlier traffic)")
+    add("--bench-text-prompts", action="store_true", help="send decoded text instead of token ids (bench_serving's default)")
+    add("--bench-repeats", type=int, default=3, help="interleaved runs per arm when a baseline is given (default 3)")
+    add("--bench-baseline-url", default=None, help="baseline server for the in-suite A/B (default: --baseline-url when present)")
+    add("--bench-margin", type=float, default=0.01, help="equivalence margin for TOST, relative (default 0.01 = ±1%)")
+    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: --fail-on when present, else {DEFAULT_FAIL_ON})")
+
+
+@dataclass
+class BenchSuiteState:
+    """The session's benchmark runs: the server under test's, and the baseline's when there is one."""
+
+    candidate: list[dict[str, Any]] = field(default_factory=list)
+    baseline: list[dict[str, Any]] = field(default_factory=list)
+    baseline_url: str | None = None
+    comparison: dict[str, Any] | None = None
+
+
+def bench_config(specsuite, base_url: str):
+    from harness.bench.runner import BenchConfig
+    from harness.secrets import load_api_key
+
+    option = specsuite.option
+    return BenchConfig(
+        base_url=base_url, backend=option("bench_backend"), dataset_name=option("bench_dataset"), dataset_path=option("bench_dataset_path"),
+        tokenizer=option("tokenizer"), num_prompts=option("bench_num_prompts"), random_input_len=option("bench_input_len"),
+        random_output_len=option("bench_output_len"), random_range_ratio=option("bench_range_ratio"),
+        tokenize_prompt=not option("bench_text_prompts") and option("bench_dataset") != "sharegpt" and option("bench_backend") != "sglang-oai-chat",
+        max_concurrency=option("bench_max_concurrency"), request_rate=option("bench_request_rate"), warmup_requests=option("bench_warmup"),
+        flush_cache=not option("bench_no_flush"), seed=option("seed"), api_key=load_api_key(),
+    )
+
+
+def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
+    from harness.bench.record import session_summary
+    from harness.bench.runner import run_benchmark
+
+    output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
+    record = run_benchmark(bench_config(specsuite, base_url), output_file=str(output), echo=lambda line: print(f"specsuite bench: {line}"))
+    return session_summary(record, seed=specsuite.option("seed"))
+
+
+def fail_on_expression(config: pytest.Config) -> str:
+    """The bench's rules: --bench-fail-on, else the bench terms of the session's --fail-on, else the default."""
+    own = config.getoption("bench_fail_on")
+    if own:
+        return own
+    shared = config.getoption("fail_on", default=None)
+    if shared:
+        terms = [t.strip() for t in shared.split(",") if t.strip().split(":")[0].strip() in BENCH_FAIL_ON_METRICS]
+        if terms:
+            return ",".join(terms)
+    return DEFAULT_FAIL_ON
+
+
+@pytest.fixture(scope="session")
+def bench_state(specsuite) -> BenchSuiteState:
+    """Run the benchmark (and the baseline's interleaved repeats) once per session."""
+    from harness.ab_compare import compare_arms
+    from harness.bench.ab import bench_results_document, compare_records
+    from harness.fail_on import evaluate_fail_on, parse_fail_on
+
+    config = specsuite.config
+    state = BenchSuiteState(baseline_url=config.getoption("bench_baseline_url") or config.getoption("baseline_url", default=None))
+    arm = specsuite.server.arm
+    try:
+        rules = parse_fail_on(fail_on_expression(config)) if state.baseline_url else []
+        state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
+        specsuite.workloads["bench"] = state.candidate[0]
+        specsuite.write_results("running")
+        if not state.baseline_url:
+            return state
+        repeats = specsuite.option("bench_repeats")
+        if repeats < 1:
+            raise SpecsuiteError(f"--bench-repeats must be at least 1, got {repeats}")
+        for number in range(repeats):
+            state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline"))
+            if number + 1 < repeats:
+                state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
+        margin = specsuite.option("bench_margin")
+        document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
+        shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})
+        state.comparison = {
+            "baseline_url": state.baseline_url,
+            "margin": margin,
+            "run_level": compare_records(state.candidate, state.baseline, margin=margin),
+            "comparisons": [row for row in shared["comparisons"] if row["metric"] in BENCH_FAIL_ON_METRICS],
+            "fail_on": evaluate_fail_on(rules, shared).to_dict() | {"rules": [r.text for r in rules]},
+            "baseline_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.baseline],
+            "candidate_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.candidate],
+        }
+        specsuite.workloads["bench_ab"] = state.comparison
+        specsuite.write_results("running")
+    except SpecsuiteError as exc:
+        pytest.fail(f"serving benchmark: {exc}", pytrace=False)
+    return state
