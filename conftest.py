@@ -18,6 +18,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specsuite", "specsuite: speculative-decoding server checks")
     group.addoption("--server-url", default=os.environ.get("SPECSUITE_SERVER_URL"),
                     help="base URL of a running server (env SPECSUITE_SERVER_URL); the API key comes from SPECSUITE_API_KEY")
+    group.addoption("--baseline-url", default=None,
+                    help="a baseline server to compare against (the ab suite): same cases on both, exact tests, verdicts")
     group.addoption("--launch", default=None, metavar="CMD",
                     help="start this server command, wait until ready, log to the results folder, tear it down after")
     group.addoption("--launch-url", default=None, metavar="URL",

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from tqdm import tqdm
+
 from harness.arms import ArmSpec
 from harness.errors import SpecsuiteError
 from harness.results import RunDirectory, load_results
@@ -58,6 +60,7 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     sessions_dir = run_dir.path / "sessions"
     sessions_dir.mkdir(exist_ok=True)
     schedule = plan.schedule()
+    bar = tqdm(total=len(schedule), desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
     for index, (repeat, arm) in enumerate(schedule, start=1):
         label = f"{arm.name} repeat {repeat}"
         on_progress(f"[{index}/{len(schedule)}] {label}: running")
@@ -79,6 +82,8 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
         arm_entry["repeats"].append({k: v for k, v in entry.items() if k not in ("identity", "vocab")})
         run_dir.write_results(merged)
         on_progress(f"[{index}/{len(schedule)}] {label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
+        bar.update(1)
+    bar.close()
     return merged
 
 

@@ -50,6 +50,8 @@ class SpecsuiteSession:
     prompts: list[PromptItem] = field(default_factory=list)
     workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.workloads
     gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature
+    baseline: ServerUnderTest | None = None
+    baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -97,6 +99,19 @@ class SpecsuiteSession:
             self.write_results("running")
         return self.cases[case.case_id]
 
+    def baseline_case_result(self, case: SamplingCase) -> CaseResult:
+        """The same case on the --baseline-url server (connected on first use)."""
+        if self.baseline is None:
+            self.baseline = open_server(server_url=self.option("baseline_url"), launch=None, log_dir=self.run_dir.path,
+                                        api_key=load_api_key(), arm="baseline", tokenizer=self.option("tokenizer"),
+                                        vocab_size=self.option("vocab_size"))
+        if case.case_id not in self.baseline_cases:
+            writer = self.run_dir.record_writer("baseline")
+            self.baseline_cases[case.case_id] = run_case(self.baseline.client, self.baseline.vocab, case, self.prompts, self.profile,
+                                                         seed=self.option("seed"), record_sink=writer.write)
+            self.write_results("running")
+        return self.baseline_cases[case.case_id]
+
     def gsm8k_result(self, temperature: float) -> dict[str, Any]:
         """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
         key = temperature_key(temperature)
@@ -122,18 +137,21 @@ class SpecsuiteSession:
     def write_results(self, status: str) -> None:
         if self.run_dir is None or self.server is None:
             return
-        arm = self.server.arm
+        arms = {self.server.arm: {
+            "identity": self.server.identity.to_dict(),
+            "vocab": self.server.vocab.to_dict(),
+            "cases": [result.to_dict() for result in self.cases.values()],
+            "workloads": self.workloads,
+        }}
+        if self.baseline is not None:
+            arms["baseline"] = {"identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
+                                "cases": [result.to_dict() for result in self.baseline_cases.values()], "workloads": {}}
         self.run_dir.write_results({
             "status": status,
             "seed": self.option("seed"),
             "profile": self.option("profile"),
             "command": " ".join(sys.argv),
-            "arms": {arm: {
-                "identity": self.server.identity.to_dict(),
-                "vocab": self.server.vocab.to_dict(),
-                "cases": [result.to_dict() for result in self.cases.values()],
-                "workloads": self.workloads,
-            }},
+            "arms": arms,
         })
 
     def finish(self, exitstatus: int) -> None:
@@ -146,8 +164,9 @@ class SpecsuiteSession:
             self.run_dir.mark_interrupted(f"pytest exit {exitstatus}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
         if self.run_dir is not None:
             self.run_dir.close()
-        if self.server is not None:
-            self.server.close()
+        for server in (self.server, self.baseline):
+            if server is not None:
+                server.close()
 
 
 SESSION_KEY = pytest.StashKey[SpecsuiteSession]()

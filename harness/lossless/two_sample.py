@@ -84,7 +84,7 @@ class HomogeneityResult:
     passed: bool
     samples_per_arm: int
     prompts: int
-    mde_token_probability: float
+    mde_token_probability: float | None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,11 +134,12 @@ def homogeneity_test(
     )
 
 
-def _mde_or_none(n: int, alpha: float) -> float:
+def _mde_or_none(n: int, alpha: float) -> float | None:
+    """None when even a certain token could not be told apart at this size."""
     try:
         return mde_two_proportions(n, n, 0.5, alpha=alpha, power=TARGET_POWER)
     except SpecsuiteError:
-        return math.nan
+        return None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,33 @@
+"""A/B suite (`--baseline-url`): the candidate must not be worse than the baseline on any metric.
+
+Both servers run the same cases with the same seeds; `harness.ab_compare` applies the exact tests
+(rate ratio for event rates, Mann-Whitney/Hodges-Lehmann for accept length) with Holm's correction
+across the case's metrics, and "worse" needs significance and a practical effect (asv style).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.ab_compare import compare_arms
+
+pytestmark = pytest.mark.ab
+
+
+def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> dict:
+    return {"arm_order": [candidate, "baseline"], "baseline_arm": "baseline",
+            "arms": {candidate: {"repeats": [{"repeat": 1, "cases": [candidate_case]}]},
+                     "baseline": {"repeats": [{"repeat": 1, "cases": [baseline_case]}]}}}
+
+
+def test_not_worse_than_baseline(specsuite, sampling_case):
+    if not specsuite.option("baseline_url"):
+        pytest.skip("no --baseline-url: nothing to compare against")
+    candidate = specsuite.case_result(sampling_case).to_dict()
+    baseline = specsuite.baseline_case_result(sampling_case).to_dict()
+    analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.option("alpha"))
+    worse = [row for row in analysis["comparisons"] if row["verdict"] == "worse"]
+    lines = [f"{row['metric']}: {row['candidate_value']} vs baseline {row['baseline_value']} ({row['unit']}), "
+             f"effect {row['effect']['name']} {row['effect']['value']} CI {row['effect']['ci']}, p_adj={row['p_adjusted']}, MDE {row['mde']}"
+             for row in worse]
+    assert not worse, f"worse than baseline at {sampling_case.case_id}: " + "; ".join(lines)
