@@ -12,8 +12,18 @@ from scipy import stats
 
 from harness.bench.ab import compare_metric, log_sd
 from harness.bench.client import RequestOutput, _StreamState
-from harness.bench.datasets import BenchRandom, compute_random_lens, sample_random_requests
-from harness.bench.metrics import calculate_metrics, distribution, peak_buckets, pooled_itl
+from harness.bench.datasets import (
+    BenchRandom,
+    _ids_from_text,
+    compute_random_lens,
+    sample_random_requests,
+)
+from harness.bench.metrics import (
+    calculate_metrics,
+    distribution,
+    peak_buckets,
+    pooled_itl,
+)
 from harness.bench.record import session_summary
 from harness.bench.runner import arrival_offsets
 from harness.errors import SpecsuiteError
@@ -125,7 +135,10 @@ def test_empty_distribution_counts_as_zero_and_single_token_has_no_tpot():
 
 def test_oai_gaps_split_per_retokenized_token_only_when_server_speculates():
     out = feed("sglang-oai", [(0.0, oai_chunk("x")), (0.03, oai_chunk("one two three")), (0.04, oai_chunk(""))])
-    encode = lambda text: text.split()  # noqa: E731
+
+    def encode(text: str) -> list[str]:
+        return text.split()
+
     assert pooled_itl([out], "sglang-oai", 2.0, encode) == pytest.approx([0.01] * 3)
     assert pooled_itl([out], "sglang-oai", None, encode) == pytest.approx([0.03])
     assert pooled_itl([out], "sglang-oai", 0.0, encode) == pytest.approx([0.03])
@@ -180,25 +193,45 @@ def test_lengths_and_ids_reproduce_bench_serving_global_seeding():
     assert offsets_after == pytest.approx([0.0, *np.cumsum(gaps[:3])])
 
 
-def test_text_mode_reduces_length_by_special_tokens_and_shuffles_like_random_shuffle():
-    class Tok:
-        vocab_size = 50
+class CharTokenizer:
+    """One id per character; one special token added per encode."""
 
-        def num_special_tokens_to_add(self):
-            return 1
+    vocab_size = 50
 
-        def encode(self, text, add_special_tokens=True):
-            return [ord(c) % 50 for c in text]
+    def num_special_tokens_to_add(self):
+        return 1
 
-        def decode(self, ids):
-            return "".join(chr(65 + i % 26) for i in ids)
+    def encode(self, text, add_special_tokens=True):
+        return [ord(c) % 50 for c in text]
 
-    rows = sample_random_requests(Tok(), BenchRandom.from_seed(3), num_prompts=3, input_len=10, output_len=4, range_ratio=1.0,
-                                  random_ids=False, tokenize_prompt=False)
+    def decode(self, ids):
+        return "".join(chr(65 + i % 26) for i in ids)
+
+
+def test_text_mode_reduces_length_by_special_tokens():
+    rows = sample_random_requests(CharTokenizer(), BenchRandom.from_seed(3), num_prompts=3, input_len=10, output_len=4,
+                                  range_ratio=1.0, random_ids=True, tokenize_prompt=False)
     assert all(isinstance(r.prompt, str) and r.prompt_len == 9 and len(r.prompt) == 9 for r in rows)
-    expected_order = list(range(5))
-    random.Random(3).shuffle(expected_order)
-    assert expected_order != list(range(5))  # the shuffle is live; its seeding is what the row order rests on
+
+
+def test_random_prompts_take_shuffled_text_truncated_or_tiled():
+    pairs = [("abcdefgh", "r"), ("xy", "r"), ("", "r"), ("pqrs", "r"), ("mnopqrstuv", "r")]
+    rng = BenchRandom.from_seed(4)
+    ids = _ids_from_text(CharTokenizer(), rng, pairs, [6, 6, 3])
+    shuffled = list(pairs)
+    random.Random(4).shuffle(shuffled)
+    expected = []
+    for prompt, _ in shuffled:
+        if len(expected) == 3:
+            break
+        if not prompt:
+            continue  # empty prompts are skipped, as in bench_serving
+        want = [6, 6, 3][len(expected)]
+        base = CharTokenizer().encode(prompt)
+        expected.append((base * (-(-want // len(base))))[:want])
+    assert ids == expected and [len(x) for x in ids] == [6, 6, 3]
+    with pytest.raises(SpecsuiteError, match="fewer than --num-prompts"):
+        _ids_from_text(CharTokenizer(), BenchRandom.from_seed(4), pairs, [5] * 5)
 
 
 def test_poisson_arrivals_are_seeded_and_exponential():

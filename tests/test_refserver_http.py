@@ -113,6 +113,55 @@ def test_prompt_plus_budget_over_the_context_length_is_a_400(http, fix_url):
     assert "maximum context length" in response.json()["error"]["message"]
 
 
+BAD_BODIES = {
+    "logprob_start_len-type": ("/generate", {"text": PROMPT, "return_logprob": True, "logprob_start_len": "x"}),
+    "rid-type": ("/generate", {"text": PROMPT, "rid": 5}),
+    "duplicate-rids": ("/generate", {"text": [PROMPT, PROMPT], "rid": ["a", "a"]}),
+    "completions-n-type": ("/v1/completions", {"prompt": PROMPT, "n": "two"}),
+    "completions-logprobs-type": ("/v1/completions", {"prompt": PROMPT, "logprobs": "x"}),
+    "chat-message-type": ("/v1/chat/completions", {"messages": ["hello"]}),
+    "abort-rid-type": ("/abort_request", {"rid": ["a"]}),
+}
+
+
+@pytest.mark.parametrize("case", BAD_BODIES)
+def test_wrongly_typed_fields_are_a_400_not_a_500(http, fix_url, case):
+    path, body = BAD_BODIES[case]
+    response = http.post(f"{fix_url}{path}", json=body, timeout=TIMEOUT_S)
+    assert response.status_code == 400, response.text
+    assert response.json()
+
+
+def test_a_streamed_request_with_a_bad_value_gets_an_error_event(http, fix_url):
+    """SGLang's shape: HTTP 200, one `data: {"error": ...}` event, then [DONE]."""
+    body = {"text": PROMPT, "stream": True, "sampling_params": {"max_new_tokens": -1}}
+    with http.post(f"{fix_url}/generate", json=body, stream=True, timeout=TIMEOUT_S) as response:
+        assert response.status_code == 200
+        events = _sse_events(response)
+    assert events[-1] == "[DONE]" and len(events) == 2
+    assert events[0]["error"]["code"] == 400 and "max_new_tokens" in events[0]["error"]["message"]
+
+
+def _wait_until_idle(http: requests.Session, url: str) -> dict[str, float]:
+    deadline = time.monotonic() + 10
+    while True:
+        current = metrics(http, url)
+        if current["sglang:num_running_reqs"] == 0 and current["sglang:num_queue_reqs"] == 0:
+            return current
+        assert time.monotonic() < deadline, "the abandoned request is still running"
+        time.sleep(0.05)
+
+
+def test_client_that_gives_up_on_a_non_streamed_completion_frees_it(http, fix_url):
+    before = metrics(http, fix_url)
+    body = {"prompt": PROMPT, "max_tokens": 3000, "ignore_eos": True, "temperature": 0}
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        http.post(f"{fix_url}/v1/completions", json=body, timeout=(5, 0.3))
+    after = _wait_until_idle(http, fix_url)
+    assert after["sglang:num_aborted_requests_total"] == before["sglang:num_aborted_requests_total"] + 1
+    assert_still_serving(http, fix_url)
+
+
 def test_client_disconnect_mid_stream_frees_the_request(http, fix_url):
     before = metrics(http, fix_url)
 
@@ -129,16 +178,28 @@ def test_client_disconnect_mid_stream_frees_the_request(http, fix_url):
         return chunks
 
     assert asyncio.run(read_a_little_then_leave()) == 3
-    deadline = time.monotonic() + 10
-    while True:
-        after = metrics(http, fix_url)
-        if after["sglang:num_running_reqs"] == 0 and after["sglang:num_queue_reqs"] == 0:
-            break
-        assert time.monotonic() < deadline, "the abandoned request is still running"
-        time.sleep(0.05)
+    after = _wait_until_idle(http, fix_url)
     assert after["sglang:num_aborted_requests_total"] == before["sglang:num_aborted_requests_total"] + 1
     assert after["sglang:generation_tokens_total"] - before["sglang:generation_tokens_total"] < 3000
     assert_still_serving(http, fix_url)
+
+
+def test_few_shot_gsm8k_shaped_payload_is_served(http, fix_url):
+    """The exact body sglang.test.few_shot_gsm8k sends through RuntimeEndpoint.generate (0.5.23):
+    every SglSamplingParams key, with its empty tuples as [] and unset values as null."""
+    rows = [json.loads(line) for line in (ROOT / "fixtures/data/gsm8k_synth.jsonl").read_text().splitlines()[:6]]
+    shots = "".join(f"Question: {row['question']}\nAnswer: {row['answer']}\n\n" for row in rows[:5])
+    params = {"skip_special_tokens": True, "spaces_between_special_tokens": True, "max_new_tokens": 256, "min_new_tokens": 0,
+              "n": 1, "stop": ["Question", "Assistant:", "<|separator|>"], "stop_token_ids": [], "stop_regex": [],
+              "temperature": 0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0,
+              "ignore_eos": False, "regex": None, "json_schema": None}
+    result = generate(http, fix_url, {"text": shots + f"Question: {rows[5]['question']}\nAnswer:", "sampling_params": params})
+    meta = result["meta_info"]
+    assert meta["completion_tokens"] == len(result["output_ids"]) > 0
+    assert meta["finish_reason"]["type"] in ("stop", "length")
+    if meta["finish_reason"]["type"] == "stop" and isinstance(meta["finish_reason"]["matched"], str):
+        assert meta["finish_reason"]["matched"] in params["stop"]
+    assert not any(stop in result["text"] for stop in params["stop"]), "a matched stop string must be trimmed"
 
 
 # --------------------------------------------------------------------------- API key
@@ -258,6 +319,19 @@ def test_openai_route_streams_what_it_returns(http, fix_url, route):
             assert usage_chunks[0]["usage"]["prompt_tokens"] == whole["usage"]["prompt_tokens"]
         else:
             assert usage_chunks == []
+
+
+def test_chat_content_parts_read_as_their_text(http, fix_url):
+    """A list of content parts is the text parts joined with spaces (SGLang's "string" format)."""
+    def reply(content) -> str:
+        body = {"messages": [{"role": "user", "content": content}], "max_tokens": 24, "temperature": 0}
+        response = http.post(f"{fix_url}/v1/chat/completions", json=body, timeout=TIMEOUT_S)
+        assert response.status_code == 200, response.text
+        return response.json()["choices"][0]["message"]["content"]
+
+    parts = [{"type": "text", "text": "What is the weather"}, {"type": "image_url", "image_url": {"url": "x"}},
+             {"type": "text", "text": "in Fairford?"}]
+    assert reply(parts) == reply("What is the weather in Fairford?")
 
 
 @pytest.mark.parametrize("route", OPENAI_ROUTES)

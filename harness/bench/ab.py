@@ -18,7 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from harness.stats import StatsInputError, repeats_needed_for_mde, tost_equivalence, welch_ttest
+from harness.stats import (
+    StatsInputError,
+    repeats_needed_for_mde,
+    tost_equivalence,
+    welch_ttest,
+)
 
 DEFAULT_METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput")
 HIGHER_IS_BETTER = frozenset({"output_throughput", "request_throughput", "input_throughput", "total_throughput", "accept_length"})

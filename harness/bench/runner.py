@@ -20,15 +20,21 @@ import asyncio
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 import aiohttp
 import numpy as np
 from tqdm import tqdm
 
-from harness.bench.client import READ_BUFSIZE, RequestOutput, RequestSettings, send_request
+from harness.bench.client import (
+    READ_BUFSIZE,
+    RequestOutput,
+    RequestSettings,
+    send_request,
+)
 from harness.bench.datasets import BenchRandom, DatasetRow, build_requests
 from harness.bench.metrics import calculate_metrics
 from harness.bench.record import build_record, detail_arrays
@@ -119,9 +125,12 @@ def warn_range_ratio(config: BenchConfig, echo: Callable[[str], None]) -> None:
 def prepare(config: BenchConfig) -> tuple[BenchTokenizer, list[DatasetRow], BenchRandom, str]:
     """Tokenizer, request set, the generator state after sampling, and the model name."""
     config.check()
-    with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
-        info = client.model_info()
-    tokenizer = load_tokenizer(config.tokenizer or info.get("tokenizer_path") or info.get("model_path") or "")
+    tokenizer_path = config.tokenizer
+    if tokenizer_path is None:  # an OpenAI-only server has no /model_info: then --tokenizer is needed
+        with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
+            info = client.model_info()
+        tokenizer_path = info.get("tokenizer_path") or info.get("model_path") or ""
+    tokenizer = load_tokenizer(tokenizer_path)
     model = config.model
     if model is None and config.backend != "sglang":
         with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:

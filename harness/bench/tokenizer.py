@@ -8,9 +8,10 @@ and `vocab_size` excludes added tokens.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from harness.errors import SpecsuiteError
 

@@ -1,0 +1,124 @@
+"""Can the A/B resolve the seed's 0.4% cost? Two reference-server arms that differ only in
+`--step-time-ms`, benchmarked in interleaved repeats, compared on run-level values.
+
+    .venv/bin/python bench/step_time_ab.py                              # 2.56 vs 2.57, then 2.56 vs 2.56
+    .venv/bin/python bench/step_time_ab.py --step-a 25.6 --step-b 25.7  # same 0.4%, emulation dominant
+
+Procedure: a pilot of `--pilot-repeats` interleaved runs per arm (a fresh server per run, so the
+between-run spread includes the process) measures the sd of log run-level median ITL; then
+`harness.stats.repeats_needed_for_mde(sd, --target-effect)` gives the runs per arm needed to
+detect the difference (80% power, two-sided alpha 0.05) and the script runs the remaining ones
+(pilot runs count; capped at --max-repeats). Verdicts: Welch's t on log run values (estimate =
+ratio of geometric means - 1 with its 95% CI) and TOST within ±--margin. Then the same for an
+A–A pair (both arms at --step-a), sized with repeats_needed_for_mde(sd, margin).
+
+Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
+prompts, concurrency 1, greedy, one warmup and a flush per run (as the issue's measurement).
+The step emulation only pads a decode step up to --step-time-ms: when the engine's own step on
+this CPU is slower, the pad does nothing and both arms run the same server. The script checks
+that (median chunk gap against the step time) and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+from harness.bench.ab import compare_records, describe, log_sd  # noqa: E402
+from harness.bench.runner import BenchConfig, run_benchmark  # noqa: E402
+from harness.launcher import launch_reference_server  # noqa: E402
+from harness.stats import repeats_needed_for_mde  # noqa: E402
+
+METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput")
+SCALARS = ("median_itl_ms", "mean_itl_ms", "median_tpot_ms", "median_chunk_itl_ms", "output_throughput", "accept_length", "duration", "failed")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--step-a", type=float, default=2.56, help="baseline arm's --step-time-ms (default 2.56)")
+    parser.add_argument("--step-b", type=float, default=2.57, help="candidate arm's --step-time-ms (default 2.57)")
+    parser.add_argument("--num-prompts", type=int, default=4)
+    parser.add_argument("--input-len", type=int, default=1024)
+    parser.add_argument("--output-len", type=int, default=512)
+    parser.add_argument("--pilot-repeats", type=int, default=3)
+    parser.add_argument("--max-repeats", type=int, default=12, help="cap on runs per arm (time budget)")
+    parser.add_argument("--target-effect", type=float, default=0.004, help="effect to detect, relative (default 0.004)")
+    parser.add_argument("--margin", type=float, default=0.005, help="TOST equivalence margin, relative (default 0.005)")
+    parser.add_argument("--skip-aa", action="store_true", help="skip the A-A equivalence part")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--out", default=None, help="write all runs and verdicts here as JSON")
+    return parser.parse_args(argv)
+
+
+def one_run(step_ms: float, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
+    """A fresh server at this step time, one benchmark run, the run-level scalars."""
+    server = launch_reference_server("fix", log_dir=log_dir, extra_args=["--step-time-ms", str(step_ms)])
+    try:
+        config = BenchConfig(base_url=server.base_url, dataset_name="random-ids", num_prompts=args.num_prompts,
+                             random_input_len=args.input_len, random_output_len=args.output_len, random_range_ratio=1.0,
+                             tokenize_prompt=True, max_concurrency=1, flush_cache=True, seed=args.seed)
+        record = run_benchmark(config, echo=lambda line: print(f"  bench: {line}", file=sys.stderr))
+    finally:
+        server.stop()
+    run = {key: record[key] for key in SCALARS}
+    run["step_time_ms"] = step_ms
+    print(f"  step {step_ms:g} ms: median ITL {run['median_itl_ms']:.4f} ms, median TPOT {run['median_tpot_ms']:.4f} ms, "
+          f"{run['output_throughput']:.2f} tok/s, median chunk gap {run['median_chunk_itl_ms']:.3f} ms", flush=True)
+    return run
+
+
+def interleave(arms: dict[str, float], runs: dict[str, list[dict[str, Any]]], until: int, args: argparse.Namespace, log_dir: Path) -> None:
+    """Run A B A B ... until every arm has `until` runs."""
+    while min(len(r) for r in runs.values()) < until:
+        for name, step in arms.items():
+            if len(runs[name]) < until:
+                runs[name].append(one_run(step, args, log_dir))
+
+
+def experiment(label: str, arms: dict[str, float], target: float, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
+    """Pilot, size by the MDE, complete the runs, compare. The first arm is the candidate."""
+    print(f"\n== {label}: {' vs '.join(f'{n} ({s:g} ms)' for n, s in arms.items())}", flush=True)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
+    started = time.monotonic()
+    interleave(arms, runs, args.pilot_repeats, args, log_dir)
+    sd = log_sd(*([r["median_itl_ms"] for r in arm_runs] for arm_runs in runs.values()))
+    needed = repeats_needed_for_mde(sd, target) if sd else args.pilot_repeats
+    planned = min(max(needed, args.pilot_repeats), args.max_repeats)
+    print(f"  pilot: between-run sd of log median ITL {sd:.4%}; {needed} runs per arm needed for {target:.2%} "
+          f"(80% power, alpha 0.05); running {planned}", flush=True)
+    interleave(arms, runs, planned, args, log_dir)
+    candidate, baseline = (runs[name] for name in arms)
+    comparison = compare_records(candidate, baseline, margin=args.margin, target_effect=target, metrics=METRICS)
+    for key, row in comparison.items():
+        print("  " + describe(key, row), flush=True)
+    emulation = [r["median_chunk_itl_ms"] / r["step_time_ms"] for arm in runs.values() for r in arm]
+    inactive = min(emulation) > 1.2
+    if inactive:
+        print(f"  WARNING: median chunk gap is {min(emulation):.2f}x the step time or more: the engine's own step is slower than "
+              "--step-time-ms here, so the pad is inactive and both arms run at compute speed", flush=True)
+    return {"label": label, "arms": arms, "runs": runs, "pilot_sd_log_median_itl": sd, "repeats_needed": needed,
+            "repeats_run": planned, "comparison": comparison, "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    log_dir = Path(tempfile.mkdtemp(prefix="step-time-ab-"))
+    results = [experiment("A/B", {"candidate": args.step_b, "baseline": args.step_a}, args.target_effect, args, log_dir)]
+    if not args.skip_aa:
+        results.append(experiment("A/A", {"candidate": args.step_a, "baseline": args.step_a}, args.margin, args, log_dir))
+    if args.out:
+        Path(args.out).write_text(json.dumps({"args": vars(args), "experiments": results}, indent=2))
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

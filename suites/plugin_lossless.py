@@ -1,0 +1,167 @@
+"""pytest plugin of the losslessness suite: its options, the session-wide workload (run once per
+setting, cached) and the speculation-off reference (--reference-url, else the embedded reference
+server launched with --speculative-algorithm NONE when the server under test serves its model).
+
+Results go to `specsuite.workloads["lossless"]`, written to results.json after every test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.lossless.reference import ReferenceServer, open_reference
+from harness.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of, parse_settings
+from harness.secrets import load_api_key
+
+DEFAULTS = LosslessConfig()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specsuite")
+    group.addoption("--reference-url", default=None,
+                    help="speculation-off server of the same model for the two-sample and greedy lossless tests "
+                         "(default: launch the embedded reference with --speculative-algorithm NONE)")
+    group.addoption("--lossless-temperatures", default="1.0,0.7:0.9",
+                    help="lossless sampling settings, T or T:TOP_P, comma-separated (default 1.0,0.7:0.9)")
+    group.addoption("--lossless-samples", type=int, default=DEFAULTS.pit_requests,
+                    help=f"PIT generations per setting (default {DEFAULTS.pit_requests})")
+    group.addoption("--lossless-max-new-tokens", type=int, default=DEFAULTS.pit_max_new_tokens,
+                    help=f"tokens per PIT generation; positions 2.. are tested (default {DEFAULTS.pit_max_new_tokens})")
+    group.addoption("--lossless-top-k", type=int, default=DEFAULTS.top_k,
+                    help=f"top_logprobs_num of the scoring request; the rest is the PIT's tail bucket (default {DEFAULTS.top_k})")
+    group.addoption("--lossless-two-sample-size", type=int, default=DEFAULTS.two_sample_size,
+                    help=f"two-sample generations per prompt and server (default {DEFAULTS.two_sample_size})")
+    group.addoption("--lossless-two-sample-prompts", type=int, default=DEFAULTS.two_sample_prompts,
+                    help=f"fixed prompts of the two-sample test (default {DEFAULTS.two_sample_prompts})")
+    group.addoption("--lossless-greedy-prompts", type=int, default=DEFAULTS.greedy_prompts,
+                    help=f"prompts of the greedy-equality test (default {DEFAULTS.greedy_prompts})")
+    group.addoption("--lossless-greedy-tokens", type=int, default=DEFAULTS.greedy_max_new_tokens,
+                    help=f"max_new_tokens of the greedy-equality test (default {DEFAULTS.greedy_max_new_tokens})")
+    group.addoption("--lossless-concurrencies", default=",".join(map(str, DEFAULTS.greedy_concurrencies)),
+                    help="client concurrencies of the greedy-equality test (default 1,8,32)")
+    group.addoption("--lossless-numerics-gap", type=float, default=DEFAULTS.numerics_gap,
+                    help=f"a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics (default {DEFAULTS.numerics_gap:g})")
+
+
+def _integers(text: str, option: str) -> tuple[int, ...]:
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise SpecsuiteError(f"{option} expects comma-separated integers, got {text!r}") from None
+    if not values:
+        raise SpecsuiteError(f"{option} is empty")
+    return values
+
+
+def lossless_config(config: pytest.Config) -> LosslessConfig:
+    """The workload config from the command line; bad values raise a one-line SpecsuiteError."""
+    option = config.getoption
+    result = LosslessConfig(
+        settings=tuple(parse_settings(option("lossless_temperatures"))),
+        pit_requests=option("lossless_samples"),
+        pit_max_new_tokens=option("lossless_max_new_tokens"),
+        top_k=option("lossless_top_k"),
+        two_sample_prompts=option("lossless_two_sample_prompts"),
+        two_sample_size=option("lossless_two_sample_size"),
+        greedy_prompts=option("lossless_greedy_prompts"),
+        greedy_max_new_tokens=option("lossless_greedy_tokens"),
+        greedy_concurrencies=_integers(option("lossless_concurrencies"), "--lossless-concurrencies"),
+        numerics_gap=option("lossless_numerics_gap"),
+        alpha=option("alpha"),
+        seed=option("seed"),
+    )
+    result.check()
+    return result
+
+
+class LosslessSession:
+    """The lossless workload of one pytest session: runs each test's requests once, stores results."""
+
+    def __init__(self, specsuite: Any, config: LosslessConfig, reference: ReferenceServer) -> None:
+        server = specsuite.server
+        self.specsuite = specsuite
+        self.reference = reference
+        self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
+                                         draft_steps_of(server.identity.speculative))
+        self.results: dict[str, Any] = specsuite.workloads.setdefault("lossless", {})
+        self.results.update({"config": _config_dict(config), "reference": reference.description,
+                             "draft_steps": self.workload.draft_steps, "pit": {}, "two_sample": {}})
+
+    def _store(self, section: str, key: str | None, result: dict[str, Any]) -> dict[str, Any]:
+        if key is None:
+            self.results[section] = result
+        else:
+            self.results[section][key] = result
+        self.specsuite.write_results("running")
+        return result
+
+    def require_reference(self) -> None:
+        if self.reference.client is None:
+            pytest.skip(self.reference.unavailable_reason or "no reference server")
+
+    def pit(self, setting: SamplingSetting) -> dict[str, Any]:
+        if setting.key not in self.results["pit"]:
+            index = self.workload.config.settings.index(setting)
+            self._store("pit", setting.key, self.workload.pit(setting, index))
+        return self.results["pit"][setting.key]
+
+    def two_sample(self, setting: SamplingSetting) -> dict[str, Any]:
+        self.require_reference()
+        if setting.key not in self.results["two_sample"]:
+            index = self.workload.config.settings.index(setting)
+            self._store("two_sample", setting.key, self.workload.two_sample(setting, index))
+        return self.results["two_sample"][setting.key]
+
+    def greedy(self) -> dict[str, Any]:
+        self.require_reference()
+        if "greedy" not in self.results:
+            self._store("greedy", None, self.workload.greedy())
+        return self.results["greedy"]
+
+
+def _config_dict(config: LosslessConfig) -> dict[str, Any]:
+    return {
+        "settings": [s.key for s in config.settings],
+        "pit_requests": config.pit_requests,
+        "pit_max_new_tokens": config.pit_max_new_tokens,
+        "top_k": config.top_k,
+        "two_sample_prompts": config.two_sample_prompts,
+        "two_sample_size": config.two_sample_size,
+        "greedy_prompts": config.greedy_prompts,
+        "greedy_max_new_tokens": config.greedy_max_new_tokens,
+        "greedy_concurrencies": list(config.greedy_concurrencies),
+        "numerics_gap": config.numerics_gap,
+        "alpha": config.alpha,
+        "seed": config.seed,
+    }
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lossless_setting" in metafunc.fixturenames:
+        try:
+            settings = parse_settings(metafunc.config.getoption("lossless_temperatures"))
+        except SpecsuiteError:
+            settings = []  # reported once, by the lossless fixture
+        metafunc.parametrize("lossless_setting", settings, ids=[s.key for s in settings])
+
+
+@pytest.fixture(scope="session")
+def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSession]:
+    """The session's lossless workload; the embedded reference is stopped at the end."""
+    try:
+        config = lossless_config(pytestconfig)
+        reference = open_reference(
+            reference_url=pytestconfig.getoption("reference_url"), api_key=load_api_key(),
+            test_model_path=specsuite.server.identity.model_path, log_dir=specsuite.run_dir.path,
+            ready_timeout_s=pytestconfig.getoption("launch_timeout"),
+        )
+    except SpecsuiteError as exc:
+        pytest.fail(f"lossless setup: {exc}", pytrace=False)
+    try:
+        yield LosslessSession(specsuite, config, reference)
+    finally:
+        reference.close()

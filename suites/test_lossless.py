@@ -1,0 +1,67 @@
+"""Losslessness suite: speculative sampling must leave the target distribution unchanged.
+
+- PIT calibration: tokens at positions >= 2, scored by a prefill request on the server under
+  test, must have uniform randomized PITs (KS + binned chi-square, Bonferroni).
+- Two-sample: the same prompts on a speculation-off reference; chi-square homogeneity of the tokens
+  at positions 2..k+2, and a log-likelihood calibration z.
+- Greedy equality: T=0 outputs equal to the reference's at several concurrencies; a divergence at a
+  near-tie of the reference's top-2 is numerics, any other is a failure.
+
+Every test reads its sample size, power and smallest detectable effect into results.json
+(`arms.<arm>.workloads.lossless`). Run with `-p suites.plugin_lossless` until conftest loads it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.lossless
+
+
+def _top_bins(test: dict) -> str:
+    observed, expected = test["bin_counts"][-1], test["expected_counts"][-1]
+    return f"top bin [{test['bin_edges'][-2]:.4f}, 1] holds {observed} vs {expected:.1f} expected"
+
+
+def test_pit_calibration(lossless, lossless_setting):
+    result = lossless.pit(lossless_setting)
+    test = result["test"]
+    summary = (f"PIT at {lossless_setting.key}: p={test['p_value']:.3g} (KS p={test['ks_p']:.3g}, chi-square p={test['chi2_p']:.3g}) "
+               f"over n={test['n']} positions >= 2 from {result['requests']} requests; {_top_bins(test)}; "
+               f"{result['outside_support']} tokens outside the nucleus; MDE (TV, 80% power) body {test['mde_tv_body']:.4f}, "
+               f"tail {test['mde_tv_tail']:.5f}")
+    print(summary)
+    assert result["passed"], f"not calibrated to the target: {summary} < alpha {test['alpha']:g}"
+
+
+def test_two_sample_homogeneity(lossless, lossless_setting):
+    result = lossless.two_sample(lossless_setting)
+    homogeneity = result["homogeneity"]
+    worst = min(range(len(homogeneity["positions"])), key=lambda i: homogeneity["adjusted_p_values"][i])
+    summary = (f"two-sample chi-square at {lossless_setting.key}: smallest Holm-adjusted p={homogeneity['p_value']:.3g} "
+               f"at position {homogeneity['positions'][worst]} ({result['prompts']} prompts x {result['samples_per_prompt']} "
+               f"samples per server; MDE of one token's probability {homogeneity['mde_token_probability']})")
+    print(summary)
+    assert homogeneity["passed"], f"token distributions differ from the speculation-off reference: {summary}"
+
+
+def test_loglik_calibration(lossless, lossless_setting):
+    result = lossless.two_sample(lossless_setting)
+    calibration = result["calibration"]
+    summary = (f"log-likelihood calibration at {lossless_setting.key}: z={calibration['z']:.2f} p={calibration['p_value']:.3g}, "
+               f"mean shift {calibration['mean_difference_nats']:+.3f} nats per sample (MDE {calibration['mde_nats']:.3f})")
+    print(summary)
+    assert calibration["passed"], f"target log-likelihood differs from the reference's: {summary}"
+
+
+def test_greedy_equality(lossless):
+    result = lossless.greedy()
+    lines = []
+    for run in result["concurrencies"]:
+        print(f"greedy at concurrency {run['concurrency']}: {run['equal']}/{run['prompts']} equal, "
+              f"{run['numerics']} numerics, {run['real']} real divergences")
+        for divergence in run["divergences"]:
+            if divergence["kind"] == "real":
+                lines.append(f"concurrency {run['concurrency']} prompt {divergence['prompt_index']} position {divergence['position']}: "
+                             f"{divergence['test_token']} vs reference {divergence['reference_token']} ({divergence['reason']})")
+    assert result["passed"], f"{len(lines)} real greedy divergences from the reference: " + "; ".join(lines[:5])

@@ -1,0 +1,170 @@
+"""The benchmark client on the wire: stream timing against a scripted SSE server, failure paths,
+the three backends against the reference server's native and /v1 routes, and Ctrl-C saving
+the finished requests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import aiohttp
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from harness.bench.client import RequestSettings, send_request
+from harness.bench.datasets import DatasetRow
+from harness.bench.runner import BenchConfig, run_benchmark
+from harness.errors import SpecsuiteError
+from harness.launcher import find_free_port, launch_reference_server
+
+ROOT = Path(__file__).resolve().parents[1]
+ROW = DatasetRow([1, 2, 3], 3, 4)
+
+
+def sse(data) -> bytes:
+    return b"data: " + (data if isinstance(data, bytes) else orjson.dumps(data)) + b"\n\n"
+
+
+async def scripted(request: web.Request) -> web.StreamResponse:
+    """Native-shaped chunks with scripted pauses; the script is chosen by the test via a header."""
+    script = request.headers.get("X-Script", "timed")
+    if script == "http500":
+        return web.Response(status=500, text="internal failure")
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    if script == "error":
+        await response.write(sse({"error": {"message": "bad request"}}) + sse(b"[DONE]"))
+        return response
+    steps = [(0.0, "a", 1), (0.05, "abc", 3), (0.03, "abc", 3), (0.03, "abcd", 4)]
+    for pause, text, tokens in steps:
+        await asyncio.sleep(pause)
+        await response.write(sse({"text": text, "meta_info": {"completion_tokens": tokens, "prompt_tokens": 3}}))
+    if script != "truncated":
+        await response.write(sse(b"[DONE]"))
+    return response
+
+
+def run_scripted(script: str):
+    async def main():
+        app = web.Application()
+        app.router.add_post("/generate", scripted)
+        server = TestServer(app, port=find_free_port())
+        await server.start_server()
+        try:
+            settings = RequestSettings(backend="sglang", base_url=str(server.make_url("")), read_timeout_s=10.0)
+            async with aiohttp.ClientSession() as session:
+                original = settings.headers
+                object.__setattr__(settings, "headers", lambda: {**original(), "X-Script": script})
+                return await send_request(session, settings, ROW)
+        finally:
+            await server.close()
+
+    return asyncio.run(main())
+
+
+def test_stream_timing_splits_multi_token_chunks():
+    out = run_scripted("timed")
+    assert out.success, out.error
+    assert out.output_len == 4 and out.generated_text == "abcd"
+    assert len(out.itl) == 3 and out.itl[0] == out.itl[1]  # a 2-token chunk gives two equal entries
+    assert out.chunk_tokens == [2, 1] and len(out.chunk_itl) == 2
+    assert out.itl[0] == pytest.approx(out.chunk_itl[0] / 2)
+    assert 0.04 <= out.chunk_itl[0] <= 0.09  # ~50 ms scripted
+    assert 0.05 <= out.chunk_itl[1] <= 0.10  # ~60 ms: the zero-token chunk merged in
+    assert out.latency >= out.ttft + sum(out.chunk_itl) - 1e-9
+
+
+@pytest.mark.parametrize("script, message", [("http500", "HTTP 500"), ("error", "server error in stream"),
+                                             ("truncated", "without data: [DONE]")])
+def test_failed_streams_are_recorded_not_raised(script, message):
+    out = run_scripted(script)
+    assert not out.success and message in out.error
+
+
+def test_nothing_listening_is_one_line_error(tmp_path):
+    config = BenchConfig(base_url=f"http://127.0.0.1:{find_free_port()}", num_prompts=1)
+    with pytest.raises(SpecsuiteError, match="cannot connect"):
+        run_benchmark(config)
+
+
+# ------------------------------------------------------------------------- reference server
+
+
+@pytest.fixture(scope="module")
+def refserver(tmp_path_factory):
+    server = launch_reference_server("fix", log_dir=tmp_path_factory.mktemp("refserver"), ready_timeout_s=120.0)
+    yield server
+    server.stop()
+
+
+def small_config(url: str, backend: str, **overrides) -> BenchConfig:
+    settings: dict = {"base_url": url, "backend": backend, "dataset_name": "random-ids", "num_prompts": 3, "random_input_len": 48,
+                      "random_output_len": 24, "random_range_ratio": 1.0, "tokenize_prompt": backend != "sglang-oai-chat",
+                      "max_concurrency": 2, "flush_cache": True, "post_warmup_sleep_s": 0.0, "seed": 1}
+    settings.update(overrides)
+    return BenchConfig(**settings)
+
+
+def test_native_backend_counts_tokens_and_accept_length(refserver, tmp_path):
+    out_file = tmp_path / "bench.jsonl"
+    # Enough decode steps (> 40) that the server folds its accept-length counters, as SGLang does.
+    config = small_config(refserver.base_url, "sglang", random_output_len=96, max_concurrency=1)
+    record = run_benchmark(config, output_file=str(out_file))
+    assert record["status"] == "complete" and record["completed"] == 3 and record["failed"] == 0
+    assert record["output_lens"] == [96, 96, 96] and record["total_input_tokens"] == 3 * 48
+    for itl, tokens in zip(record["itls"], record["chunk_tokens"]):
+        assert len(itl) == sum(tokens) <= 95
+    assert record["accept_length"] is not None and record["accept_length"] >= 1.0
+    assert all(a >= 1.0 for a in record["request_accept_lengths"])
+    line = json.loads(out_file.read_text().splitlines()[-1])
+    assert line["median_itl_ms"] == pytest.approx(record["median_itl_ms"]) and line["request_rate"] == "inf"
+    assert "api_key" in line["server_info"]
+
+
+@pytest.mark.parametrize("backend", ["sglang-oai", "sglang-oai-chat"])
+def test_openai_backends_against_v1_routes(refserver, backend):
+    record = run_benchmark(small_config(refserver.base_url, backend, keep_alive=True))
+    assert record["completed"] == 3 and record["failed"] == 0, record["errors"]
+    assert record["output_lens"] == [24, 24, 24]  # no usage chunk: bench_serving's fallback to max_tokens
+    assert record["total_output_tokens_retokenized"] > 0
+    assert all(len(itl) == len(chunks) for itl, chunks in zip(record["itls"], record["chunk_itls"]))
+    assert record["mean_ttft_ms"] > 0 and record["run"]["model"]
+
+
+def test_chat_backend_refuses_token_id_prompts(refserver):
+    with pytest.raises(SpecsuiteError, match="text prompts"):
+        run_benchmark(small_config(refserver.base_url, "sglang-oai-chat", tokenize_prompt=True))
+
+
+def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
+    out_file = tmp_path / "partial.jsonl"
+    code = (
+        "from harness.bench.runner import BenchConfig, run_benchmark\n"
+        f"config = BenchConfig(base_url={refserver.base_url!r}, dataset_name='random-ids', num_prompts=400, random_input_len=32, "
+        "random_output_len=96, random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=1, post_warmup_sleep_s=0.0)\n"
+        "print('started', flush=True)\n"
+        f"run_benchmark(config, output_file={str(out_file)!r})\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(3.0)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in stderr
+    line = json.loads(out_file.read_text().splitlines()[-1])
+    assert line["status"] == "interrupted"
+    assert 1 <= line["completed"] < 400 and line["duration"] > 0
+    assert len(line["itls"]) == line["completed"] + line["failed"] and line["output_throughput"] > 0

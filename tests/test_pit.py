@@ -1,0 +1,262 @@
+"""The PIT calibration test (harness/lossless/pit.py, scoring.py) on synthetic distributions.
+
+Under the null (tokens drawn from the scored distribution) the randomized PIT must be uniform and
+the test must pass at its nominal rate; under a known bias (a speculative sampler that accepts
+drafts with probability min(1, p/q + delta), or a sharpened sampler) it must fail. The workload
+is also run end to end against an in-process synthetic server, which checks the scoring request's
+alignment (SGLang's null first entry) as well as the statistics.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from harness.errors import SpecsuiteError
+from harness.lossless.pit import (
+    chi_square_mde,
+    chi_square_power,
+    pit_bin_edges,
+    pit_values,
+    pit_values_needed,
+    randomized_pit,
+    uniformity_test,
+)
+from harness.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
+from harness.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
+
+VOCAB = 40
+TOP_K = 8
+ALPHA = 1e-3
+
+
+def _position(probs: np.ndarray, token: int, top_k: int = TOP_K) -> ScoredPosition:
+    order = np.argsort(-probs, kind="stable")[:top_k]
+    logprobs = np.log(probs)
+    return ScoredPosition(int(token), tuple(int(i) for i in order), tuple(float(logprobs[i]) for i in order), float(logprobs[token]))
+
+
+def _nucleus(probs: np.ndarray, top_p: float) -> np.ndarray:
+    order = np.argsort(-probs, kind="stable")
+    before = np.cumsum(probs[order]) - probs[order]
+    kept = np.zeros_like(probs)
+    kept[order[before < top_p]] = probs[order[before < top_p]]
+    return kept / kept.sum()
+
+
+def _biased_draw(p: np.ndarray, q: np.ndarray, delta: float, rng: np.random.Generator) -> int:
+    """One chain step of speculative sampling with the accept rule coin < p/q + delta."""
+    draft = rng.choice(len(q), p=q)
+    if rng.random() < p[draft] / q[draft] + delta:
+        return int(draft)
+    residual = np.maximum(p - q, 0.0)
+    return int(rng.choice(len(p), p=residual / residual.sum()))
+
+
+def _scored_sample(count: int, seed: int, draw=None, top_p: float = 1.0) -> list[ScoredPosition]:
+    """`count` positions, each with its own random target p (peaked, like a language model)."""
+    rng = np.random.default_rng(seed)
+    positions = []
+    for _ in range(count):
+        p = rng.dirichlet(np.full(VOCAB, 0.3))
+        target = _nucleus(p, top_p) if top_p < 1.0 else p
+        token = draw(target, p, rng) if draw else int(rng.choice(VOCAB, p=target))
+        positions.append(_position(p, token))
+    return positions
+
+
+# -- the transform -------------------------------------------------------------------------------
+
+
+def test_pit_of_a_top_k_token_and_of_the_tail_bucket():
+    position = ScoredPosition(7, (3, 7), (math.log(0.5), math.log(0.3)), None)
+    assert randomized_pit(position, 0.5).value == pytest.approx(0.5 + 0.5 * 0.3)
+    tail = ScoredPosition(9, (3, 7), (math.log(0.5), math.log(0.3)), None)
+    assert randomized_pit(tail, 0.25).value == pytest.approx(0.8 + 0.25 * 0.2)
+
+
+def test_pit_within_the_nucleus_renormalises_and_flags_tokens_outside_it():
+    position = ScoredPosition(7, (3, 7, 5), (math.log(0.5), math.log(0.3), math.log(0.15)), None)
+    value = randomized_pit(position, 0.5, top_p=0.7)  # keeps 3 and 7 (prefix before 5 is 0.8)
+    assert value.status == "ok" and value.value == pytest.approx((0.5 + 0.15) / 0.8)
+    outside = randomized_pit(ScoredPosition(5, position.top_ids, position.top_logprobs, None), 0.5, top_p=0.7)
+    assert outside.status == "outside-support" and outside.value == 1.0
+
+
+def test_nucleus_not_decided_by_the_top_k_is_skipped():
+    short = ScoredPosition(3, (3, 7), (math.log(0.4), math.log(0.3)), None)  # 0.7 < top_p: may reach past K
+    assert randomized_pit(short, 0.5, top_p=0.9).status == "unresolved"
+    tied = ScoredPosition(3, (3, 7, 5), (math.log(0.6), math.log(0.2), math.log(0.2)), None)  # 7 and 5 tie at the edge
+    assert randomized_pit(tied, 0.5, top_p=0.7).status == "unresolved"
+
+
+# -- null: uniform, nominal false-alarm rate -------------------------------------------------------
+
+
+def test_pit_is_uniform_when_tokens_follow_the_target():
+    values = pit_values(_scored_sample(6000, seed=1), 1.0, seed=2)
+    result = uniformity_test(values.values, ALPHA)
+    assert result.passed, result
+    assert stats.kstest(values.values, "uniform").pvalue > ALPHA
+
+
+def test_pit_is_uniform_within_the_nucleus():
+    values = pit_values(_scored_sample(6000, seed=3, top_p=0.8), 0.8, seed=4)
+    assert values.outside_support == 0
+    assert uniformity_test(values.values, ALPHA).passed
+
+
+def test_false_alarm_rate_matches_alpha():
+    """100 null replicates at alpha 0.05: the rejection count must be plausible for Binomial(100, 0.05)."""
+    rng = np.random.default_rng(5)
+    rejections = sum(not uniformity_test(rng.random(400), 0.05).passed for _ in range(100))
+    assert stats.binomtest(rejections, 100, 0.05).pvalue > 1e-3, rejections
+
+
+# -- alternatives: detected ------------------------------------------------------------------------
+
+
+def test_biased_accept_rule_is_detected():
+    def biased(target, p, rng):
+        q = 0.5 * p + 0.5 / VOCAB  # a flatter draft, as a weaker model's
+        return _biased_draw(target, q, 0.05, rng)
+
+    result = uniformity_test(pit_values(_scored_sample(6000, seed=6, draw=biased), 1.0, seed=7).values, ALPHA)
+    assert not result.passed and result.chi2_p < 1e-6, result
+    assert result.bin_counts[-1] > 2 * result.expected_counts[-1]  # the excess sits in the target's unlikely tokens
+
+
+def test_exact_speculative_sampling_is_not_flagged():
+    def exact(target, p, rng):
+        return _biased_draw(target, 0.5 * p + 0.5 / VOCAB, 0.0, rng)
+
+    assert uniformity_test(pit_values(_scored_sample(6000, seed=8, draw=exact), 1.0, seed=9).values, ALPHA).passed
+
+
+def test_mode_seeking_sampler_is_detected():
+    def sharpened(target, p, rng):
+        sharp = target**1.5
+        return int(rng.choice(VOCAB, p=sharp / sharp.sum()))
+
+    result = uniformity_test(pit_values(_scored_sample(6000, seed=10, draw=sharpened), 1.0, seed=11).values, ALPHA)
+    assert not result.passed and result.mean < 0.5
+
+
+def test_sampling_outside_the_nucleus_fails():
+    def ignores_top_p(target, p, rng):
+        return int(rng.choice(VOCAB, p=p))
+
+    values = pit_values(_scored_sample(3000, seed=12, draw=ignores_top_p, top_p=0.8), 0.8, seed=13)
+    assert values.outside_support > 0
+    assert not uniformity_test(values.values, ALPHA).passed
+
+
+# -- bins and power --------------------------------------------------------------------------------
+
+
+def test_bins_refine_toward_one_while_each_expects_five():
+    edges = pit_bin_edges(5000)
+    widths = np.diff(edges)
+    assert edges[0] == 0.0 and edges[-1] == 1.0 and np.all(widths > 0)
+    assert widths.min() * 5000 >= 5 and widths.min() * 2 * 5000 >= 5 * 2 and widths[-1] < 0.01
+    assert len(pit_bin_edges(30)) - 1 == 6  # few values: fewer, equal bins
+
+
+def test_power_and_mde_are_inverse():
+    mde = chi_square_mde(4000, 0.1, 14, 5e-4)
+    assert chi_square_power(4000, 0.1, 14, mde, 5e-4) == pytest.approx(0.8, abs=1e-6)
+    needed = pit_values_needed(mde, 0.1, 14, 5e-4)
+    assert abs(needed - 4000) <= 1
+    assert chi_square_mde(16000, 0.1, 14, 5e-4) == pytest.approx(mde / 2)
+
+
+def test_bad_input_is_one_line_error():
+    with pytest.raises(SpecsuiteError, match="at least 20 values"):
+        uniformity_test([0.5] * 3, ALPHA)
+    with pytest.raises(SpecsuiteError, match=r"lie in \[0, 1\]"):
+        uniformity_test([1.5] * 40, ALPHA)
+
+
+# -- the scoring request ---------------------------------------------------------------------------
+
+
+def test_scoring_payload_scores_the_output_as_prompt():
+    payload = scoring_payload([1, 2, 3], [4, 5], 0.7, 20)
+    assert payload["input_ids"] == [1, 2, 3, 4, 5] and payload["logprob_start_len"] == 3
+    assert payload["sampling_params"] == {"temperature": 0.7, "max_new_tokens": 0} and payload["top_logprobs_num"] == 20
+
+
+def test_parse_scoring_skips_the_null_first_entry_and_checks_shape():
+    response = {"meta_info": {"input_token_logprobs": [[None, 4, None], [-0.1, 5, None]],
+                              "input_top_logprobs": [None, [[-0.1, 5, None], [-2.5, 9, None]]]}}
+    first, second = parse_scoring(response, [4, 5])
+    assert first is None and second == ScoredPosition(5, (5, 9), (-0.1, -2.5), -0.1)
+    with pytest.raises(SpecsuiteError, match="expected 3 input_top_logprobs"):
+        parse_scoring(response, [4, 5, 6])
+
+
+# -- end to end against a synthetic server ---------------------------------------------------------
+
+
+class SyntheticServer:
+    """A bigram model behind SGLang's /generate shape: sampling (optionally through a biased
+    speculative accept rule) and prefill-only scoring with top logprobs and the null first entry."""
+
+    def __init__(self, bias: float = 0.0, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.logits = np.log(rng.dirichlet(np.full(VOCAB, 0.3), size=VOCAB))
+        self.draft_logits = np.log(0.5 * np.exp(self.logits) + 0.5 / VOCAB)
+        self.bias = bias
+        self.base_url = "synthetic"
+
+    def _probs(self, logits: np.ndarray, previous: int, temperature: float) -> np.ndarray:
+        scaled = logits[previous] / temperature
+        weights = np.exp(scaled - scaled.max())
+        return weights / weights.sum()
+
+    def tokenize(self, text: str) -> list[int]:
+        return [len(text) % VOCAB, 3]
+
+    def generate(self, payload: dict) -> dict:
+        ids = list(payload["input_ids"])
+        params = payload["sampling_params"]
+        temperature = params["temperature"]
+        if params["max_new_tokens"] == 0:
+            return self._score(ids, payload["logprob_start_len"], payload["top_logprobs_num"], temperature)
+        rng = np.random.default_rng(params["sampling_seed"])
+        output = []
+        for _ in range(params["max_new_tokens"]):
+            previous = (ids + output)[-1]
+            p = _nucleus(self._probs(self.logits, previous, temperature), params.get("top_p", 1.0))
+            q = self._probs(self.draft_logits, previous, temperature)
+            output.append(_biased_draw(p, q, self.bias, rng) if output else int(rng.choice(VOCAB, p=p)))
+        return {"output_ids": output, "meta_info": {"spec_verify_ct": len(output) - 1, "spec_num_correct_drafts": 0}}
+
+    def _score(self, ids: list[int], start: int, top_k: int, temperature: float) -> dict:
+        tokens, tops = [[None, ids[start], None]], [None]
+        for j in range(start + 1, len(ids)):
+            logprobs = np.log(self._probs(self.logits, ids[j - 1], temperature))
+            order = np.argsort(-logprobs, kind="stable")[:top_k]
+            tokens.append([float(logprobs[ids[j]]), ids[j], None])
+            tops.append([[float(logprobs[i]), int(i), None] for i in order])
+        return {"output_ids": [], "meta_info": {"input_token_logprobs": tokens, "input_top_logprobs": tops}}
+
+
+def _pit_workload(server: SyntheticServer, setting: SamplingSetting) -> dict:
+    config = LosslessConfig(settings=(setting,), pit_requests=300, pit_max_new_tokens=12, top_k=TOP_K, concurrency=4, alpha=ALPHA)
+    return LosslessWorkload(server, None, ["a", "bb", "ccc"], config).pit(setting)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("setting", [SamplingSetting(1.0), SamplingSetting(0.7, 0.9)], ids=lambda s: s.key)
+def test_workload_passes_an_exact_sampler(setting):
+    result = _pit_workload(SyntheticServer(), setting)
+    assert result["passed"], result["test"]
+    assert result["positions"] == 300 * 11 and result["outside_support"] == 0
+
+
+def test_workload_fails_a_biased_sampler():
+    result = _pit_workload(SyntheticServer(bias=0.05), SamplingSetting(1.0))
+    assert not result["passed"], result["test"]
