@@ -217,8 +217,6 @@ def test_top_k_only_matches_brute_force(vocab):
     np.testing.assert_allclose(got, _brute_top_k_top_p(probs, top_k, top_p), rtol=1e-12, atol=0)
 
 
-@pytest.mark.xfail(strict=True, reason="sampling.py applies top_p to the un-renormalised mass (intersection), "
-                                       "SGLang applies top_p after the top-k renormalisation")
 def test_top_k_then_top_p_matches_sglang_order():
     probs = np.array([[0.4, 0.3, 0.2, 0.1]])
     got = renormalize_top_k_top_p(probs, np.array([2]), np.array([0.55]))
