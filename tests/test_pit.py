@@ -258,6 +258,7 @@ def test_workload_passes_an_exact_sampler(setting):
     assert result["positions"] == 200 * 11 and result["outside_support"] == 0
 
 
-def test_workload_fails_a_biased_sampler():
-    result = _pit_workload(SyntheticServer(bias=0.05), SamplingSetting(1.0))
+@pytest.mark.parametrize("setting", [SamplingSetting(1.0), SamplingSetting(0.7, 0.9)], ids=lambda s: s.key)
+def test_workload_fails_a_biased_sampler(setting):
+    result = _pit_workload(SyntheticServer(bias=0.05), setting)
     assert not result["passed"], result["test"]
