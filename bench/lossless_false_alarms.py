@@ -64,7 +64,8 @@ def one_run(workload: LosslessWorkload, two_sample: bool) -> dict[str, dict[str,
             homogeneity = result["homogeneity"]
             tests[f"two-sample {setting.key}"] = {"p": homogeneity["p_value"], **{f"position {pos}": p for pos, p in
                                                    zip(homogeneity["positions"], homogeneity["p_values"])}}
-            tests[f"calibration {setting.key}"] = {"p": result["calibration"]["p_value"]}
+            calibration = result["calibration"]["p_value"]
+            tests[f"calibration {setting.key}"] = {"p": calibration, "z": calibration}
     return tests
 
 
@@ -73,8 +74,8 @@ def rejection_summary(p_values: list[float], alpha: float) -> dict[str, Any]:
     runs, rejected = len(p_values), sum(p < alpha for p in p_values)
     low, high = clopper_pearson(rejected, runs)
     test = stats.binomtest(rejected, runs, min(alpha, 1.0), alternative="greater")
-    return {"alpha": alpha, "rejected": rejected, "runs": runs, "rate_ci95": [low, high], "binomial_p": test.pvalue,
-            "consistent": test.pvalue >= 0.05}
+    return {"alpha": alpha, "rejected": rejected, "runs": runs, "rate_ci95": [float(low), float(high)],
+            "binomial_p": float(test.pvalue), "consistent": bool(test.pvalue >= 0.05)}
 
 
 def summarise(runs: list[dict[str, dict[str, float]]], alphas: list[float]) -> dict[str, Any]:
@@ -92,8 +93,8 @@ def summarise(runs: list[dict[str, dict[str, float]]], alphas: list[float]) -> d
         smallest = [min(run[name]["p"] for name in names) for run in runs]
         result = rejection_summary(smallest, alpha)
         bound = min(1.0, len(names) * alpha)
-        result.update(bound=bound, binomial_p=stats.binomtest(result["rejected"], len(runs), bound, alternative="greater").pvalue)
-        result["consistent"] = result["binomial_p"] >= 0.05
+        result.update(bound=bound, binomial_p=float(stats.binomtest(result["rejected"], len(runs), bound, alternative="greater").pvalue))
+        result["consistent"] = bool(result["binomial_p"] >= 0.05)
         summary["any_test"][str(alpha)] = result
     return summary
 

@@ -6,7 +6,8 @@
     specsuite gsm8k --server-url URL --num-questions 200
 
 Every error the harness can name is printed as one line (`specsuite: error: ...`) with exit
-code 2; Ctrl-C exits 130 after saving what was measured.
+code 2; Ctrl-C and SIGTERM exit 130 after saving what was measured (harness/interrupts.py: pytest
+sessions that `run` started get to finish their own cleanup first).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import sys
 from typing import Sequence
 
 from harness.errors import SpecsuiteError
+from harness.interrupts import interrupt_after_children
 
 EXIT_OK = 0
 EXIT_CHECKS_FAILED = 1
@@ -226,6 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["serve-reference"]:  # every flag belongs to the reference server's own parser
         return command_serve_reference(argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
+    restore_signals = interrupt_after_children()
     try:
         return COMMANDS[args.command](args)
     except SpecsuiteError as exc:
@@ -234,6 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specsuite: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    finally:
+        restore_signals()
 
 
 if __name__ == "__main__":

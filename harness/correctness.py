@@ -5,11 +5,16 @@ as native /generate requests with `return_logprob` (so ids arrive twice and can 
 scans each response as it finishes, streams a record per request to the caller's sink, and keeps
 the aggregates: detector totals with Clopper–Pearson bounds, per-request accept lengths and the
 server-wide accept length read after the case.  pytest suites and the CLI both call this.
+
+Requests go through a `harness.faults.FaultGuard`: a failed request becomes an error record with its
+error class and the request itself, and once the guard's policy stops the run the requests not yet
+sent are recorded as skipped (see harness/faults.py for the rules).
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -17,6 +22,7 @@ from typing import Any, Callable
 from harness.acceptance import request_accept_length, server_accept_length
 from harness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
 from harness.errors import SpecsuiteError
+from harness.faults import FaultGuard, Outcome, RunStopped, check_generate_result, classify, failure_record
 from harness.generation import Generation
 from harness.prompts import PromptItem
 from harness.server_counters import counter_deltas
@@ -84,6 +90,10 @@ class CaseResult:
     accept_rates: list[float] = field(default_factory=list)
     server_accept_length: float | None = None
     errors: list[str] = field(default_factory=list)
+    error_classes: Counter[str] = field(default_factory=Counter)
+    skipped: int = 0  # requests not sent because the fault policy stopped the run
+    stopped: str | None = None  # the policy's stop reason, when it stopped during this case
+    after_case_error: str | None = None  # reading the server's counters after the case failed
     wall_time_s: float = 0.0
     server_counters: dict[str, float] = field(default_factory=dict)
 
@@ -123,6 +133,10 @@ class CaseResult:
             "n_requests": len(self.generations),
             "n_errors": len(self.errors),
             "errors": self.errors[:20],
+            "error_classes": dict(sorted(self.error_classes.items())),
+            "n_skipped": self.skipped,
+            "stopped": self.stopped,
+            "after_case_error": self.after_case_error,
             "n_tokens": self.generated_tokens,
             "wall_time_s": self.wall_time_s,
             "detectors": self.totals,
@@ -160,29 +174,50 @@ def run_case(
     seed: int = 0,
     record_sink: Callable[[dict[str, Any]], None] | None = None,
     detector_config: DetectorConfig | None = None,
+    guard: FaultGuard | None = None,
 ) -> CaseResult:
-    """Generate the profile's requests for one case and scan them as they finish."""
+    """Generate the profile's requests for one case and scan them as they finish.
+
+    `guard` carries the fault policy across cases (a fresh default one when None). Raises
+    `RunStopped` at once when the policy has already stopped the run.
+    """
+    guard = guard if guard is not None else FaultGuard()
     result = CaseResult(case=case, profile=profile.name, seed=seed)
     chosen = [prompts[i % len(prompts)] for i in range(profile.num_prompts)]
-    client.flush_cache()  # so the server-wide accept length covers this case only
-    metrics_before = client.metrics_text()
+    guard.check()
+    try:
+        client.flush_cache()  # so the server-wide accept length covers this case only
+        metrics_before = client.metrics_text()
+    except SpecsuiteError as exc:
+        guard.record_failure(exc)
+        raise
     started = time.perf_counter()
 
-    def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Any]:
+    def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Outcome | SpecsuiteError]:
         payload = build_payload(prompt, case, profile.max_new_tokens, seed * 100_003 + index)
-        return index, prompt, payload, client.generate(payload)
+        try:
+            return index, prompt, payload, guard.run(lambda: client.generate(payload), lambda answer: _generation(payload, answer))
+        except SpecsuiteError as exc:
+            return index, prompt, payload, exc
 
-    with ThreadPoolExecutor(max_workers=profile.concurrency) as pool:
+    pool = ThreadPoolExecutor(max_workers=profile.concurrency)
+    try:
         futures = [pool.submit(one, i, p) for i, p in enumerate(chosen)]
         for future in as_completed(futures):
-            try:
-                index, prompt, payload, response = future.result()
-                generation = Generation.from_sglang(payload, response)
-            except SpecsuiteError as exc:
-                result.errors.append(str(exc))
+            index, prompt, payload, outcome = future.result()
+            context = {"case_id": case.case_id, "request_index": index, "prompt_id": prompt.id}
+            if isinstance(outcome, RunStopped):
+                result.skipped += 1
                 if record_sink:
-                    record_sink({"case_id": case.case_id, "status": "error", "error": str(exc)})
+                    record_sink({**context, "status": "skipped", "reason": str(outcome)})
                 continue
+            if isinstance(outcome, SpecsuiteError):
+                result.errors.append(str(outcome))
+                result.error_classes[classify(outcome).value] += 1
+                if record_sink:
+                    record_sink(failure_record(outcome, payload, **context))
+                continue
+            generation = outcome.value
             hits = scan_generation(generation, vocab, detector_config)
             accept = request_accept_length(generation.meta_info)
             result.generations.append(generation)
@@ -193,11 +228,26 @@ def run_case(
             if isinstance(rate, (int, float)):
                 result.accept_rates.append(float(rate))
             if record_sink:
-                record_sink(_record(case, index, prompt, generation, hits, accept))
+                record_sink({**_record(case, index, prompt, generation, hits, accept), "attempts": outcome.attempts})
+    finally:
+        # On Ctrl-C/SIGTERM only the requests in flight finish; queued ones are never sent.
+        pool.shutdown(wait=True, cancel_futures=True)
     result.wall_time_s = time.perf_counter() - started
-    result.server_counters = counter_deltas(metrics_before, client.metrics_text())
-    result.server_accept_length = server_accept_length(client.server_info())
+    result.stopped = guard.stop_reason
+    if result.stopped is None:
+        try:
+            result.server_counters = counter_deltas(metrics_before, client.metrics_text())
+            result.server_accept_length = server_accept_length(client.server_info())
+        except SpecsuiteError as exc:
+            guard.record_failure(exc)
+            result.after_case_error = str(exc)
     return result
+
+
+def _generation(payload: dict[str, Any], answer: Any) -> Generation:
+    """A usable answer as a Generation; an unusable one raises a classified RequestFault."""
+    check_generate_result(answer)
+    return Generation.from_sglang(payload, answer)
 
 
 def _record(case: SamplingCase, index: int, prompt: PromptItem, generation: Generation, hits: DetectorHits, accept: float | None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 `run_gsm8k` scores answers; this wrapper gives it the server's `/generate`, scans each response
 for the seed's garbage (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
 server first so the server-wide accept length covers this run only, and returns one JSON-friendly
-dict per temperature for results.json (`workloads.gsm8k["t=<T>"]`).
+dict per temperature for results.json (`workloads.gsm8k["t=<T>"]`). Requests go through a
+`harness.faults.FaultGuard` (retries for 429/503, error classes, the stop rules).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from typing import Any, Callable
 
 from harness.acceptance import server_accept_length
 from harness.detectors import DetectorHits, aggregate, scan_generation
+from harness.errors import SpecsuiteError
+from harness.faults import FaultGuard, check_generate_result
 from harness.generation import Generation
 from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
@@ -37,25 +40,47 @@ def run_gsm8k_on_server(
     top_p: float = 1.0,
     record_sink: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = False,
+    guard: FaultGuard | None = None,
 ) -> dict[str, Any]:
-    """One GSM8K run at one temperature; the result dict carries scores and detector totals."""
+    """One GSM8K run at one temperature; the result dict carries scores and detector totals.
+    `guard` carries the fault policy across runs (a fresh default one when None)."""
+    guard = guard if guard is not None else FaultGuard()
     hits: list[DetectorHits] = []
     lock = threading.Lock()
 
+    def checked(payload: dict[str, Any], response: Any) -> tuple[Any, Generation]:
+        check_generate_result(response)
+        return response, Generation.from_sglang(payload, response)
+
     def generate_and_scan(payload: dict[str, Any]) -> dict[str, Any]:
-        response = client.generate(payload)
-        generation = Generation.from_sglang(payload, response)
+        response, generation = guard.run(lambda: client.generate(payload), lambda answer: checked(payload, answer)).value
         found = scan_generation(generation, vocab)
         with lock:
             hits.append(found)
         return response
 
-    client.flush_cache()
+    guard.check()
+    try:
+        client.flush_cache()
+    except SpecsuiteError as exc:
+        guard.record_failure(exc)
+        raise
     result = run_gsm8k(
         generate_and_scan, items, num_shots=num_shots, num_questions=num_questions, temperature=temperature, top_p=top_p,
         parallel=parallel, seed=seed, shots_from_eval=shots_from_eval, record_sink=record_sink, progress=progress,
-        server_accept_length=lambda: server_accept_length(client.server_info()),
+        server_accept_length=lambda: _accept_length_after(client, guard),
     ).to_dict()
     result["temperature"] = temperature
     result["detectors"] = aggregate(hits)
     return result
+
+
+def _accept_length_after(client: SGLangClient, guard: FaultGuard) -> float | None:
+    """The server-wide accept length after the run; None once the server is down or unreadable."""
+    if guard.stopped:
+        return None
+    try:
+        return server_accept_length(client.server_info())
+    except SpecsuiteError as exc:
+        guard.record_failure(exc)
+        return None

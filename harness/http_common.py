@@ -1,8 +1,9 @@
 """HTTP plumbing shared by the server clients: timeouts, auth, one-line errors and SSE parsing.
 
 Every request goes through `HttpTransport.request`, which always applies a (connect, read) timeout
-and turns every transport failure or unexpected status into a one-line `SpecsuiteError`. The API key
-travels only in the `Authorization: Bearer` header and is scrubbed from every message we build.
+and turns every transport failure or unexpected status into a one-line `RequestFault` (a
+`SpecsuiteError` that carries its `harness.faults.ErrorClass`, the HTTP status and Retry-After).
+The API key travels only in the `Authorization: Bearer` header and is scrubbed from every message.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import orjson
 import requests
 
 from harness.errors import SpecsuiteError
+from harness.faults import ErrorClass, RequestFault, parse_retry_after, status_class
 from harness.secrets import REDACTED, redact_text
 
 ERROR_TEXT_LIMIT = 200
@@ -143,53 +145,75 @@ class HttpTransport:
                 method, url, data=data, params=params, headers=headers, stream=stream, timeout=self.timeout
             )
         except requests.exceptions.ConnectTimeout:
-            raise SpecsuiteError(
+            raise RequestFault(
+                ErrorClass.CONNECT_TIMEOUT,
                 f"cannot connect to {self.display_url}: no answer within {self.timeout[0]:g} s — "
                 "is the host reachable?"
             ) from None
         except requests.exceptions.ReadTimeout:
-            raise SpecsuiteError(
+            raise RequestFault(
+                ErrorClass.TIMEOUT,
                 f"{method} {path} on {self.display_url} timed out: no response within {self.timeout[1]:g} s"
             ) from None
         except requests.exceptions.ConnectionError as exc:
             if is_refused(exc):
-                raise SpecsuiteError(
+                raise RequestFault(
+                    ErrorClass.CONNECTION_REFUSED,
                     f"cannot connect to {self.display_url}: connection refused — is the server running?"
                 ) from None
             if "NameResolutionError" in repr(exc):
-                raise SpecsuiteError(
+                raise RequestFault(
+                    ErrorClass.CONNECTION_REFUSED,
                     f"cannot connect to {self.display_url}: host name {urlsplit(url).hostname!r} not found"
                 ) from None
-            raise SpecsuiteError(
-                f"cannot connect to {self.display_url}: {self.scrub(shorten(str(exc)))}"
+            # Anything else on an established connection: the server dropped or reset it.
+            raise RequestFault(
+                ErrorClass.CONNECTION_RESET,
+                f"connection to {self.display_url} broke during {method} {path}: {self.scrub(shorten(str(exc)))}",
+            ) from None
+        except requests.exceptions.ChunkedEncodingError as exc:
+            raise RequestFault(
+                ErrorClass.CONNECTION_RESET,
+                f"{method} {path} on {self.display_url} broke off mid-body: {self.scrub(shorten(str(exc)))}",
             ) from None
         except requests.exceptions.RequestException as exc:
-            raise SpecsuiteError(
-                f"{method} {path} on {self.display_url} failed: {self.scrub(shorten(str(exc)))}"
+            raise RequestFault(
+                ErrorClass.OTHER, f"{method} {path} on {self.display_url} failed: {self.scrub(shorten(str(exc)))}"
             ) from None
 
-    def auth_error(self, response: requests.Response) -> SpecsuiteError | None:
+    def auth_error(self, response: requests.Response) -> RequestFault | None:
         """The one-line error for a 401/403 answer, or None for any other status."""
         if response.status_code not in (401, 403):
             return None
         if not self.has_api_key:
-            return SpecsuiteError(
+            return RequestFault(
+                ErrorClass.HTTP_AUTH,
                 f"server {self.display_url} requires an API key: set SPECSUITE_API_KEY "
-                f"(HTTP {response.status_code})"
+                f"(HTTP {response.status_code})",
+                status=response.status_code,
             )
-        return SpecsuiteError(
+        return RequestFault(
+            ErrorClass.HTTP_AUTH,
             f"API key rejected by {self.display_url} (HTTP {response.status_code} on "
-            f"{urlsplit(response.url).path})"
+            f"{urlsplit(response.url).path})",
+            status=response.status_code,
         )
 
-    def status_error(self, method: str, path: str, response: requests.Response) -> SpecsuiteError:
-        """A one-line error for a non-2xx answer, carrying the server's (shortened) error text."""
+    def status_error(self, method: str, path: str, response: requests.Response) -> RequestFault:
+        """A one-line error for a non-2xx answer, carrying the server's (shortened) error text,
+        the status and any Retry-After."""
         auth = self.auth_error(response)
         if auth is not None:
             return auth
-        detail = self.scrub(shorten(server_error_text(response)))
-        return SpecsuiteError(
-            f"{method} {path} on {self.display_url} failed with HTTP {response.status_code}: {detail}"
+        try:
+            detail = self.scrub(shorten(server_error_text(response)))
+        except requests.exceptions.RequestException:
+            detail = "(the error body broke off)"
+        return RequestFault(
+            status_class(response.status_code),
+            f"{method} {path} on {self.display_url} failed with HTTP {response.status_code}: {detail}",
+            status=response.status_code,
+            retry_after_s=parse_retry_after(response.headers.get("Retry-After")),
         )
 
     def json_or_raise(self, method: str, path: str, response: requests.Response) -> Any:
@@ -200,7 +224,8 @@ class HttpTransport:
             return orjson.loads(response.content)
         except orjson.JSONDecodeError:
             kind = response.headers.get("Content-Type", "unknown content type")
-            raise SpecsuiteError(
+            raise RequestFault(
+                ErrorClass.RESPONSE_NOT_JSON,
                 f"{method} {path} on {self.display_url} returned non-JSON ({kind}): "
                 f"{self.scrub(shorten(response.text, 80))}"
             ) from None
@@ -225,30 +250,35 @@ class HttpTransport:
                     if field in ("event", "id", "retry"):
                         continue
                     if field != "data":
-                        raise SpecsuiteError(f"{where} sent a line that is not SSE: {self.scrub(shorten(line, 80))!r}")
+                        raise RequestFault(
+                            ErrorClass.STREAM_NON_JSON, f"{where} sent a line that is not SSE: {self.scrub(shorten(line, 80))!r}"
+                        )
                     data = value[1:] if value.startswith(" ") else value
                     if data.strip() == "[DONE]":
                         return
                     try:
                         item = orjson.loads(data)
                     except orjson.JSONDecodeError:
-                        raise SpecsuiteError(
+                        raise RequestFault(
+                            ErrorClass.STREAM_NON_JSON,
                             f"{where} sent a non-JSON data line: {self.scrub(shorten(data, 80))!r}"
                         ) from None
                     message = error_message_of(item)
                     if message is not None:
-                        raise SpecsuiteError(f"{where} reported an error: {self.scrub(shorten(message))}")
+                        raise RequestFault(ErrorClass.STREAM_ERROR_OBJECT, f"{where} reported an error: {self.scrub(shorten(message))}")
                     if not isinstance(item, dict):
-                        raise SpecsuiteError(f"{where} sent JSON that is not an object: {shorten(data, 80)!r}")
+                        raise RequestFault(
+                            ErrorClass.STREAM_NON_JSON, f"{where} sent JSON that is not an object: {self.scrub(shorten(data, 80))!r}"
+                        )
                     yield item
             except requests.exceptions.ConnectionError as exc:
                 # requests reports a read timeout inside a body stream as a ConnectionError.
                 if "timed out" in str(exc).lower():
-                    raise SpecsuiteError(f"{where} stalled: no data for {self.timeout[1]:g} s") from None
-                raise SpecsuiteError(f"{where} broke off: {self.scrub(shorten(str(exc)))}") from None
+                    raise RequestFault(ErrorClass.TIMEOUT, f"{where} stalled: no data for {self.timeout[1]:g} s") from None
+                raise RequestFault(ErrorClass.STREAM_TRUNCATED, f"{where} broke off: {self.scrub(shorten(str(exc)))}") from None
             except requests.exceptions.RequestException as exc:
-                raise SpecsuiteError(f"{where} broke off: {self.scrub(shorten(str(exc)))}") from None
-        raise SpecsuiteError(f"{where} ended without data: [DONE] (truncated stream)")
+                raise RequestFault(ErrorClass.STREAM_TRUNCATED, f"{where} broke off: {self.scrub(shorten(str(exc)))}") from None
+        raise RequestFault(ErrorClass.STREAM_TRUNCATED, f"{where} ended without data: [DONE] (truncated stream)")
 
 
 

@@ -43,6 +43,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"max_new_tokens of the greedy-equality test (default {DEFAULTS.greedy_max_new_tokens})")
     group.addoption("--lossless-concurrencies", default=",".join(map(str, DEFAULTS.greedy_concurrencies)),
                     help="client concurrencies of the greedy-equality test (default 1,8,32)")
+    group.addoption("--lossless-concurrency", type=int, default=DEFAULTS.concurrency,
+                    help=f"requests in flight for the sampled lossless tests (default {DEFAULTS.concurrency})")
     group.addoption("--lossless-numerics-gap", type=float, default=DEFAULTS.numerics_gap,
                     help=f"a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics (default {DEFAULTS.numerics_gap:g})")
 
@@ -71,6 +73,7 @@ def lossless_config(config: pytest.Config) -> LosslessConfig:
         greedy_max_new_tokens=option("lossless_greedy_tokens"),
         greedy_concurrencies=_integers(option("lossless_concurrencies"), "--lossless-concurrencies"),
         numerics_gap=option("lossless_numerics_gap"),
+        concurrency=option("lossless_concurrency"),
         alpha=option("alpha"),
         seed=option("seed"),
     )
@@ -135,6 +138,7 @@ def _config_dict(config: LosslessConfig) -> dict[str, Any]:
         "greedy_max_new_tokens": config.greedy_max_new_tokens,
         "greedy_concurrencies": list(config.greedy_concurrencies),
         "numerics_gap": config.numerics_gap,
+        "concurrency": config.concurrency,
         "alpha": config.alpha,
         "seed": config.seed,
     }
@@ -152,6 +156,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture(scope="session")
 def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSession]:
     """The session's lossless workload; the embedded reference is stopped at the end."""
+    problem = None
     try:
         config = lossless_config(pytestconfig)
         reference = open_reference(
@@ -160,8 +165,35 @@ def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSe
             ready_timeout_s=pytestconfig.getoption("launch_timeout"),
         )
     except SpecsuiteError as exc:
-        pytest.fail(f"lossless setup: {exc}", pytrace=False)
+        problem = str(exc)
+    if problem is not None:
+        pytest.fail(f"lossless setup: {problem}", pytrace=False)  # outside the except: one line, no chained traceback
     try:
         yield LosslessSession(specsuite, config, reference)
     finally:
         reference.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per lossless result with its sample size and smallest detectable effect."""
+    # Looked up at run time: importing suites.pytest_plugin here would defeat its assertion rewriting.
+    core = config.pluginmanager.get_plugin("suites.pytest_plugin")
+    results = core.specsuite_session(config).workloads.get("lossless") if core else None
+    results = results or {}
+    lines = []
+    for key, result in results.get("pit", {}).items():
+        test = result["test"]
+        lines.append(f"PIT {key}: n={test['n']} p={test['p_value']:.3g} MDE(TV, 80%) body {test['mde_tv_body']:.4f} "
+                     f"tail {test['mde_tv_tail']:.5f}; outside nucleus {result['outside_support']}")
+    for key, result in results.get("two_sample", {}).items():
+        homogeneity, calibration = result["homogeneity"], result["calibration"]
+        lines.append(f"two-sample {key}: {result['prompts']}x{result['samples_per_prompt']} per server, chi-square p={homogeneity['p_value']:.3g}; "
+                     f"log-likelihood z={calibration['z']:.2f} p={calibration['p_value']:.3g} (MDE {calibration['mde_nats']:.3f} nats)")
+    greedy = results.get("greedy")
+    if greedy:
+        runs = ", ".join(f"c={run['concurrency']}: {run['equal']}/{run['prompts']} equal, {run['real']} real" for run in greedy["concurrencies"])
+        lines.append(f"greedy: {runs}")
+    if lines:
+        terminalreporter.section("specsuite lossless")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -5,11 +5,17 @@ The server is resolved only when the run targets suites/ (or names a server expl
 `pytest tests/` never starts one.  Resolution order: --server-url, then --launch CMD, else the
 embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
 and exit code 4 (pytest's usage-error code), with no traceback.
+
+Requests share one `harness.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
+pytest stops after the current test and results.json says why.  SIGTERM is handled like Ctrl-C, so a
+terminated session still writes JUnit XML and results.json and stops a launched server.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +24,9 @@ import pytest
 
 from harness.correctness import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
 from harness.errors import SpecsuiteError
+from harness.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
+from harness.interrupts import terminate_as_interrupt
 from harness.prompts import PromptItem, load_prompts
 from harness.results import RecordWriter, RunDirectory
 from harness.secrets import load_api_key
@@ -52,6 +60,9 @@ class SpecsuiteSession:
     gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature
     baseline: ServerUnderTest | None = None
     baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
+    guard: FaultGuard | None = None
+    pytest_session: pytest.Session | None = None
+    in_progress: str | None = None  # the workload running now, for "where it stopped"
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -77,12 +88,15 @@ class SpecsuiteSession:
     def start(self) -> ServerUnderTest:
         """Resolve, reach and identify the server; open the results folder."""
         api_key = load_api_key()
+        policy = RunPolicy.parse(self.option("fault_policy"))
         self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=[api_key])
         self.server = open_server(
             server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
             arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
             launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
         )
+        launched = self.server.launched
+        self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
         self.prompts = load_prompts(self.option("prompts"))
         self.writer = self.run_dir.record_writer(self.server.arm)
         self.write_results("running")
@@ -92,12 +106,29 @@ class SpecsuiteSession:
         """Run a case once per session; later tests read the cached result."""
         if case.case_id not in self.cases:
             assert self.server is not None
-            self.cases[case.case_id] = run_case(
-                self.server.client, self.server.vocab, case, self.prompts, self.profile,
-                seed=self.option("seed"), record_sink=self.writer.write if self.writer else None,
-            )
+            with self._watch(f"case {case.case_id}"):
+                self.cases[case.case_id] = run_case(
+                    self.server.client, self.server.vocab, case, self.prompts, self.profile,
+                    seed=self.option("seed"), record_sink=self.writer.write if self.writer else None, guard=self.guard,
+                )
             self.write_results("running")
         return self.cases[case.case_id]
+
+    @contextmanager
+    def _watch(self, what: str) -> Iterator[None]:
+        """Name the workload in progress; once the fault policy stops the run, stop pytest too."""
+        self.in_progress = what
+        interrupted = False
+        try:
+            yield
+        except KeyboardInterrupt:
+            interrupted = True  # finish() names the workload it stopped in
+            raise
+        finally:
+            if not interrupted:
+                self.in_progress = None
+            if self.guard is not None and self.guard.stopped and self.pytest_session is not None:
+                self.pytest_session.shouldstop = f"specsuite fault policy stopped the run: {self.guard.stop_reason}"
 
     def baseline_case_result(self, case: SamplingCase) -> CaseResult:
         """The same case on the --baseline-url server (connected on first use)."""
@@ -107,8 +138,9 @@ class SpecsuiteSession:
                                         vocab_size=self.option("vocab_size"))
         if case.case_id not in self.baseline_cases:
             writer = self.run_dir.record_writer("baseline")
-            self.baseline_cases[case.case_id] = run_case(self.baseline.client, self.baseline.vocab, case, self.prompts, self.profile,
-                                                         seed=self.option("seed"), record_sink=writer.write)
+            with self._watch(f"baseline case {case.case_id}"):
+                self.baseline_cases[case.case_id] = run_case(self.baseline.client, self.baseline.vocab, case, self.prompts, self.profile,
+                                                             seed=self.option("seed"), record_sink=writer.write, guard=self.guard)
             self.write_results("running")
         return self.baseline_cases[case.case_id]
 
@@ -120,12 +152,13 @@ class SpecsuiteSession:
             assert self.server is not None and self.run_dir is not None
             items = load_gsm8k(self.option("gsm8k_path"))
             writer = self.run_dir.record_writer(self.server.arm, "gsm8k")
-            runs[key] = run_gsm8k_on_server(
-                self.server.client, self.server.vocab, items, temperature=temperature,
-                num_questions=self.option("gsm8k_num_questions"), num_shots=self.option("gsm8k_num_shots"),
-                parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
-                record_sink=lambda record: writer.write({"temperature": temperature, **record}),
-            )
+            with self._watch(f"gsm8k {key}"):
+                runs[key] = run_gsm8k_on_server(
+                    self.server.client, self.server.vocab, items, temperature=temperature,
+                    num_questions=self.option("gsm8k_num_questions"), num_shots=self.option("gsm8k_num_shots"),
+                    parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
+                    record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
+                )
             self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
             self.write_results("running")
         return runs[key]
@@ -151,17 +184,21 @@ class SpecsuiteSession:
             "seed": self.option("seed"),
             "profile": self.option("profile"),
             "command": " ".join(sys.argv),
+            "faults": self.guard.summary() if self.guard is not None else None,
             "arms": arms,
         })
 
     def finish(self, exitstatus: int) -> None:
         """Final results.json: complete, or interrupted with where it stopped; then tear down."""
-        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        stop_reason = self.guard.stop_reason if self.guard is not None else None
+        if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) and stop_reason is None:
             self.write_results("complete")
         elif self.run_dir is not None and self.server is not None:
             self.write_results("running")
             done = ", ".join(self.cases) or "none"
-            self.run_dir.mark_interrupted(f"pytest exit {exitstatus}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
+            why = f"fault policy: {stop_reason}" if stop_reason else f"pytest exit {exitstatus}"
+            during = f"; during {self.in_progress}" if self.in_progress else ""
+            self.run_dir.mark_interrupted(f"{why}{during}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
         if self.run_dir is not None:
             self.run_dir.close()
         for server in (self.server, self.baseline):
@@ -176,13 +213,29 @@ def specsuite_session(config: pytest.Config) -> SpecsuiteSession:
     return config.stash[SESSION_KEY]
 
 
+RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("specsuite").addoption(
+        "--fault-policy", default="", metavar="SPEC",
+        help="when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
+             "(the defaults; see harness/faults.py)")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = SpecsuiteSession(config)
+    config.stash[RESTORE_SIGTERM_KEY] = terminate_as_interrupt()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    config.stash[RESTORE_SIGTERM_KEY]()
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = specsuite_session(session.config)
+    state.pytest_session = session
     if not state.targets_suites():
         return
     try:

@@ -77,8 +77,8 @@ def test_stream_timing_splits_multi_token_chunks():
     assert len(out.itl) == 3 and out.itl[0] == out.itl[1]  # a 2-token chunk gives two equal entries
     assert out.chunk_tokens == [2, 1] and len(out.chunk_itl) == 2
     assert out.itl[0] == pytest.approx(out.chunk_itl[0] / 2)
-    assert 0.04 <= out.chunk_itl[0] <= 0.09  # ~50 ms scripted
-    assert 0.05 <= out.chunk_itl[1] <= 0.10  # ~60 ms: the zero-token chunk merged in
+    assert 0.045 <= out.chunk_itl[0] <= 0.5  # 50 ms scripted (upper bound loose: shared CPUs)
+    assert 0.058 <= out.chunk_itl[1] <= 0.5  # 30 + 30 ms: the zero-token chunk's gap merged into the next
     assert out.latency >= out.ttft + sum(out.chunk_itl) - 1e-9
 
 
@@ -157,7 +157,7 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "started"
-        time.sleep(3.0)
+        time.sleep(4.0)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
     finally:

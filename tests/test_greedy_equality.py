@@ -68,15 +68,14 @@ def test_compare_counts_and_fails_only_on_real_divergences():
 
 
 class StandInServer:
-    """Greedy outputs keyed by prompt: the reference reports top-2 logprobs; `flip` makes the server
-    under test emit the runner-up at position 2 of prompt 0 when running at that concurrency."""
+    """One object plays both servers; greedy outputs follow the prompt's first id. Requests that
+    ask for top-2 logprobs are the reference's; with `flip`, the other (the server under test's)
+    emit the reference's runner-up, id 500, at position 2 of the prompt "a..."."""
 
-    def __init__(self, gap: float, flip_at_concurrency: bool = False) -> None:
+    def __init__(self, gap: float, flip: bool = False) -> None:
         self.gap = gap
-        self.flip = flip_at_concurrency
+        self.flip = flip
         self.base_url = "stand-in"
-        self.active = 0
-        self.peak = 0
 
     def tokenize(self, text: str) -> list[int]:
         return [ord(text[0])]
@@ -94,7 +93,7 @@ class StandInServer:
 
 @pytest.mark.parametrize(("gap", "passed", "kind"), [(1e-4, True, "numerics"), (0.7, False, "real")])
 def test_workload_classifies_by_the_reference_gap(gap, passed, kind):
-    server = StandInServer(gap, flip_at_concurrency=True)
+    server = StandInServer(gap, flip=True)
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1, 4), numerics_gap=GAP)
     result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
     assert result["passed"] is passed

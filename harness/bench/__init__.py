@@ -4,5 +4,6 @@ Modules, one job each: `tokenizer` (local tokenizer wrapper), `datasets` (random
 sharegpt request sets), `client` (asyncio streaming client per backend), `metrics`
 (bench_serving's aggregate definitions plus per-chunk ITL and per-request accept length),
 `runner` (warmup, flush, arrivals, concurrency cap, progress, partial save), `record`
-(the JSONL line), `thresholds` (`--fail-on metric:+1%`), `compare` (run-level A/B verdicts).
+(the JSONL line, the printed table, the pytest session's summary) and `ab` (run-level A/B:
+Welch, TOST, repeats for a target effect). `--fail-on` rules come from harness.fail_on.
 """

@@ -19,6 +19,7 @@ scoring-versus-sampling numerics does not.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -135,7 +136,7 @@ def pit_bin_edges(n: int) -> np.ndarray:
     body = int(min(BODY_BINS, n // MIN_EXPECTED_PER_BIN))
     if body < BODY_BINS:
         return np.linspace(0.0, 1.0, max(2, body) + 1)
-    edges = list(np.linspace(0.0, 1.0 - 1.0 / BODY_BINS, BODY_BINS))
+    edges = [index / BODY_BINS for index in range(BODY_BINS)]
     width = 1.0 / BODY_BINS
     while width / 2 * n >= MIN_EXPECTED_PER_BIN and len(edges) < BODY_BINS + MAX_TAIL_SPLITS:
         width /= 2
@@ -144,6 +145,7 @@ def pit_bin_edges(n: int) -> np.ndarray:
     return np.array(edges)
 
 
+@functools.lru_cache(maxsize=64)
 def _noncentrality_for_power(dof: int, alpha: float, power: float) -> float:
     critical = stats.chi2.isf(alpha, dof)
     return float(optimize.brentq(lambda lam: stats.ncx2.sf(critical, dof, lam) - power, 1e-9, 1e7))

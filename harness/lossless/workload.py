@@ -62,7 +62,7 @@ def parse_settings(text: str) -> list[SamplingSetting]:
 
 @dataclass(frozen=True)
 class LosslessConfig:
-    """Sizes and knobs. The defaults are the CI sizes (docs/lossless.md gives their power)."""
+    """Sizes and knobs. The defaults are the CI sizes (the package docstring gives their power)."""
 
     settings: tuple[SamplingSetting, ...] = (SamplingSetting(1.0), SamplingSetting(0.7, 0.9))
     pit_requests: int = 300
@@ -134,7 +134,7 @@ class LosslessWorkload:
     prompts: Sequence[str]
     config: LosslessConfig = field(default_factory=LosslessConfig)
     draft_steps: int = DEFAULT_DRAFT_STEPS
-    _prompt_ids: list[list[int]] | None = None
+    _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.config.check()

@@ -4,13 +4,16 @@ The caller supplies ``generate(payload) -> response`` (one SGLang native ``/gene
 its JSON response out), so this module does no networking itself. Questions run on a thread pool;
 each finished question becomes one JSON-friendly record handed to ``record_sink`` at once, so a
 long run leaves a partial trail if it is interrupted. A request that raises, returns a malformed
-body, or is aborted by the server becomes an error record with a one-line message; the run goes on.
+body, or is aborted by the server becomes an error record with its error class (harness.faults), a
+one-line message and the request; the run goes on. A question whose request `generate` refused to
+send because the fault policy stopped the run (`RunStopped`) becomes a skipped record.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -19,6 +22,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
+from harness.faults import RunStopped, classify
 from harness.workloads.gsm8k_data import GSM8KItem, one_line
 from harness.workloads.gsm8k_metrics import accept_length_summary, definition_summary, latency_summary
 from harness.workloads.gsm8k_prompt import (
@@ -59,13 +63,16 @@ class GSM8KResult:
         """JSON-friendly summary: metrics per definition and per-question correctness vectors."""
         output_tokens = sum(record["completion_tokens"] or 0 for record in self._answered)
         errors = [record for record in self.records if record["status"] == "error"]
+        skipped = sum(1 for record in self.records if record["status"] == "skipped")
         return {
             "workload": "gsm8k",
             "config": {**self.config, "shot_indices": list(self.plan.shot_indices)},
             "n_questions": len(self.records),
             "n_answered": len(self._answered),
             "n_errors": len(errors),
+            "n_skipped": skipped,
             "errors": [{"question_index": r["question_index"], "error": r["error"]} for r in errors],
+            "error_classes": dict(sorted(Counter(r["error_class"] for r in errors).items())),
             "definitions": {d: definition_summary(self._answered, d) for d in DEFINITIONS},
             "wall_time_s": self.wall_time_s,
             "latency_s": latency_summary(record["latency_s"] for record in self._answered),
@@ -114,13 +121,17 @@ def run_gsm8k(
         item = items[index]
         prompt = build_prompt(shots, item.question)
         base = {"question_index": index, "prompt_hash": prompt_hash(prompt), "label": item.label}
+        payload = build_payload(prompt, **sampling)
         started = time.perf_counter()
         try:
-            response = generate(build_payload(prompt, **sampling))
+            response = generate(payload)
             latency = time.perf_counter() - started
             return {**base, **_answer_fields(response, item), "latency_s": latency}
+        except RunStopped as err:
+            return {**base, "status": "skipped", "reason": str(err), "latency_s": 0.0}
         except Exception as err:  # one failed request must not end the run
-            return {**base, "status": "error", "error": one_line(err), "latency_s": time.perf_counter() - started}
+            return {**base, "status": "error", "error_class": classify(err).value, "error": one_line(err), "request": payload,
+                    "latency_s": time.perf_counter() - started}
 
     records: list[dict[str, Any]] = []
     bar = tqdm(total=len(plan.eval_indices), desc="gsm8k", unit="q", disable=not (progress and sys.stderr.isatty()))

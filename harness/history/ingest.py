@@ -1,0 +1,126 @@
+"""Turn a results.json into history rows: one run per arm, with its metrics and its document.
+
+Two shapes are read (harness/results.py documents both):
+
+- a pytest session's file, `arms.<arm>.{identity, cases, workloads}`: one repeat per arm;
+- a `specsuite run` file, `arms.<arm>.{identity, repeats: [{repeat, exit_code, cases, workloads}]}`.
+
+Both are normalised to the `{"repeats": [...]}` document harness.ab_metrics reads, which is what
+the store keeps for exact re-comparison (`--compare-to`).  Only finished runs are stored: a file
+whose status is "running", "interrupted" or "failed" is refused with the reason.
+
+The outcome (did the run's checks pass?) decides which runs may serve as `last-good`.  A session
+file does not record it, so the caller passes it (the pytest plugin knows its exit status);
+a `specsuite run` file gives it through its sessions' exit codes and its `fail_on` outcome.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import SpecsuiteError
+from harness.history.metrics import MetricRecord, extract_metrics
+from harness.history.runs import OUTCOMES, Outcome, RunRecord, config_from_identity, config_key
+from harness.results import load_results
+
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?$")
+_SESSION_KEYS = ("repeat", "seed", "exit_code", "cases", "workloads", "session_status")
+
+
+@dataclass
+class IngestItem:
+    """One arm ready to store."""
+
+    run: RunRecord
+    document: dict[str, Any]
+    metrics: list[MetricRecord]
+
+
+def normalise_date(text: str) -> str:
+    """`YYYY-MM-DD` or `YYYY-MM-DDTHH:MM[:SS][Z]` as `YYYY-MM-DDTHH:MM:SSZ` (UTC)."""
+    if not _DATE.match(text):
+        raise SpecsuiteError(f"date {text!r} must be YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ (UTC)")
+    day, _, clock = text.rstrip("Z").partition("T")
+    clock = clock or "00:00:00"
+    if clock.count(":") == 1:
+        clock += ":00"
+    return f"{day}T{clock}Z"
+
+
+def arm_document(results: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
+    """The arm in the `{"repeats": [...]}` shape, without per-session paths."""
+    if isinstance(arm.get("repeats"), list):
+        repeats = [{k: v for k, v in r.items() if k in _SESSION_KEYS} for r in arm["repeats"] if isinstance(r, dict)]
+    else:
+        repeats = [{"repeat": 1, "seed": results.get("seed"), "cases": arm.get("cases") or [], "workloads": arm.get("workloads") or {}}]
+    return {"repeats": repeats}
+
+
+def derived_outcome(results: dict[str, Any], document: dict[str, Any]) -> Outcome:
+    """passed / failed from a `specsuite run` file's exit codes and fail-on rules; unknown otherwise."""
+    codes = [r.get("exit_code") for r in document["repeats"]]
+    if not codes or any(code is None for code in codes):
+        return "unknown"
+    if any(code != 0 for code in codes) or (results.get("fail_on") or {}).get("failed"):
+        return "failed"
+    return "passed"
+
+
+def items_from_results(
+    results: dict[str, Any],
+    *,
+    source_path: str | None = None,
+    arms: list[str] | None = None,
+    outcome: Outcome | None = None,
+    build_hash: str | None = None,
+    accelerator: str | None = None,
+    date: str | None = None,
+    node: str | None = None,
+) -> list[IngestItem]:
+    """One `IngestItem` per arm of a loaded results dict (all arms, or those named)."""
+    status = results.get("status")
+    if status != "complete":
+        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have status {status!r}; only complete runs go into the history")
+    if outcome is not None and outcome not in OUTCOMES:
+        raise SpecsuiteError(f"outcome {outcome!r} must be one of {', '.join(OUTCOMES)}")
+    all_arms = results.get("arms") or {}
+    names = arms or list(all_arms)
+    missing = [name for name in names if name not in all_arms]
+    if missing:
+        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have no arm {', '.join(missing)}; arms: {', '.join(all_arms) or 'none'}")
+    started = normalise_date(date) if date else results.get("created_utc")
+    if not started:
+        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have no created_utc; pass a date")
+    items = []
+    for name in names:
+        arm = all_arms[name]
+        identity = arm.get("identity") or {}
+        if not identity:
+            raise SpecsuiteError(f"arm {name!r} of {source_path or results.get('run_id')} has no server identity; it cannot be placed in a trend")
+        document = arm_document(results, arm)
+        config = config_from_identity(identity, profile=results.get("profile"), accelerator=accelerator)
+        # The file's own creation time keeps nights apart even when every night reuses one --run-id.
+        run_key = f"{results.get('run_id')}/{name}@{results.get('created_utc') or started}"
+        run = RunRecord(
+            run_key=run_key, results_run_id=str(results.get("run_id")), arm=name, started_utc=started,
+            outcome=outcome or derived_outcome(results, document), results_status=status, profile=results.get("profile"),
+            seed=results.get("seed"), repeats=len(document["repeats"]), config_key=config_key(config), config=config,
+            model=config["model"], server_version=identity.get("version"), server_url=identity.get("base_url"),
+            build_hash=build_hash, accelerator=accelerator, node=node or socket.gethostname(),
+            specsuite_version=results.get("specsuite_version"), results_schema_version=results.get("schema_version"),
+            source_path=source_path, identity=identity,
+        )
+        items.append(IngestItem(run, document, extract_metrics(document, f"run:{run_key}")))
+    return items
+
+
+def items_from_file(path: str | Path, **labels: Any) -> list[IngestItem]:
+    """Load a results.json (or its run folder) and build its items; see `items_from_results`."""
+    target = Path(path)
+    results = load_results(target)
+    resolved = target / "results.json" if target.is_dir() else target
+    return items_from_results(results, source_path=str(resolved.resolve()), **labels)

@@ -1,0 +1,201 @@
+"""Nightly history for the suites: store the session in the results database, take the baseline from it,
+and put the server's identity into JUnit XML.
+
+Options (group "specsuite"):
+
+- `--results-db URL`: when the session ends with its checks run (exit 0 or 1), store its
+  results.json in the history (outcome "passed" or "failed"); env SPECSUITE_RESULTS_DB.
+- `--compare-to last-good|RUN_ID`: the baseline for suites/test_nightly_regression.py, from the
+  history: the newest passed run of tonight's configuration and arm, or that run id (refused,
+  exit 4, when its configuration differs).  Needs `--results-db`.
+- `--build-hash H` (env SPECSUITE_BUILD_HASH), `--accelerator A` (env SPECSUITE_ACCELERATOR):
+  labels stored with the run; the accelerator is part of the configuration fingerprint.
+
+Fixture `history_baseline` (session): the `HistoryBaseline`, or a skip saying why there is none.
+With `--junit-xml`, the root <testsuite> gets `specsuite.*` properties: server URL, version,
+model, vocabulary, speculative settings, CUDA graphs, arm, build, accelerator, configuration
+fingerprint, profile, seed, results folder and the baseline run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
+
+if TYPE_CHECKING:
+    from suites.pytest_plugin import SpecsuiteSession
+
+STORED_EXIT_CODES = {int(pytest.ExitCode.OK): "passed", int(pytest.ExitCode.TESTS_FAILED): "failed"}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specsuite")
+    group.addoption("--results-db", default=os.environ.get("SPECSUITE_RESULTS_DB"), metavar="URL",
+                    help="history database (file path, sqlite:///FILE or postgresql://...; env SPECSUITE_RESULTS_DB): "
+                         "store this session's results there when it finishes")
+    group.addoption("--compare-to", default=None, metavar="last-good|RUN_ID",
+                    help="baseline from the history for the nightly regression test (needs --results-db)")
+    group.addoption("--build-hash", default=os.environ.get("SPECSUITE_BUILD_HASH"),
+                    help="the server build under test, stored with the run (env SPECSUITE_BUILD_HASH)")
+    group.addoption("--accelerator", default=os.environ.get("SPECSUITE_ACCELERATOR"),
+                    help="the accelerator, e.g. MI355X (env SPECSUITE_ACCELERATOR); runs on different accelerators are never compared")
+
+
+@dataclass
+class HistoryState:
+    """What this session knows about the history: tonight's configuration and the baseline."""
+
+    config: dict[str, Any]
+    config_key: str
+    baseline: HistoryBaseline | None = None
+    missing_reason: str = "no --compare-to: no history baseline"
+    error: str | None = None
+    summary: list[str] = field(default_factory=list)  # printed in the terminal summary
+
+
+def specsuite_state(config: pytest.Config) -> SpecsuiteSession:
+    # Imported here, not at module level: the specsuite plugin must be registered (and
+    # assertion-rewritten) by conftest before this module touches it.
+    from suites.pytest_plugin import specsuite_session
+
+    return specsuite_session(config)
+
+
+HISTORY_KEY = pytest.StashKey[HistoryState]()
+
+
+def _tonight(state: SpecsuiteSession) -> tuple[dict[str, Any], str]:
+    assert state.server is not None
+    config = config_from_identity(state.server.identity.to_dict(), profile=state.option("profile"), accelerator=state.option("accelerator"))
+    return config, config_key(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """After the specsuite plugin reached the server: fingerprint tonight and find the baseline."""
+    state = specsuite_state(session.config)
+    if state.server is None:
+        return
+    config, key = _tonight(state)
+    history = HistoryState(config, key)
+    session.config.stash[HISTORY_KEY] = history
+    spec_text = state.option("compare_to")
+    if not spec_text:
+        return
+    try:
+        if not state.option("results_db"):
+            raise SpecsuiteError("--compare-to needs --results-db (the history to take the baseline from)")
+        spec = parse_compare_to(spec_text)
+        with HistoryStore.open(state.option("results_db")) as store:
+            history.baseline = resolve_baseline(store, spec, config_key=key, config=config, arm=state.server.arm)
+    except SpecsuiteError as exc:
+        history.error = str(exc)  # reported at collection end, where pytest.exit still tears the server down
+        return
+    if history.baseline is None:
+        history.missing_reason = (f"no passed run of configuration {key} and arm {state.server.arm!r} in the history yet "
+                                  "(first night?): nothing to compare against")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    history = session.config.stash.get(HISTORY_KEY, None)
+    if history is not None and history.error:
+        pytest.exit(f"specsuite: {history.error}", returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    history = config.stash.get(HISTORY_KEY, None)
+    if history is None:
+        return []
+    lines = [f"specsuite config {history.config_key}; accelerator {history.config.get('accelerator') or 'unrecorded'}"]
+    if history.baseline is not None:
+        lines.append(f"specsuite history baseline: {history.baseline.describe()}")
+    elif config.getoption("compare_to") and not history.error:
+        lines.append(f"specsuite history baseline: none ({history.missing_reason})")
+    return lines
+
+
+@pytest.fixture(scope="session")
+def history_baseline(pytestconfig: pytest.Config) -> HistoryBaseline:
+    """The baseline run from the history (`--compare-to`); skips with the reason when there is none."""
+    history = pytestconfig.stash.get(HISTORY_KEY, None)
+    if history is None:
+        pytest.skip("no server under test: run `pytest suites/` or pass --server-url/--launch")
+    if history.baseline is None:
+        pytest.skip(history.missing_reason)
+    return history.baseline
+
+
+def identity_properties(state: SpecsuiteSession, history: HistoryState) -> dict[str, Any]:
+    """The `specsuite.*` JUnit properties: which server, build and configuration the suite measured."""
+    assert state.server is not None
+    identity = state.server.identity
+    spec = identity.speculative
+    properties = {
+        "server_url": identity.base_url, "server_version": identity.version, "model": identity.model_path,
+        "tokenizer_length": identity.tokenizer_length, "vocab_size": identity.vocab_size, "cuda_graph": identity.cuda_graph,
+        "speculative_algorithm": spec.get("speculative_algorithm"), "speculative_num_steps": spec.get("speculative_num_steps"),
+        "speculative_eagle_topk": spec.get("speculative_eagle_topk"),
+        "speculative_num_draft_tokens": spec.get("speculative_num_draft_tokens"),
+        "speculative_use_rejection_sampling": spec.get("speculative_use_rejection_sampling"),
+        "arm": state.server.arm, "build_hash": state.option("build_hash"), "accelerator": state.option("accelerator"),
+        "config_key": history.config_key, "profile": state.option("profile"), "seed": state.option("seed"),
+        "results_run_id": state.run_dir.run_id if state.run_dir else None,
+        "results_path": str(state.run_dir.results_path) if state.run_dir else None,
+        "history_baseline_run": history.baseline.run.id if history.baseline else None,
+        "history_baseline_build": history.baseline.run.label if history.baseline else None,
+    }
+    return {f"specsuite.{name}": value for name, value in properties.items() if value is not None}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _history_junit_properties(pytestconfig: pytest.Config, record_testsuite_property: Any) -> None:
+    """Label the JUnit XML's <testsuite> with the server identity (a no-op without --junit-xml or a server)."""
+    history = pytestconfig.stash.get(HISTORY_KEY, None)
+    if history is None:
+        return
+    for name, value in identity_properties(specsuite_state(pytestconfig), history).items():
+        record_testsuite_property(name, value)
+
+
+def _say(session: pytest.Session, history: HistoryState, line: str) -> None:
+    if session.config.pluginmanager.get_plugin("terminalreporter") is None:
+        print(line, file=sys.stderr)
+    else:
+        history.summary.append(line)
+
+
+@pytest.hookimpl(trylast=True)  # after the specsuite plugin wrote the final results.json
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    state = specsuite_state(session.config)
+    history = session.config.stash.get(HISTORY_KEY, None)
+    url = state.option("results_db")
+    if not url or history is None or state.server is None or state.run_dir is None:
+        return
+    outcome = STORED_EXIT_CODES.get(int(exitstatus))
+    if outcome is None:
+        _say(session, history, f"specsuite: history: not stored (pytest exit {int(exitstatus)}: the checks did not all run)")
+        return
+    try:
+        items = items_from_file(state.run_dir.results_path, arms=[state.server.arm], outcome=outcome,
+                                build_hash=state.option("build_hash"), accelerator=state.option("accelerator"))
+        with HistoryStore.open(url) as store:
+            for item in items:
+                stored = store.add(item)
+                _say(session, history, f"specsuite: history: stored as run {stored.id} ({outcome}, {len(item.metrics)} metrics, "
+                                       f"config {item.run.config_key}) in {store.url}")
+    except SpecsuiteError as exc:
+        _say(session, history, f"specsuite: error: history not stored: {exc}")
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    history = config.stash.get(HISTORY_KEY, None)
+    if history is not None and history.summary:
+        terminalreporter.write_sep("-", "specsuite history")
+        for line in history.summary:
+            terminalreporter.write_line(line)

@@ -1,0 +1,201 @@
+"""pytest plugin of the integrity suite: its options, the checked client every suite uses, and the
+probe that the tests in suites/test_integrity.py drive.
+
+At session start (after the main plugin resolved the server) the session's client is replaced by a
+`CheckingClient`, so every /generate answer any suite receives runs through `harness.integrity`;
+violations are recorded with the id of the test that caused them, stored in results.json under
+`workloads.integrity_checks`, and asserted to be zero by the suite's session audit, which this
+plugin moves to the end of the run.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.integrity import compare_answers, stream_finals
+from harness.integrity_wiring import CheckingClient, IntegrityRecorder, checking_client
+
+if TYPE_CHECKING:
+    from suites.pytest_plugin import SpecsuiteSession
+
+RECORDER_KEY = pytest.StashKey[IntegrityRecorder]()
+AUDIT_TEST = "test_every_answer_in_the_session_passed_integrity"
+REFERENCE_MODEL_TYPE = "specsuite_ngram"  # fixtures/refserver: always honours sampling_seed
+REFERENCE_LENGTH = 64
+WORKERS = 8
+
+# T=0 prompts that invite long, repetitive continuations (long accepted blocks under speculation).
+REPETITIVE_PROMPTS = (
+    "Repeat the following line ten times, one per line:\nThe user wants train times from Lowwood to Willowcliff.\n",
+    "Count from one to forty in words: one, two, three, four, five, six,",
+    "Question: A mug normally costs $28, but during a sale the price is cut by 50%. During the sale, how much do 7 mugs cost Brenda Baxter?\nAnswer:",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specsuite")
+    group.addoption("--assume-deterministic", action="store_true",
+                    help="treat the server as honouring sampling_seed (default: only when /server_info reports "
+                         "enable_deterministic_inference, or for the reference server)")
+    group.addoption("--integrity-stop-offsets", type=int, default=24,
+                    help="token offsets per prompt at which stop strings and stop ids are placed (default 24)")
+    group.addoption("--integrity-batch-size", type=int, default=64, help="requests in the canary isolation batch (default 64)")
+
+
+def specsuite_session(config: pytest.Config) -> SpecsuiteSession:
+    # Imported late: loaded with -p, this plugin comes in before suites.pytest_plugin is registered
+    # for assertion rewriting, and an early import would make pytest warn about it.
+    from suites.pytest_plugin import specsuite_session as session_of
+
+    return session_of(config)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Wrap the session's client once the main plugin has resolved the server."""
+    state = specsuite_session(session.config)
+    if state.server is None:
+        return
+    recorder = IntegrityRecorder()
+    try:
+        for name in ("integrity_stop_offsets", "integrity_batch_size"):
+            if state.option(name) < 1:
+                raise SpecsuiteError(f"--{name.replace('_', '-')} must be at least 1, got {state.option(name)}")
+        state.server.client = checking_client(state.server, recorder, state.option("tokenizer"))
+    except SpecsuiteError as exc:
+        raise pytest.UsageError(f"specsuite: {exc}") from None
+    session.config.stash[RECORDER_KEY] = recorder
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The session audit runs last, after every suite has made its requests."""
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) == AUDIT_TEST)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Label violations with the test whose fixtures or body made the request."""
+    recorder = item.config.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        recorder.source = item.nodeid
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Put the tally into results.json (the main plugin writes the file after this hook)."""
+    recorder = session.config.stash.get(RECORDER_KEY, None)
+    if recorder is not None:
+        specsuite_session(session.config).workloads["integrity_checks"] = recorder.to_dict()
+
+
+@pytest.fixture(scope="session")
+def integrity_recorder(specsuite: SpecsuiteSession) -> IntegrityRecorder:
+    recorder = specsuite.config.stash.get(RECORDER_KEY, None)
+    if recorder is None:
+        pytest.skip("integrity checks are not wired: load suites.plugin_integrity (-p suites.plugin_integrity)")
+    return recorder
+
+
+@pytest.fixture(scope="session")
+def integrity_probe(specsuite: SpecsuiteSession, integrity_recorder: IntegrityRecorder) -> IntegrityProbe:
+    client = specsuite.server.client
+    assert isinstance(client, CheckingClient)
+    return IntegrityProbe(specsuite, client, integrity_recorder)
+
+
+@dataclass
+class Reference:
+    """A prompt's T=0 answer and the text of every prefix of its ids (prefix_texts[i]: ids[:i])."""
+
+    prompt: str
+    answer: dict[str, Any]
+    prefix_texts: list[str]
+
+    @property
+    def ids(self) -> list[int]:
+        return self.answer["output_ids"]
+
+    @property
+    def text(self) -> str:
+        return self.answer["text"]
+
+    def tokens_to_contain(self, fragment: str) -> int | None:
+        """The fewest ids whose text contains `fragment` (None: not within the reference)."""
+        return next((count for count, text in enumerate(self.prefix_texts) if fragment in text), None)
+
+
+@dataclass
+class IntegrityProbe:
+    """Sends the suite's requests through the checked client and keeps per-test results."""
+
+    specsuite: SpecsuiteSession
+    client: CheckingClient
+    recorder: IntegrityRecorder
+    references: dict[str, Reference] = field(default_factory=dict)
+    _model_type: str | None = None
+
+    @property
+    def num_draft_tokens(self) -> int:
+        """k: speculative_num_draft_tokens, or 0 when the server does not speculate."""
+        spec = self.specsuite.server.identity.speculative
+        k = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
+        return k if isinstance(k, int) and k > 0 else 0
+
+    @property
+    def max_new_tokens_sweep(self) -> list[int]:
+        return list(range(1, 2 * self.num_draft_tokens + 4))
+
+    def seeds_honoured(self) -> tuple[bool, str]:
+        """Whether sampling_seed makes sampling repeatable here, and why we think so."""
+        if self.specsuite.option("assume_deterministic"):
+            return True, "--assume-deterministic"
+        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):
+            return True, "the server reports enable_deterministic_inference"
+        if self._model_type is None:
+            self._model_type = str(self.client.model_info().get("model_type"))
+        if self._model_type == REFERENCE_MODEL_TYPE:
+            return True, "the reference server always honours sampling_seed"
+        return False, ("SGLang ignores sampling_seed without --enable-deterministic-inference and /server_info reports it "
+                       "off; pass --assume-deterministic if this server honours seeds anyway")
+
+    def reference(self, prompt: str) -> Reference:
+        """The prompt's T=0 answer (REFERENCE_LENGTH ids at most) and its prefix texts, cached."""
+        if prompt not in self.references:
+            answer = self.client.generate(greedy_payload(prompt, REFERENCE_LENGTH))
+            ids = answer["output_ids"]
+            texts = self.map(lambda count: self.client.detokenize(ids[:count], skip_special_tokens=True), range(len(ids) + 1))
+            self.references[prompt] = Reference(prompt, answer, texts)
+        return self.references[prompt]
+
+    def both_ways(self, payload: dict[str, Any]) -> tuple[Any, list[dict[str, Any] | None]]:
+        """The non-streamed answer and what the streamed answer adds up to, per result."""
+        plain = self.client.generate(payload)
+        chunks = list(self.client.generate_stream(payload))
+        return plain, stream_finals(payload, chunks, self.client.context.incremental_streaming)
+
+    def map(self, function: Callable[[Any], Any], values: Any) -> list[Any]:
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            return list(pool.map(function, values))
+
+    def record(self, name: str, cases: int, failures: list[str]) -> None:
+        """Store a test's outcome under workloads.integrity.tests and rewrite results.json."""
+        tests = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})["tests"]
+        tests[name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+        self.specsuite.workloads["integrity_checks"] = self.recorder.to_dict()
+        self.specsuite.write_results("running")
+
+
+def greedy_payload(prompt: str, max_new_tokens: int, **params: Any) -> dict[str, Any]:
+    return {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens, **params}, "return_logprob": True}
+
+
+def stream_problems(plain: dict[str, Any], streamed: dict[str, Any] | None) -> list[str]:
+    """How the streamed answer differs from the non-streamed one (empty when byte-identical)."""
+    if streamed is None:
+        return ["the stream carried no chunk for this request"]
+    return [f"stream vs non-stream: {difference}" for difference in compare_answers(plain, streamed)]

@@ -1,0 +1,353 @@
+"""Integrity suite: stop/EOS/max_new_tokens boundaries, streaming reassembly, batch isolation and
+seeded determinism under speculation (bug classes C8–C13, C17, C18).
+
+Every request also goes through the accounting checks of `harness.integrity` (the session's client
+is a `CheckingClient`); each test asserts that its own requests broke none of them. Expectations
+come from a T=0 reference answer per prompt: greedy decoding is deterministic, so an answer with a
+stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.integrity import compare_answers, find_canary_leaks, make_canaries
+from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
+
+pytestmark = pytest.mark.integrity
+
+MAX_QUOTED = 5
+NEVER_GENERATED = "\u2603zq\u2603"  # a stop string no answer contains: list order must not matter
+SAMPLED_TEMPERATURES = (0.7, 1.0)
+SEEDED_LENGTH = 64
+
+
+def _fail_on(probe, name: str, cases: int, failures: list[str], mark: int) -> None:
+    """Record the outcome, then fail with the first few problems and any integrity violations."""
+    probe.record(name, cases, failures)
+    violations = probe.recorder.since(mark)
+    message = []
+    if failures:
+        message.append(f"{len(failures)} of {cases} cases broke the rule:\n" + "\n".join(f"  - {f}" for f in failures[:MAX_QUOTED]))
+    if violations:
+        message.append(probe.recorder.summary(mark))
+    assert not message, "\n".join(message)
+
+
+def _prompt_id(prompt: str) -> str:
+    return f"prompt{REPETITIVE_PROMPTS.index(prompt)}"
+
+
+def _offsets(count: int, total: int) -> list[int]:
+    """`count` token offsets in 1..total, always including the first three (block boundaries)."""
+    chosen = {1, 2, 3} | {round(1 + i * (total - 1) / max(count - 1, 1)) for i in range(count)}
+    return sorted(o for o in chosen if 1 <= o <= total)
+
+
+def _expect_prefix(answer: dict[str, Any], reference, count: int, text: str, finish: Any, text_may_extend: bool = False) -> list[str]:
+    """Problems when the answer is not the reference cut to `count` ids with this text and finish.
+    `text_may_extend`: the text may go on past `text`, within the reference (no_stop_trim keeps the
+    whole last token in SGLang)."""
+    problems = []
+    ids = answer["output_ids"]
+    if ids != reference.ids[:count]:
+        cut = next((i for i, (a, b) in enumerate(zip(ids, reference.ids)) if a != b), min(len(ids), count))
+        problems.append(f"{len(ids)} ids where {count} expected (first difference at {cut}); tail {ids[-4:]}")
+    got_text = answer["text"]
+    text_ok = got_text.startswith(text) and reference.text.startswith(got_text) if text_may_extend else got_text == text
+    if not text_ok:
+        problems.append(f"text {got_text[-40:]!r} ({len(got_text)} chars), expected {text[-40:]!r} ({len(text)} chars)")
+    got = answer["meta_info"].get("finish_reason")
+    if got != finish:
+        problems.append(f"finish_reason {got!r}, expected {finish!r}")
+    return problems
+
+
+def _past_reference(reference) -> int:
+    """A budget a few ids past the reference, so a stop within it never ties with the length cap
+    (the tie has its own cases in the max_new_tokens sweep)."""
+    return len(reference.ids) + 8
+
+
+def _checked_case(probe, label: str, payload: dict[str, Any], expect) -> list[str]:
+    """Send non-streamed and streamed; both must meet `expect(answer)` and match each other."""
+    plain, finals = probe.both_ways(payload)
+    problems = [f"non-stream: {p}" for p in expect(plain)] + stream_problems(plain, finals[0])
+    return [f"{label}: {p}" for p in problems]
+
+
+@pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS, ids=_prompt_id)
+def test_stop_string_at_token_offsets(integrity_probe, prompt):
+    """A stop string ending at token i: the answer is the reference up to the first token that
+    completes it, the text ends right before it (or includes it with no_stop_trim), nothing after."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    reference = probe.reference(prompt)
+    cases = []
+    for number, offset in enumerate(_offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids))):
+        before, upto = reference.prefix_texts[offset - 1], reference.prefix_texts[offset]
+        if len(upto) <= len(before) or not reference.text.startswith(upto):
+            continue  # token adds no visible text (special, partial character): no string ends there
+        stop = upto[-min(8, len(upto)):]
+        keep = number % 4 == 3
+        cases.append((offset, stop, keep))
+
+    def run(case: tuple[int, str, bool]) -> list[str]:
+        offset, stop, keep = case
+        position = reference.text.find(stop)
+        count = reference.tokens_to_contain(stop)
+        text = reference.text[: position + (len(stop) if keep else 0)]
+        payload = greedy_payload(prompt, _past_reference(reference), stop=[stop], no_stop_trim=keep)
+        finish = {"type": "stop", "matched": stop}
+        return _checked_case(probe, f"stop {stop!r} ending at token {offset} (no_stop_trim={keep})", payload,
+                             lambda answer: _expect_prefix(answer, reference, count, text, finish, text_may_extend=keep))
+
+    failures = [p for problems in probe.map(run, cases) for p in problems]
+    _fail_on(probe, f"stop_string_offsets[{_prompt_id(prompt)}]", len(cases), failures, mark)
+
+
+@pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS, ids=_prompt_id)
+def test_multi_stop_lists_stop_at_the_earliest(integrity_probe, prompt):
+    """Several stop strings, the later one listed first: the answer stops at whichever the text
+    completes first and is cut at its earliest position, whatever the list order."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    reference = probe.reference(prompt)
+    offsets = _offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids))
+    stops = []
+    for offset in offsets:
+        upto = reference.prefix_texts[offset]
+        if len(upto) > len(reference.prefix_texts[offset - 1]) and reference.text.startswith(upto):
+            stops.append(upto[-min(6, len(upto)):])
+    pairs = [(stops[i], stops[-1 - i]) for i in range(len(stops) // 2) if stops[i] != stops[-1 - i]]
+    cases = []
+    for early, late in pairs:
+        count = min(reference.tokens_to_contain(early), reference.tokens_to_contain(late))
+        shown = reference.prefix_texts[count]
+        hits = sorted((shown.find(s), s) for s in (early, late) if s in shown)
+        if len(hits) == 2 and hits[0][0] == hits[1][0]:
+            continue  # both start at the same character: which one "matched" is not defined
+        cases.append(([late, NEVER_GENERATED, early], count, hits[0][1], reference.text[: hits[0][0]]))
+
+    def run(case) -> list[str]:
+        stop_list, count, matched, text = case
+        payload = greedy_payload(prompt, _past_reference(reference), stop=stop_list)
+        return _checked_case(probe, f"stops {stop_list!r}", payload,
+                             lambda answer: _expect_prefix(answer, reference, count, text, {"type": "stop", "matched": matched}))
+
+    failures = [p for problems in probe.map(run, cases) for p in problems]
+    _fail_on(probe, f"multi_stop[{_prompt_id(prompt)}]", len(cases), failures, mark)
+
+
+def _stop_id_offsets(probe, reference) -> list[tuple[int, int]]:
+    """(count, id): ids of the reference that first occur at position count-1 and are no EOS/special."""
+    skipped = probe.client.context.eos_ids | probe.client.context.skipped_ids
+    wanted = set(_offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids)))
+    found = []
+    for position, token in enumerate(reference.ids):
+        if position + 1 in wanted and token not in skipped and reference.ids.index(token) == position:
+            found.append((position + 1, token))
+    return found
+
+
+@pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS, ids=_prompt_id)
+def test_stop_token_ids(integrity_probe, prompt):
+    """stop_token_ids=[t]: the answer ends with the first t, its text leaves t out; with ignore_eos,
+    t does not stop generation (SGLang: ignore_eos also disables stop_token_ids)."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    reference = probe.reference(prompt)
+    cases = _stop_id_offsets(probe, reference)
+
+    def run(case: tuple[int, int]) -> list[str]:
+        count, token = case
+        problems = _checked_case(
+            probe, f"stop_token_ids [{token}] first at token {count}", greedy_payload(prompt, _past_reference(reference), stop_token_ids=[token]),
+            lambda answer: _expect_prefix(answer, reference, count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token}))
+        budget = min(count + 3, len(reference.ids) - 1)
+        if budget > count:
+            payload = greedy_payload(prompt, budget, stop_token_ids=[token], ignore_eos=True)
+            problems += _checked_case(
+                probe, f"ignore_eos with stop_token_ids [{token}]", payload,
+                lambda answer: _expect_prefix(answer, reference, budget, reference.prefix_texts[budget], {"type": "length", "length": budget}))
+        return problems
+
+    failures = [p for problems in probe.map(run, cases) for p in problems]
+    _fail_on(probe, f"stop_token_ids[{_prompt_id(prompt)}]", len(cases), failures, mark)
+
+
+@pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS[:2], ids=_prompt_id)
+def test_max_new_tokens_sweep(integrity_probe, prompt):
+    """max_new_tokens over 1..2k+3: exactly min(budget, natural length) ids, never more, a length
+    finish that names the budget; plus a stop id placed at the budget, one before and one after."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    reference = probe.reference(prompt)
+    natural = len(reference.ids)
+    ref_finish = reference.answer["meta_info"]["finish_reason"]
+    cases: list[tuple[str, dict[str, Any], int, list[tuple[Any, str]]]] = []
+    for budget in probe.max_new_tokens_sweep:
+        if budget < natural or ref_finish.get("type") == "length":
+            count, finish = min(budget, natural), {"type": "length", "length": budget}
+        else:
+            count, finish = natural, ref_finish
+        shown = reference.text if count == natural else reference.prefix_texts[count]
+        cases.append((f"max_new_tokens {budget}", greedy_payload(prompt, budget), count, [(finish, shown)]))
+    k = probe.num_draft_tokens
+    for count, token in [(c, t) for c, t in _stop_id_offsets(probe, reference) if 2 <= c <= 2 * k + 3][:3]:
+        stop = {"type": "stop", "matched": token}
+        for budget in (count - 1, count, count + 1):
+            if budget >= natural:
+                continue
+            if budget < count:
+                expected = [({"type": "length", "length": budget}, reference.prefix_texts[budget])]
+            elif budget > count:
+                expected = [(stop, reference.prefix_texts[count - 1])]
+            else:  # the stop id is also the last budgeted token: a stop or a length finish is right
+                expected = [(stop, reference.prefix_texts[count - 1]), ({"type": "length", "length": budget}, reference.prefix_texts[count])]
+            cases.append((f"stop id {token} at token {count}, max_new_tokens {budget}",
+                           greedy_payload(prompt, budget, stop_token_ids=[token]), min(budget, count), expected))
+
+    for count in (c for c in _offsets(probe.specsuite.option("integrity_stop_offsets"), natural) if 2 <= c <= 2 * k + 3):
+        upto = reference.prefix_texts[count]
+        if len(upto) <= len(reference.prefix_texts[count - 1]) or not reference.text.startswith(upto):
+            continue
+        stop_text = upto[-min(8, len(upto)):]
+        if reference.tokens_to_contain(stop_text) != count:
+            continue  # it occurs earlier: not a stop that ends at this token
+        stop = {"type": "stop", "matched": stop_text}
+        trimmed = reference.text[: reference.text.find(stop_text)]
+        for budget in (count - 1, count, count + 1):
+            if budget < count:
+                expected = [({"type": "length", "length": budget}, reference.prefix_texts[budget])]
+            elif budget > count:
+                expected = [(stop, trimmed)]
+            else:  # the stop string is completed by the last budgeted token
+                expected = [(stop, trimmed), ({"type": "length", "length": budget}, upto)]
+            cases.append((f"stop {stop_text!r} ending at token {count}, max_new_tokens {budget}",
+                          greedy_payload(prompt, budget, stop=[stop_text]), min(budget, count), expected))
+
+    def run(case) -> list[str]:
+        label, payload, count, expected = case
+
+        def expect(answer: dict[str, Any]) -> list[str]:
+            finish, shown = next((e for e in expected if e[0] == answer["meta_info"].get("finish_reason")), expected[0])
+            return _expect_prefix(answer, reference, count, shown, finish)
+
+        return _checked_case(probe, label, payload, expect)
+
+    failures = [p for problems in probe.map(run, cases) for p in problems]
+    _fail_on(probe, f"max_new_tokens_sweep[{_prompt_id(prompt)}]", len(cases), failures, mark)
+
+
+def _sampled_payload(prompt: str, temperature: float, seed: int | None, max_new_tokens: int = SEEDED_LENGTH) -> dict[str, Any]:
+    params = {"temperature": temperature, "top_p": 1.0, "max_new_tokens": max_new_tokens, "ignore_eos": True}
+    if seed is not None:
+        params["sampling_seed"] = seed
+    return {"text": prompt, "sampling_params": params, "return_logprob": True}
+
+
+def _reassembly_failures(probe, payloads: list[dict[str, Any]]) -> list[str]:
+    """Each payload sent both ways, alone and as one batch stream; every stream must reassemble
+    byte for byte into the non-streamed answer."""
+    failures = []
+    for number, payload in enumerate(payloads):
+        plain, finals = probe.both_ways(payload)
+        failures += [f"request {number}: {p}" for p in stream_problems(plain, finals[0])]
+    batch = {"text": [p["text"] for p in payloads], "sampling_params": [p["sampling_params"] for p in payloads], "return_logprob": True}
+    plain, finals = probe.both_ways(batch)
+    for number, (answer, streamed) in enumerate(zip(plain, finals)):
+        failures += [f"batch stream, index {number}: {p}" for p in stream_problems(answer, streamed)]
+    return failures
+
+
+def test_stream_reassembles_at_greedy(integrity_probe, specsuite):
+    """T=0: the cumulative stream reassembles into the non-streamed answer; text never shrinks or is
+    rewritten and exactly one chunk finishes (checked on every stream by the checking client)."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    prompts = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts[:3]]
+    payloads = [greedy_payload(prompt, 96) for prompt in prompts]
+    _fail_on(probe, "stream_reassembly_greedy", len(payloads) * 2, _reassembly_failures(probe, payloads), mark)
+
+
+def _require_seeds(probe) -> None:
+    honoured, reason = probe.seeds_honoured()
+    if not honoured:
+        pytest.skip(reason)
+
+
+@pytest.mark.parametrize("temperature", SAMPLED_TEMPERATURES, ids=lambda t: f"t={t:g}")
+def test_stream_reassembles_with_seeded_sampling(integrity_probe, specsuite, temperature):
+    """Seeded T>0: the same request streamed and not streamed gives the same bytes."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    _require_seeds(probe)
+    prompts = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts[:3]]
+    seed = specsuite.option("seed")
+    payloads = [_sampled_payload(prompt, temperature, seed * 1000 + i) for i, prompt in enumerate(prompts)]
+    _fail_on(probe, f"stream_reassembly_seeded[t={temperature:g}]", len(payloads) * 2, _reassembly_failures(probe, payloads), mark)
+
+
+def _canary_batch(probe, specsuite) -> tuple[list[str], dict[str, Any]]:
+    """A mixed batch: one canary per prompt, greedy and sampled, short and long, some with stops."""
+    size = specsuite.option("integrity_batch_size")
+    canaries = make_canaries(size, seed=specsuite.option("seed"))
+    bases = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts]
+    prompts = [f"Remember the code {canary} and repeat it at the end. {bases[i % len(bases)]}" for i, canary in enumerate(canaries)]
+    params = []
+    for i in range(size):
+        entry: dict[str, Any] = {"temperature": (0.0, 0.7, 1.0)[i % 3], "max_new_tokens": (16, 48, 96, 7)[i % 4]}
+        if i % 5 == 0:
+            entry["stop"] = ["\n\n"]
+        if entry["temperature"] > 0:
+            entry["sampling_seed"] = specsuite.option("seed") * 1000 + i
+        params.append(entry)
+    return canaries, {"text": prompts, "sampling_params": params, "return_logprob": True}
+
+
+def test_batch_isolation_with_canaries(integrity_probe, specsuite):
+    """A unique canary per prompt in a mixed batch (one native batch request, then the same
+    requests concurrently): no request's output holds another request's canary."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    canaries, batch = _canary_batch(probe, specsuite)
+    batched = probe.client.generate(batch)
+    singles = probe.map(lambda i: probe.client.generate({"text": batch["text"][i], "sampling_params": batch["sampling_params"][i],
+                                                         "return_logprob": True}), range(len(canaries)))
+    failures = [f"native batch: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in batched])]
+    failures += [f"concurrent requests: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in singles])]
+    _fail_on(probe, "batch_isolation", 2 * len(canaries), failures, mark)
+
+
+def test_seeded_request_same_alone_and_in_batch(integrity_probe, specsuite):
+    """A seeded T=1 request gives the same answer alone, again alone, inside a mixed native batch,
+    and while other requests run concurrently."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    _require_seeds(probe)
+    seed = specsuite.option("seed")
+    target = _sampled_payload(REPETITIVE_PROMPTS[0], 1.0, seed * 1000 + 77)
+    noise = [_sampled_payload(p.prompt, (0.0, 0.7, 1.0)[i % 3], seed * 1000 + i, max_new_tokens=(16, 48, 96)[i % 3])
+             for i, p in enumerate(specsuite.prompts[:15])]
+    alone = probe.client.generate(target)
+    again = probe.client.generate(target)
+    members = noise[:5] + [target] + noise[5:]
+    batch = {"text": [m["text"] for m in members], "sampling_params": [m["sampling_params"] for m in members], "return_logprob": True}
+    in_batch = probe.client.generate(batch)[5]
+    concurrent = probe.map(probe.client.generate, members)[5]
+    failures = []
+    for label, answer in (("repeated alone", again), ("in a native batch", in_batch), ("among concurrent requests", concurrent)):
+        failures += [f"{label}: {d}" for d in compare_answers(alone, answer)]
+    _fail_on(probe, "seeded_alone_vs_batch", 3, failures, mark)
+
+
+def test_different_seeds_give_different_outputs(integrity_probe, specsuite):
+    """Four seeds, same prompt, T=1: four different answers (a server that drops or mixes up seeds
+    gives repeats)."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    seeds = [specsuite.option("seed") * 1000 + s for s in (11, 12, 13, 14)]
+    answers = probe.map(lambda s: probe.client.generate(_sampled_payload(REPETITIVE_PROMPTS[0], 1.0, s)), seeds)
+    failures = [f"seeds {seeds[i]} and {seeds[j]} gave the same {len(answers[i]['output_ids'])} ids"
+                for i in range(len(seeds)) for j in range(i + 1, len(seeds)) if answers[i]["output_ids"] == answers[j]["output_ids"]]
+    _fail_on(probe, "different_seeds_differ", len(seeds), failures, mark)
+
+
+def test_every_answer_in_the_session_passed_integrity(integrity_recorder):
+    """The session audit (run last): every /generate answer any suite received in this session
+    passed the accounting checks."""
+    assert integrity_recorder.total == 0, integrity_recorder.summary()
