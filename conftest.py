@@ -1,4 +1,5 @@
-"""pytest entry point: the `specsuite` option group; hooks and fixtures live in suites/pytest_plugin.py.
+"""pytest entry point: the `specsuite` option group; hooks and fixtures live in suites/pytest_plugin.py,
+and each suite area adds its own options in suites/plugin_<area>.py.
 
     pytest suites/ --server-url http://node:30000      # a running SGLang server
     pytest suites/ --launch "python -m sglang.launch_server ..."
@@ -11,7 +12,13 @@ import os
 
 import pytest
 
-pytest_plugins = ("suites.pytest_plugin",)
+pytest_plugins = (
+    "suites.pytest_plugin",
+    "suites.plugin_integrity",
+    "suites.plugin_lossless",
+    "suites.plugin_bench",
+    "suites.plugin_history",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -16,6 +16,7 @@ import argparse
 import sys
 from typing import Sequence
 
+from harness import bench_command, history_command
 from harness.errors import SpecsuiteError
 from harness.interrupts import interrupt_after_children
 
@@ -87,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve_parser(subparsers)
     _add_gsm8k_parser(subparsers)
     _add_report_parser(subparsers)
+    bench_command.add_parser(subparsers)
+    history_command.add_parser(subparsers)
     return parser
 
 
@@ -220,7 +223,8 @@ def command_serve_reference(args: argparse.Namespace) -> int:
     return serve_main(args.args, prog="specsuite serve-reference")
 
 
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k, "report": command_report}
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k, "report": command_report,
+            "bench": bench_command.run, "history": history_command.run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,9 +14,9 @@ and make 1,000 examples take an hour. `n` stays below 4 for the same reason (see
 the other routes get a fifteenth of it, at least 50); hypothesis runs derandomized, so a failure
 reproduces.
 
-The server's known faults are xfail tests with their payloads (`KNOWN_BUGS`,
-`test_huge_n_is_bounded`); the strategies step around exactly those bodies (`known_refserver_bug`) so
-the fuzz keeps looking for new ones. When a fix lands, the xfail turns into a failure: drop it then.
+Findings the fuzz made (HTTP 500s on detokenize and token prompts, broken streams on odd
+`stream_options`, an unbounded `n`) are fixed in the server and stay as regression tests
+(`FIXED_FINDINGS`, `test_huge_n_is_bounded`); the strategies no longer step around them.
 """
 
 from __future__ import annotations
@@ -157,28 +157,10 @@ def with_one_odd_field(valid: st.SearchStrategy[dict[str, Any]], keys: list[str]
     return st.builds(lambda body, key, value: {**body, key: value}, valid, st.sampled_from([*keys, "unknown_key"]), st.one_of(NUMBERS, WILD))
 
 
-def known_refserver_bug(body: Any) -> bool:
-    """Bodies that hit the findings reported in this module's xfail tests; the fuzz steps around them."""
-    if not isinstance(body, dict):
-        return False
-    options = body.get("stream_options")
-    if options and not isinstance(options, dict):  # finding 4: a stream that breaks off
-        return True
-    prompt, tokens = body.get("prompt"), body.get("tokens")
-    if isinstance(prompt, list) and prompt and (isinstance(prompt[0], int) or isinstance(prompt[0], list)):  # finding 3
-        rows = [prompt] if isinstance(prompt[0], int) else prompt
-        if any(not isinstance(row, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in row) for row in rows):
-            return True
-    if isinstance(tokens, list) and tokens and all(isinstance(row, list) for row in tokens):  # finding 2
-        if any(not all(isinstance(t, int) and not isinstance(t, bool) for t in row) for row in tokens):
-            return True
-    return "skip_special_tokens" in body and not isinstance(body["skip_special_tokens"], bool)  # finding 1
-
-
 def affordable_body(body: dict[str, Any]) -> bool:
-    """Cheap to serve and clear of the known findings."""
+    """Cheap to serve."""
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
-    return cheap_budget(budget) and cheap_n(body.get("n")) and not known_refserver_bug(body)
+    return cheap_budget(budget) and cheap_n(body.get("n"))
 
 
 PROMPTS = st.one_of(st.text(min_size=1, max_size=30), st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=3),
@@ -200,7 +182,7 @@ CHAT_BODY = st.one_of(VALID_CHAT, with_one_odd_field(VALID_CHAT, ["messages", "m
                       st.builds(lambda body, odd: {**body, "messages": [*body["messages"], odd]}, VALID_CHAT, ODD_MESSAGE)).filter(affordable_body)
 TOKENIZER_BODY = st.one_of(st.fixed_dictionaries({"prompt": st.one_of(st.text(max_size=30), STRINGS, WILD)}),
                            st.fixed_dictionaries({"tokens": st.one_of(IDS, st.lists(IDS, max_size=3), WILD)}, optional={"skip_special_tokens": WILD}),
-                           WILD).filter(lambda body: not known_refserver_bug(body))
+                           WILD)
 
 
 # --------------------------------------------------------------------------- the oracle
@@ -278,7 +260,7 @@ def test_other_routes_fuzz(server, http, route, bodies):
     assert_healthy(server, http)
 
 
-KNOWN_BUGS = [  # (route, body): reported to the lead; each must become a 400 (or a complete stream)
+FIXED_FINDINGS = [  # (route, body): found by this fuzz, fixed in the server; each must stay a 400 or a complete stream
     ("/detokenize", {"tokens": [], "skip_special_tokens": None}),  # 1: HTTP 500, the flag reaches tokenizer.decode unchecked
     ("/detokenize", {"tokens": [[None]]}),  # 2: HTTP 500, inner lists are not checked for ints
     ("/v1/completions", {"prompt": [1, "a"], "max_tokens": 1}),  # 3: HTTP 500, token prompts are not checked for ints
@@ -288,16 +270,11 @@ KNOWN_BUGS = [  # (route, body): reported to the lead; each must become a 400 (o
 ]
 
 
-@pytest.mark.parametrize(("route", "body"), KNOWN_BUGS, ids=[f"finding{n}" for n in (1, 2, 3, 3, 4, 4)])
-@pytest.mark.xfail(strict=True, reason="refserver findings 1-4 (see KNOWN_BUGS): HTTP 500 or a stream without [DONE]")
-def test_known_refserver_bugs(server, http, route, body):
-    assert known_refserver_bug(body)  # the fuzz strategies step around exactly these
+@pytest.mark.parametrize(("route", "body"), FIXED_FINDINGS, ids=[f"finding{n}" for n in (1, 2, 3, 3, 4, 4)])
+def test_fixed_findings_stay_fixed(server, http, route, body):
     post(http, f"{server.base_url}{route}", body, Counter())
 
 
-@pytest.mark.xfail(run=False, reason="refserver finding: POST /generate {\"text\": \"hi\", \"sampling_params\": {\"n\": 1000000, "
-                                     "\"max_new_tokens\": 0}} is accepted and queues 10^6 requests: the server answers nothing else "
-                                     "for minutes (not run: it would stall this module's shared server)")
 def test_huge_n_is_bounded(server, http):
     """n multiplies the work; a huge n must be refused or capped, not queued for minutes."""
     started = time.monotonic()
