@@ -40,8 +40,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--bench-text-prompts", action="store_true", help="send decoded text instead of token ids (bench_serving's default)")
     add("--bench-repeats", type=int, default=3, help="interleaved runs per arm when a baseline is given (default 3)")
     add("--bench-baseline-url", default=None, help="baseline server for the in-suite A/B (default: --baseline-url when present)")
-    add("--bench-margin", type=float, default=0.01, help="equivalence margin for TOST, relative (default 0.01 = ±1%)")
-    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: --fail-on when present, else {DEFAULT_FAIL_ON})")
+    add("--bench-margin", type=float, default=0.01, help="equivalence margin for TOST, relative (default 0.01 = ±1%%)")
+    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: --fail-on when present, else {DEFAULT_FAIL_ON.replace('%', '%%')})")
 
 
 @dataclass
