@@ -181,7 +181,7 @@ def refserver_level(url: str, concurrency: int, args: argparse.Namespace, tmp: P
 
     prompts = max(8, 2 * concurrency)
     config = BenchConfig(base_url=url, dataset_name="random-ids", num_prompts=prompts, random_input_len=128, random_output_len=128,
-                         random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=concurrency, flush_cache=True,
+                         random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=concurrency, flush_cache=False,
                          keep_alive=args.keep_alive)
     cpu = time.process_time()
     record = run_benchmark(config, echo=lambda line: print(f"    bench: {line}", file=sys.stderr))
@@ -200,7 +200,7 @@ def run_bench_serving(python: str, url: str, config, out_file: Path) -> float:
     command = [python, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--base-url", url, "--dataset-name", "random-ids",
                "--tokenize-prompt", "--random-input-len", str(config.random_input_len), "--random-output-len", str(config.random_output_len),
                "--random-range-ratio", "1.0", "--num-prompts", str(config.num_prompts), "--max-concurrency", str(config.max_concurrency),
-               "--flush-cache", "--tokenizer", str(ROOT / "fixtures/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
+               "--tokenizer", str(ROOT / "fixtures/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, cwd=tempfile.gettempdir(), capture_output=True, timeout=900, check=True,
                    preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}))
