@@ -8,7 +8,7 @@ Two parts; the client (this process) is pinned to one core, the server to the ot
    received chunks/s, the client's CPU use (process time / wall time), and the error of the
    client's per-chunk receive timestamps (start + TTFT + cumulative chunk gaps, exactly what the
    metrics are built from) against the emitter's send stamps: p50 and p99. "Sustained" means
-   the emitter held >= 95% of its pace and the client's median lag did not grow by more than
+   a paced emitter held >= 95% of its pace and the client's median lag did not grow by more than
    --max-lag-growth-ms from the first to the last quarter of the chunks (a client that cannot
    keep up falls further behind); chunks per client CPU-second estimates what one core can
    parse, and the flood rows push the client as hard as the emitter can.
@@ -158,9 +158,9 @@ def emitter_level(concurrency: int, step_ms: float, args: argparse.Namespace) ->
            "offered_chunks_per_s": offered, "emitted_chunks_per_s": emitted_rate, "received_chunks_per_s": received_rate, "client_cpu_fraction": cpu / wall,
            "client_chunks_per_cpu_s": chunks / cpu if cpu else None, "timestamp_error_p50_ms": p50, "timestamp_error_p99_ms": p99,
            "lag_growth_ms": lag_growth, "matched_chunks": len(errors)}
-    # Kept up: the emitter held >= 95% of its pace and the client's lag behind it did not grow.
-    row["sustained"] = bool(offered and emitted_rate and emitted_rate >= 0.95 * offered and lag_growth is not None
-                            and lag_growth <= args.max_lag_growth_ms and not failed)
+    # Kept up: the client's lag behind the emitter did not grow (and a paced emitter held its pace).
+    paced_ok = offered is None or bool(emitted_rate and emitted_rate >= 0.95 * offered)
+    row["sustained"] = bool(paced_ok and lag_growth is not None and lag_growth <= args.max_lag_growth_ms and not failed)
     return row
 
 
@@ -235,10 +235,13 @@ def main(argv: list[str] | None = None) -> int:
             print_emitter_row(row)
             result["emitter"].append(row)
     sustained = [r["received_chunks_per_s"] for r in result["emitter"] if r["sustained"]]
+    best = max((r for r in result["emitter"] if r["sustained"]), key=lambda r: r["received_chunks_per_s"], default=None)
     flood = [r["received_chunks_per_s"] for r in result["emitter"] if not r["step_ms"]]
     errors = [r for r in result["emitter"] if r["sustained"]]
     result["summary"] = {
         "highest_sustained_chunks_per_s": max(sustained) if sustained else None,
+        "highest_sustained_at": None if best is None else {k: best[k] for k in ("concurrency", "step_ms", "client_cpu_fraction",
+                                                                                  "timestamp_error_p50_ms", "timestamp_error_p99_ms")},
         "flood_received_chunks_per_s": max(flood) if flood else None,
         "client_chunks_per_cpu_s_max": max((r["client_chunks_per_cpu_s"] or 0 for r in result["emitter"]), default=None),
         "timestamp_error_p50_ms_worst_sustained": max((r["timestamp_error_p50_ms"] for r in errors), default=None),

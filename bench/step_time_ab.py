@@ -5,10 +5,13 @@
     .venv/bin/python bench/step_time_ab.py --step-a 25.6 --step-b 25.7  # same 0.4%, emulation dominant
 
 Procedure: a pilot of `--pilot-repeats` interleaved runs per arm (a fresh server per run, so the
-between-run spread includes the process) measures the sd of log run-level median ITL; then
-`harness.stats.repeats_needed_for_mde(sd, --target-effect)` gives the runs per arm needed to
-detect the difference (80% power, two-sided alpha 0.05) and the script runs the remaining ones
-(pilot runs count; capped at --max-repeats). Verdicts: Welch's t on log run values (estimate =
+between-run spread includes the process) measures the sd of each metric's log run-level values;
+`harness.stats.repeats_needed_for_mde(sd, --target-effect)` gives the runs per arm each metric
+needs to detect the difference (80% power, two-sided alpha 0.05), the metrics in --size-by
+(default median ITL) set the plan, and the script runs the remaining ones (pilot runs count;
+capped at --max-repeats). Median per-token ITL is by far the noisiest: its samples are
+chunk gaps split g/k, a mixture of clusters at step/k, and the median sits between two
+clusters where every jittered gap moves it; TPOT and output throughput are sums and are not. Verdicts: Welch's t on log run values (estimate =
 ratio of geometric means - 1 with its 95% CI) and TOST within ±--margin. Then the same for an
 A–A pair (both arms at --step-a), sized with repeats_needed_for_mde(sd, margin).
 
@@ -50,6 +53,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output-len", type=int, default=512)
     parser.add_argument("--pilot-repeats", type=int, default=3)
     parser.add_argument("--max-repeats", type=int, default=12, help="cap on runs per arm (time budget)")
+    parser.add_argument("--size-by", default="median_itl_ms",
+                        help="comma-separated metrics whose pilot spread sets the runs per arm (the largest need wins)")
     parser.add_argument("--target-effect", type=float, default=0.004, help="effect to detect, relative (default 0.004)")
     parser.add_argument("--margin", type=float, default=0.005, help="TOST equivalence margin, relative (default 0.005)")
     parser.add_argument("--skip-aa", action="store_true", help="skip the A-A equivalence part")
@@ -89,11 +94,16 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in arms}
     started = time.monotonic()
     interleave(arms, runs, args.pilot_repeats, args, log_dir)
-    sd = log_sd(*([r["median_itl_ms"] for r in arm_runs] for arm_runs in runs.values()))
-    needed = repeats_needed_for_mde(sd, target) if sd else args.pilot_repeats
+    pilot = {}
+    for key in METRICS:
+        sd = log_sd(*([r[key] for r in arm_runs] for arm_runs in runs.values()))
+        pilot[key] = {"sd_log": sd, "repeats_needed": repeats_needed_for_mde(sd, target) if sd else args.pilot_repeats}
+        print(f"  pilot {key}: between-run sd of log values {sd:.4%}; {pilot[key]['repeats_needed']} runs per arm needed "
+              f"for {target:.2%} (80% power, alpha 0.05)", flush=True)
+    needed = max(pilot[key]["repeats_needed"] for key in args.size_by.split(","))
     planned = min(max(needed, args.pilot_repeats), args.max_repeats)
-    print(f"  pilot: between-run sd of log median ITL {sd:.4%}; {needed} runs per arm needed for {target:.2%} "
-          f"(80% power, alpha 0.05); running {planned}", flush=True)
+    print(f"  sized by {args.size_by}: {needed} runs per arm; running {planned}"
+          f"{' (capped by --max-repeats)' if planned < needed else ''}", flush=True)
     interleave(arms, runs, planned, args, log_dir)
     candidate, baseline = (runs[name] for name in arms)
     comparison = compare_records(candidate, baseline, margin=args.margin, target_effect=target, metrics=METRICS)
@@ -104,7 +114,7 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
     if inactive:
         print(f"  WARNING: median chunk gap is {min(emulation):.2f}x the step time or more: the engine's own step is slower than "
               "--step-time-ms here, so the pad is inactive and both arms run at compute speed", flush=True)
-    return {"label": label, "arms": arms, "runs": runs, "pilot_sd_log_median_itl": sd, "repeats_needed": needed,
+    return {"label": label, "arms": arms, "runs": runs, "pilot": pilot, "sized_by": args.size_by, "repeats_needed": needed,
             "repeats_run": planned, "comparison": comparison, "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
 
 
