@@ -51,7 +51,8 @@ from harness.bench.client import (  # noqa: E402
 from harness.bench.datasets import DatasetRow  # noqa: E402
 from harness.launcher import find_free_port, launch_reference_server  # noqa: E402
 
-CLIENT_CPU, SERVER_CPU = 0, 1
+from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process  # noqa: E402  (bench/, next to this script)
+
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -69,15 +70,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sglang-python", default=None, help="python with sglang installed: run bench_serving beside ours")
     parser.add_argument("--out", default=None, help="write the tables as JSON")
     return parser.parse_args(argv)
-
-
-def pin(pid: int, cpu: int) -> None:
-    """Pin every thread of a process (affinity is per thread on Linux)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            os.sched_setaffinity(int(task.name), {cpu})
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 # ------------------------------------------------------------------------- part 1: emitter
@@ -251,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.refserver:
         tmp = Path(tempfile.mkdtemp(prefix="client-overhead-"))
         server = launch_reference_server("fix", log_dir=tmp, extra_args=["--step-time-ms", str(args.refserver_step_ms), "--max-running-requests", "256"])
-        pin(server.pid, SERVER_CPU)
+        pin_process(server.pid, SERVER_CPU)
         result["refserver"] = []
         try:
             print(f"reference server, step {args.refserver_step_ms:g} ms:", flush=True)

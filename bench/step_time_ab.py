@@ -11,15 +11,20 @@ needs to detect the difference (80% power, two-sided alpha 0.05), the metrics in
 (default median ITL) set the plan, and the script runs the remaining ones (pilot runs count;
 capped at --max-repeats). Median per-token ITL is by far the noisiest: its samples are
 chunk gaps split g/k, a mixture of clusters at step/k, and the median sits between two
-clusters where every jittered gap moves it; TPOT and output throughput are sums and are not. Verdicts: Welch's t on log run values (estimate =
-ratio of geometric means - 1 with its 95% CI) and TOST within ±--margin. Then the same for an
-A–A pair (both arms at --step-a), sized with repeats_needed_for_mde(sd, margin).
+clusters where every jittered gap moves it; TPOT, output throughput and the median chunk gap
+(ITL not split per token) are not. Verdicts per metric: Welch's t on log run values (estimate =
+ratio of geometric means - 1 with its 95% CI) and TOST within ±--margin, and beside them the
+rank-based pair (Mann-Whitney, Hodges-Lehmann shift with its exact interval) that one disturbed
+run cannot swing. Then the same for an A–A pair (both arms at --step-a), sized with
+repeats_needed_for_mde(sd, margin). Nothing is pinned: pinning the
+server to one core made its engine and HTTP threads wait for each other (TPOT up 2-4%).
 
 Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
 prompts, concurrency 1, greedy, one warmup and a flush per run (as the issue's measurement).
-The step emulation only pads a decode step up to --step-time-ms: when the engine's own step on
-this CPU is slower, the pad does nothing and both arms run the same server. The script checks
-that (median chunk gap against the step time) and says so.
+The step emulation runs decode steps on a clock of --step-time-ms and releases each step's
+tokens at its deadline, but it can only pad: when the engine's own step on this CPU (compute
+plus the HTTP thread's send) is slower, that step ends late and the two arms differ by less than
+their settings do. The script checks the median chunk gap against the step time and says so.
 """
 
 from __future__ import annotations
@@ -38,9 +43,9 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 from harness.bench.ab import compare_records, describe, log_sd  # noqa: E402
 from harness.bench.runner import BenchConfig, run_benchmark  # noqa: E402
 from harness.launcher import launch_reference_server  # noqa: E402
-from harness.stats import repeats_needed_for_mde  # noqa: E402
+from harness.stats import holm, repeats_needed_for_mde  # noqa: E402
 
-METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput")
+METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "median_chunk_itl_ms")
 SCALARS = ("median_itl_ms", "mean_itl_ms", "median_tpot_ms", "median_chunk_itl_ms", "output_throughput", "accept_length", "duration", "failed")
 
 
@@ -109,13 +114,27 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
     comparison = compare_records(candidate, baseline, margin=args.margin, target_effect=target, metrics=METRICS)
     for key, row in comparison.items():
         print("  " + describe(key, row), flush=True)
+    family = holm_across_metrics(comparison)
+    for test, adjusted in family.items():
+        print(f"  Holm across the {len(adjusted)} metrics ({test}): " + ", ".join(
+            f"{key} p_adj={p:.3g}{' (rejects)' if reject else ''}" for key, (p, reject) in adjusted.items()), flush=True)
     emulation = [r["median_chunk_itl_ms"] / r["step_time_ms"] for arm in runs.values() for r in arm]
     inactive = min(emulation) > 1.2
     if inactive:
         print(f"  WARNING: median chunk gap is {min(emulation):.2f}x the step time or more: the engine's own step is slower than "
               "--step-time-ms here, so the pad is inactive and both arms run at compute speed", flush=True)
     return {"label": label, "arms": arms, "runs": runs, "pilot": pilot, "sized_by": args.size_by, "repeats_needed": needed,
-            "repeats_run": planned, "comparison": comparison, "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
+            "repeats_run": planned, "comparison": comparison, "holm": family, "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
+
+
+def holm_across_metrics(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, tuple[float, bool]]]:
+    """Holm-adjusted p-values across the metrics, separately for Welch and for Mann-Whitney."""
+    family = {}
+    for test, key_p in (("Welch", "p_value"), ("Mann-Whitney", "rank_p_value")):
+        p_values = {key: row[key_p] for key, row in comparison.items() if row.get(key_p) is not None}
+        if p_values:
+            family[test] = holm(p_values).by_name()
+    return family
 
 
 def main(argv: list[str] | None = None) -> int:

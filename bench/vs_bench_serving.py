@@ -2,9 +2,8 @@
 
 One reference server (step emulation --step-time-ms), bench_serving's workload with identical
 requests (random-ids, fixed 1024/512 lengths, token-id prompts, seed 42: our dataset code draws
-the same prompts for the same seed), concurrency 1, one warmup per run and no flush (the
-reference server refuses /flush_cache until its step pad ends, and bench_serving does not retry:
-it would crash with HTTP 400; accept length is not compared). The two
+the same prompts for the same seed), concurrency 1, one warmup per run and no flush on either
+side (accept length is not compared). The two
 clients alternate in ABBA order for --rounds rounds; per metric (median ITL, median TPOT,
 output throughput) the script reports each client's run values, the ratio of geometric means
 ours / theirs - 1 with its 95% interval (Welch on log values), and whether it is within

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.ab_compare import compare_arms
 from harness.errors import SpecsuiteError
-from harness.results import load_results
+from harness.results import load_results, session_arms_as_repeats
 from reports.document import ANALYSIS_KEY
 from reports.render import render_report
 
@@ -24,7 +24,7 @@ EXIT_ERROR = 2
 def command_report(results_path: str, out_dir: str) -> int:
     """Render the report; a missing or invalid file, or an unwritable folder, is one error line and exit 2."""
     try:
-        results = load_results(results_path)
+        results = session_arms_as_repeats(load_results(results_path))  # a pytest session's file too
         results[ANALYSIS_KEY] = compare_arms(results)
         written = render_report(results, Path(out_dir))
     except SpecsuiteError as exc:

@@ -316,6 +316,22 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def session_arms_as_repeats(results: dict[str, Any]) -> dict[str, Any]:
+    """A `pytest suites` run writes each arm's single session directly (`arms.<arm>.cases`,
+    `.workloads`); the A/B analysis and the reports read `arms.<arm>.repeats[]`, as `specsuite run`
+    writes it. Return a shallow copy in which every such arm is its own one repeat."""
+    arms = results.get("arms")
+    if not isinstance(arms, dict):
+        return results
+    reshaped = {}
+    for name, arm in arms.items():
+        if isinstance(arm, dict) and "repeats" not in arm and ("cases" in arm or "workloads" in arm):
+            session = {"repeat": 1, "cases": arm.get("cases") or [], "workloads": arm.get("workloads") or {}}
+            arm = {**{k: v for k, v in arm.items() if k not in ("cases", "workloads")}, "repeats": [session]}
+        reshaped[name] = arm
+    return {**results, "arms": reshaped}
+
+
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a JSONL record file. A torn last line (a crash mid-write) is dropped; a bad line elsewhere is an error."""
     target = Path(path)

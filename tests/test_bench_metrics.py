@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.bench.ab import compare_metric, log_sd
+from harness.bench.ab import compare_metric, describe, log_sd
 from harness.bench.client import RequestOutput, _StreamState
 from harness.bench.datasets import (
     BenchRandom,
@@ -269,3 +269,18 @@ def test_run_level_compare_detects_shift_and_equivalence():
     assert equal["equivalent"] and equal["tost_ci"][0] > -0.005 and equal["tost_ci"][1] < 0.005
     assert log_sd([1.0]) is None
     assert compare_metric([1.0], [1.0, 1.1], margin=0.01)["estimate"] is None
+
+
+def test_rank_based_compare_survives_one_disturbed_run():
+    """One slow run (a busy machine) swamps Welch on 0.4%; the rank-based pair still sees it."""
+    rng = np.random.default_rng(11)
+    base = list(3.445 * np.exp(rng.normal(0, 0.0015, 16)))
+    shifted = list(3.459 * np.exp(rng.normal(0, 0.0015, 16)))
+    base[3] *= 1.08  # a disturbed baseline run
+    row = compare_metric(shifted, base, margin=0.005, target_effect=0.004)
+    assert not row["different"], "Welch should be swamped by the outlier in this fixture"
+    assert row["rank_different"] and 0.002 < row["rank_estimate"] < 0.006 and row["rank_ci"][0] > 0
+    same = list(3.445 * np.exp(rng.normal(0, 0.0015, 16)))
+    same[5] *= 1.08
+    assert compare_metric(same, base, margin=0.005)["rank_equivalent"]
+    assert "rank-based: Hodges-Lehmann" in describe("median_tpot_ms", row)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import csv
 import io
 import re
@@ -143,3 +144,21 @@ def test_command_report_renders_and_reports_bad_files_in_one_line(tmp_path: Path
     blocker.write_text("")
     assert command_report(str(REAL), str(blocker / "out")) == 2
     assert capsys.readouterr().err.startswith("specsuite: error: cannot write the report")
+
+
+def test_a_pytest_session_file_feeds_the_report(tmp_path: Path) -> None:
+    """`pytest suites -m perf` writes each arm's one session directly (no `repeats`); the report
+    still draws the ITL ECDF and fills the ITL and tok/s rows from it."""
+    merged = with_workloads(repeats=1)
+    session_shaped = {**merged, "schema_version": 1, "arms": {}}
+    for name, arm in merged["arms"].items():
+        session = arm["repeats"][0]
+        session_shaped["arms"][name] = {"cases": session.get("cases", []), "workloads": session.get("workloads", {})}
+    source = tmp_path / "results.json"
+    source.write_text(json.dumps(session_shaped))
+    out = tmp_path / "report"
+    assert command_report(str(source), str(out)) == 0
+    assert (out / "itl_ecdf.png").exists()
+    text = (out / "report.md").read_text()
+    assert "ITL ECDF: not drawn" not in text
+    assert re.search(r"\| median ITL \| [0-9.]+ ms", text) and re.search(r"\| output throughput \| [0-9.]+ tok/s", text)

@@ -6,7 +6,10 @@ metric is reduced to one value per run (`median_itl_ms`, `median_tpot_ms`, `outp
 ...) and compared on the log scale: Welch's t for the difference (estimate = ratio of geometric
 means - 1, with its 95% interval), TOST within ±margin for equivalence (90% interval), and
 `repeats_needed_for_mde` on the pooled sd of the log run values for the repeats a target effect
-needs. `bench_results_document` wraps session summaries in the merged results shape that
+needs. Beside them, a rank-based pair that one disturbed run cannot swing (a busy machine makes
+a run slower, never faster, so run values have a long one-sided tail): Mann-Whitney for the
+difference and the Hodges-Lehmann shift of log values with its exact interval; its TOST form is
+the 90% interval inside ±margin. `bench_results_document` wraps session summaries in the merged results shape that
 `harness.ab_compare.compare_arms` and `harness.fail_on` read.
 """
 
@@ -20,6 +23,8 @@ import numpy as np
 
 from harness.stats import (
     StatsInputError,
+    hodges_lehmann,
+    mann_whitney,
     repeats_needed_for_mde,
     tost_equivalence,
     welch_ttest,
@@ -58,7 +63,18 @@ def compare_metric(candidate: Sequence[float], baseline: Sequence[float], *, mar
         estimate=diff.estimate, ci=list(diff.ci), p_value=diff.p_value, different=diff.p_value < alpha,
         tost_ci=list(equiv.ci), tost_p_value=equiv.p_value, equivalent=equiv.equivalent,
     )
+    result.update(_rank_based(candidate, baseline, margin, alpha))
     return result
+
+
+def _rank_based(candidate: Sequence[float], baseline: Sequence[float], margin: float, alpha: float) -> dict[str, Any]:
+    """Mann-Whitney p, Hodges-Lehmann relative shift with its 1-alpha and 1-2*alpha intervals."""
+    shift = hodges_lehmann(candidate, baseline, confidence=1 - alpha, relative=True)
+    shift_tost = hodges_lehmann(candidate, baseline, confidence=1 - 2 * alpha, relative=True)
+    p_value = mann_whitney(candidate, baseline).p_value
+    return {"rank_estimate": shift.estimate, "rank_ci": list(shift.ci), "rank_ci_confidence": shift.achieved_confidence,
+            "rank_p_value": p_value, "rank_different": p_value < alpha, "rank_tost_ci": list(shift_tost.ci),
+            "rank_equivalent": -margin < shift_tost.ci[0] and shift_tost.ci[1] < margin}
 
 
 def compare_records(candidate: Sequence[dict[str, Any]], baseline: Sequence[dict[str, Any]], *, margin: float,
@@ -82,9 +98,16 @@ def describe(key: str, row: dict[str, Any]) -> str:
     verdicts = []
     verdicts.append(f"different (p={row['p_value']:.3g})" if row["different"] else f"no difference detected (p={row['p_value']:.3g})")
     verdicts.append(f"equivalent within ±{row['margin']:.2%}" if row["equivalent"] else f"not shown equivalent within ±{row['margin']:.2%}")
-    return (f"{key}: {row['estimate']:+.3%} [95% CI {low:+.3%}, {high:+.3%}], "
+    line = (f"{key}: {row['estimate']:+.3%} [95% CI {low:+.3%}, {high:+.3%}], "
             f"TOST 90% CI [{row['tost_ci'][0]:+.3%}, {row['tost_ci'][1]:+.3%}] -> {'; '.join(verdicts)} "
             f"(n={row['n_candidate']}+{row['n_baseline']}, between-run sd {row['sd_log_between_runs']:.3%})")
+    if row.get("rank_estimate") is not None:
+        rank_low, rank_high = row["rank_ci"]
+        line += (f"\n    rank-based: Hodges-Lehmann {row['rank_estimate']:+.3%} [{row['rank_ci_confidence']:.1%} CI {rank_low:+.3%}, "
+                 f"{rank_high:+.3%}], Mann-Whitney p={row['rank_p_value']:.3g} -> "
+                 f"{'different' if row['rank_different'] else 'no difference detected'}; "
+                 f"{'equivalent' if row['rank_equivalent'] else 'not shown equivalent'} within ±{row['margin']:.2%}")
+    return line
 
 
 def bench_results_document(arms: dict[str, Sequence[dict[str, Any]]], baseline: str) -> dict[str, Any]:
