@@ -54,7 +54,6 @@ from harness.launcher import find_free_port, launch_reference_server  # noqa: E4
 from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process  # noqa: E402  (bench/, next to this script)
 
 
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--levels", default="1,4,16,64,256", help="comma-separated concurrencies")

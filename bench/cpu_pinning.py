@@ -1,6 +1,6 @@
 """Pin the benchmark client and the server under test to separate cores, so neither steals the
 other's core and the scheduler does not migrate them mid-run (a 2-core machine: client on CPU 0,
-server on CPU 1). Linux only; elsewhere the calls do nothing and say so once."""
+server on CPU 1). Linux only; elsewhere the calls do nothing and return False."""
 
 from __future__ import annotations
 

@@ -1,14 +1,15 @@
 """Can the A/B resolve the seed's 0.4% cost? Two reference-server arms that differ only in
 `--step-time-ms`, benchmarked in interleaved repeats, compared on run-level values.
 
-    .venv/bin/python bench/step_time_ab.py                              # 2.56 vs 2.57, then 2.56 vs 2.56
-    .venv/bin/python bench/step_time_ab.py --step-a 25.6 --step-b 25.7  # same 0.4%, emulation dominant
+    .venv/bin/python bench/step_time_ab.py                       # 2.56 vs 2.57, then 2.56 vs 2.56
+    .venv/bin/python bench/step_time_ab.py --step-a 10 --step-b 10.04 --pilot-repeats 4 --max-repeats 16
+                                                                 # the same 0.4% where the step clock holds
 
 Procedure: a pilot of `--pilot-repeats` interleaved runs per arm (a fresh server per run, so the
 between-run spread includes the process) measures the sd of each metric's log run-level values;
 `harness.stats.repeats_needed_for_mde(sd, --target-effect)` gives the runs per arm each metric
 needs to detect the difference (80% power, two-sided alpha 0.05), the metrics in --size-by
-(default median ITL) set the plan, and the script runs the remaining ones (pilot runs count;
+(default TPOT, output throughput and the median chunk gap) set the plan, and the script runs the remaining ones (pilot runs count;
 capped at --max-repeats). Median per-token ITL is by far the noisiest: its samples are
 chunk gaps split g/k, a mixture of clusters at step/k, and the median sits between two
 clusters where every jittered gap moves it; TPOT, output throughput and the median chunk gap
@@ -16,8 +17,9 @@ clusters where every jittered gap moves it; TPOT, output throughput and the medi
 ratio of geometric means - 1 with its 95% CI) and TOST within ±--margin, and beside them the
 rank-based pair (Mann-Whitney, Hodges-Lehmann shift with its exact interval) that one disturbed
 run cannot swing. Then the same for an A–A pair (both arms at --step-a), sized with
-repeats_needed_for_mde(sd, margin). Nothing is pinned: pinning the
-server to one core made its engine and HTTP threads wait for each other (TPOT up 2-4%).
+repeats_needed_for_mde(sd, margin), and Holm across the metrics for each test. Nothing is
+pinned: pinning the server to one core made its engine and HTTP threads wait for each other
+(TPOT up 2-4%).
 
 Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
 prompts, concurrency 1, greedy, one warmup and a flush per run (as the issue's measurement).
@@ -58,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output-len", type=int, default=512)
     parser.add_argument("--pilot-repeats", type=int, default=3)
     parser.add_argument("--max-repeats", type=int, default=12, help="cap on runs per arm (time budget)")
-    parser.add_argument("--size-by", default="median_itl_ms",
+    parser.add_argument("--size-by", default="median_tpot_ms,output_throughput,median_chunk_itl_ms",
                         help="comma-separated metrics whose pilot spread sets the runs per arm (the largest need wins)")
     parser.add_argument("--target-effect", type=float, default=0.004, help="effect to detect, relative (default 0.004)")
     parser.add_argument("--margin", type=float, default=0.005, help="TOST equivalence margin, relative (default 0.005)")

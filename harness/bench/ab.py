@@ -9,8 +9,8 @@ means - 1, with its 95% interval), TOST within ±margin for equivalence (90% int
 needs. Beside them, a rank-based pair that one disturbed run cannot swing (a busy machine makes
 a run slower, never faster, so run values have a long one-sided tail): Mann-Whitney for the
 difference and the Hodges-Lehmann shift of log values with its exact interval; its TOST form is
-the 90% interval inside ±margin. `bench_results_document` wraps session summaries in the merged results shape that
-`harness.ab_compare.compare_arms` and `harness.fail_on` read.
+the 90% interval inside ±margin. `bench_results_document` wraps session summaries in the merged
+results shape that `harness.ab_compare.compare_arms` and `harness.fail_on` read.
 """
 
 from __future__ import annotations
@@ -63,7 +63,10 @@ def compare_metric(candidate: Sequence[float], baseline: Sequence[float], *, mar
         estimate=diff.estimate, ci=list(diff.ci), p_value=diff.p_value, different=diff.p_value < alpha,
         tost_ci=list(equiv.ci), tost_p_value=equiv.p_value, equivalent=equiv.equivalent,
     )
-    result.update(_rank_based(candidate, baseline, margin, alpha))
+    try:
+        result.update(_rank_based(candidate, baseline, margin, alpha))
+    except StatsInputError as exc:
+        result.update(rank_estimate=None, rank_note=str(exc))
     return result
 
 
