@@ -177,11 +177,13 @@ class MisbehavingServer:
             os._exit(3)
         self.crashed = True
         assert self._site is not None and self._runner is not None and self._runner.server is not None
-        await self._site.stop()  # new connections are refused from now on
+        # Abort every open connection before the first await: requests in flight on other
+        # connections must die with the process, not finish while the listener closes.
+        _reset(request)
         for handler in list(self._runner.server.connections):
             if handler.transport is not None:
                 handler.transport.abort()
-        _reset(request)
+        await self._site.stop()  # new connections are refused from now on
 
     # -- routes ----------------------------------------------------------------------------
     def _app(self) -> web.Application:
@@ -218,6 +220,9 @@ class MisbehavingServer:
 
     async def _generate(self, request: web.Request) -> web.StreamResponse:
         payload = await request.json()
+        if self.crashed:  # a request that reached us while the listener was closing
+            _reset(request)
+            return web.Response()
         fault = self._next_fault()
         stream = bool(payload.get("stream"))
         if fault == "slow":
