@@ -51,7 +51,7 @@ from harness.bench.client import (  # noqa: E402
 from harness.bench.datasets import DatasetRow  # noqa: E402
 from harness.launcher import find_free_port, launch_reference_server  # noqa: E402
 
-from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process  # noqa: E402  (bench/, next to this script)
+from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process, pin_this_process  # noqa: E402  (bench/, next to this script)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -194,7 +194,7 @@ def run_bench_serving(python: str, url: str, config, out_file: Path) -> float:
                "--tokenizer", str(ROOT / "fixtures/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, cwd=tempfile.gettempdir(), capture_output=True, timeout=900, check=True,
-                   preexec_fn=lambda: os.sched_setaffinity(0, {CLIENT_CPU}))
+                   preexec_fn=pin_this_process)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
@@ -214,7 +214,7 @@ def bench_serving_level(url: str, config, python: str, tmp: Path) -> dict[str, A
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    os.sched_setaffinity(0, {CLIENT_CPU})
+    pin_this_process(CLIENT_CPU)
     load = os.getloadavg()
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; client on CPU {CLIENT_CPU}, server on CPU {SERVER_CPU}", flush=True)
     levels = [int(x) for x in args.levels.split(",") if x.strip()]

@@ -67,7 +67,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skip-aa", action="store_true", help="skip the A-A equivalence part")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=None, help="write all runs and verdicts here as JSON")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    unknown = [key for key in args.size_by.split(",") if key not in METRICS]
+    if unknown:
+        parser.error(f"--size-by: unknown metric {', '.join(unknown)}; choose from {', '.join(METRICS)}")
+    return args
 
 
 def one_run(step_ms: float, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
