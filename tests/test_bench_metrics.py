@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.bench.ab import compare_metric, describe, log_sd
+from harness.bench.ab import compare_metric, describe, log_sd, robust_log_sd
 from harness.bench.client import RequestOutput, _StreamState
 from harness.bench.datasets import (
     BenchRandom,
@@ -284,3 +284,14 @@ def test_rank_based_compare_survives_one_disturbed_run():
     same[5] *= 1.08
     assert compare_metric(same, base, margin=0.005)["rank_equivalent"]
     assert "rank-based: Hodges-Lehmann" in describe("median_tpot_ms", row)
+
+
+def test_robust_spread_ignores_a_disturbed_run_that_inflates_the_sd():
+    rng = np.random.default_rng(3)
+    base = list(0.8886 * np.exp(rng.normal(0, 0.002, 12)))
+    other = list(0.8921 * np.exp(rng.normal(0, 0.002, 12)))
+    assert robust_log_sd(base, other) == pytest.approx(0.002, rel=0.5)
+    base[2] *= 1.06
+    assert log_sd(base, other) > 0.008  # one slow run quadruples the sd
+    assert robust_log_sd(base, other) < 0.004
+    assert robust_log_sd([1.0]) is None

@@ -43,6 +43,16 @@ def log_sd(*arms: Sequence[float]) -> float | None:
     return math.sqrt(sum(float(np.sum((p - p.mean()) ** 2)) for p in parts) / dof)
 
 
+def robust_log_sd(*arms: Sequence[float]) -> float | None:
+    """The same spread from the median absolute deviation (1.4826 * MAD of log values about each
+    arm's median): what a rank-based comparison sees when a few runs hit a disturbed machine."""
+    parts = [np.log(np.asarray(a, dtype=float)) for a in arms if len(a) >= 2]
+    if not parts:
+        return None
+    deviations = np.concatenate([np.abs(p - np.median(p)) for p in parts])
+    return float(1.4826 * np.median(deviations))
+
+
 def compare_metric(candidate: Sequence[float], baseline: Sequence[float], *, margin: float,
                    alpha: float = 0.05, target_effect: float | None = None) -> dict[str, Any]:
     """Welch (difference), TOST (equivalence within ±margin) and repeats needed, on log run values."""
