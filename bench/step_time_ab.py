@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from harness.bench.ab import compare_records, describe, log_sd, robust_log_sd  # noqa: E402
 from harness.bench.runner import BenchConfig, run_benchmark  # noqa: E402
+from harness.errors import SpecsuiteError  # noqa: E402
 from harness.launcher import launch_reference_server  # noqa: E402
 from harness.server_counters import parse_prometheus  # noqa: E402
 from harness.stats import holm, repeats_needed_for_mde  # noqa: E402
@@ -80,6 +81,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--out", default=None, help="write all runs and verdicts here as JSON")
     args = parser.parse_args(argv)
+    if args.max_clock_slip < 0 or (args.max_reruns is not None and args.max_reruns < 0):
+        parser.error("--max-clock-slip and --max-reruns must not be negative")
     unknown = [key for key in args.size_by.split(",") if key not in METRICS]
     if unknown:
         parser.error(f"--size-by: unknown metric {', '.join(unknown)}; choose from {', '.join(METRICS)}")
@@ -205,9 +208,13 @@ def holm_across_metrics(comparison: dict[str, dict[str, Any]]) -> dict[str, dict
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     log_dir = Path(tempfile.mkdtemp(prefix="step-time-ab-"))
-    results = [experiment("A/B", {"candidate": args.step_b, "baseline": args.step_a}, args.target_effect, args, log_dir)]
-    if not args.skip_aa:
-        results.append(experiment("A/A", {"candidate": args.step_a, "baseline": args.step_a}, args.margin, args, log_dir))
+    try:
+        results = [experiment("A/B", {"candidate": args.step_b, "baseline": args.step_a}, args.target_effect, args, log_dir)]
+        if not args.skip_aa:
+            results.append(experiment("A/A", {"candidate": args.step_a, "baseline": args.step_a}, args.margin, args, log_dir))
+    except (SpecsuiteError, OSError) as exc:  # a server that would not start or answer /metrics
+        print(f"step_time_ab: {exc} (server logs in {log_dir})", file=sys.stderr)
+        return 2
     if args.out:
         Path(args.out).write_text(json.dumps({"args": vars(args), "experiments": results}, indent=2))
         print(f"\nwrote {args.out}")

@@ -51,6 +51,7 @@ def run_one_request(model, step_ms: float, max_new_tokens: int = 24, engine_type
     engine, and whether /flush_cache would be accepted at the finish notification."""
     engine = engine_type(EngineConfig(eos_ids=model.eos_ids, step_time_ms=step_ms), model.target, model.draft, model.decode_text)
     seen: list[tuple[float, int]] = []
+    verifies: list[int] = []  # the published verify count at each notification
     flush_ok_at_finish: list[bool] = []
     done = threading.Event()
     holder: dict[str, EngineRequest] = {}
@@ -58,6 +59,7 @@ def run_one_request(model, step_ms: float, max_new_tokens: int = 24, engine_type
     def notify() -> None:
         request = holder["request"]
         seen.append((time.perf_counter(), len(request.output_ids)))
+        verifies.append(request.verify_ct)
         if request.finish_reason is not None and not done.is_set():
             flush_ok_at_finish.append(engine.flush_spec_statistics())
             done.set()
@@ -70,6 +72,10 @@ def run_one_request(model, step_ms: float, max_new_tokens: int = 24, engine_type
         assert done.wait(timeout=60), "the request did not finish"
     finally:
         engine.stop()
+    # The engine computes ahead; what is visible must never run ahead of the published steps:
+    # the prefill's token plus at most num_draft_tokens per published verify.
+    width = engine.config.num_draft_tokens
+    assert all(n <= 1 + width * v for (_, n), v in zip(seen, verifies)), f"tokens visible ahead of their steps: {seen}, {verifies}"
     return seen, engine, flush_ok_at_finish
 
 
