@@ -262,3 +262,38 @@ def test_min_new_tokens_masks_stop_ids_but_not_stop_strings(sglang_source) -> No
     assert masked[0, model.eos_ids[0]] == 0 and masked[0, words[0]] == 0 and masked[0, words[1]] > 0
     waiting.computed.output_ids.extend(words[:2])
     assert engine._mask_stop_ids([waiting], probs) is probs  # min_new_tokens reached: nothing masked
+
+
+class _SentencePieceServer:
+    """Just enough of a client for the integrity probe's reference: /generate answers the given
+    ids with SGLang's in-context text, /tokenize and /detokenize use the SentencePiece-style
+    tokenizer."""
+
+    def __init__(self, tokenizer: Tokenizer, output: list[int]) -> None:
+        self.tokenizer, self.output = tokenizer, output
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+    def detokenize(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
+
+    def generate(self, payload: dict) -> dict:
+        prompt = self.tokenize(payload["text"])
+        text = decode_in_context(self.tokenizer.decode, prompt[-SGLANG_TEXT_CONTEXT_IDS:], self.output)
+        return {"text": text, "output_ids": list(self.output), "meta_info": {"finish_reason": {"type": "length", "length": len(self.output)}}}
+
+
+def test_integrity_reference_texts_are_decoded_in_context() -> None:
+    """The integrity suite cuts expected texts from the reference's prefix texts: they must be
+    SGLang's in-context texts (detokenizer_manager.py:391), or every stop-id and max_new_tokens
+    case fails against a correct server with a SentencePiece-style tokenizer."""
+    from suites.plugin_integrity import IntegrityProbe
+
+    tokenizer = sentencepiece_style_tokenizer()
+    output = tokenizer.encode(" in 1111 and rebuilt", add_special_tokens=False).ids
+    server = _SentencePieceServer(tokenizer, output)
+    probe = IntegrityProbe(specsuite=None, client=server, recorder=None)
+    reference = probe.reference("The farm was built")
+    assert reference.prefix_texts[len(output)] == reference.text == " in 1111 and rebuilt"
+    assert reference.prefix_texts[1] == " in" and reference.tokens_to_contain(" and") == 5
