@@ -353,7 +353,7 @@ def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[s
         if position < 0:
             continue
         if stop != matched_string:
-            completed_at = _completion_sglang_sees(stop, ids, context)
+            completed_at = stop_seen_at(stop, ids, context)
             if completed_at is None or _list_order_wins(stop, completed_at, ids, finish, requested, context):
                 continue
         problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {shorten(repr(text[max(0, position - 30):position + 30]), 90)}")
@@ -362,7 +362,7 @@ def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[s
     return problems
 
 
-def _completion_sglang_sees(stop: str, ids: list[int], context: IntegrityContext) -> int | None:
+def stop_seen_at(stop: str, ids: list[int], context: IntegrityContext) -> int | None:
     """The id count at which SGLang's stop check first sees `stop`; None when it never does.
 
     SGLang searches the last stop_str_max_len + 1 (+ the step's extra) ids, decoded on their own

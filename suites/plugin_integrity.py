@@ -18,7 +18,7 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.generated_text import text_context
-from harness.integrity import compare_answers, stream_finals
+from harness.integrity import compare_answers, stop_seen_at, stream_finals
 from harness.integrity_wiring import CheckingClient, IntegrityRecorder, checking_client
 
 if TYPE_CHECKING:
@@ -179,6 +179,17 @@ class IntegrityProbe:
                              range(len(ids) + 1))
             self.references[prompt] = Reference(prompt, answer, texts)
         return self.references[prompt]
+
+    def stop_ends_at(self, reference: Reference, stop: str) -> int | None:
+        """The id count at which a request with this stop string ends: the fewest reference ids
+        whose text holds it, when SGLang's stop check can see it there (its tail holds about as
+        many ids as the string encodes to, so a string the model spelled in more ids is never
+        seen, harness.integrity.stop_seen_at); None when it cannot, and a case placed there would
+        only test our guess."""
+        count = reference.tokens_to_contain(stop)
+        if count is None or self.client.context.decode is None or self.client.context.encode is None:
+            return count
+        return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None
 
     def both_ways(self, payload: dict[str, Any]) -> tuple[Any, list[dict[str, Any] | None]]:
         """The non-streamed answer and what the streamed answer adds up to, per result."""
