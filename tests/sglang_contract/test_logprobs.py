@@ -43,7 +43,7 @@ def local_context() -> IntegrityContext:
 
 
 def test_max_new_tokens_zero_sends_one_output_logprob(sglang_source, refserver_url) -> None:
-    """output_streamer.py:611-613 `logprob_end = ... max(len(output_ids_), 1)`: a request that
+    """output_streamer.py:613-615 `logprob_end = ... max(len(output_ids_), 1)`: a request that
     produced no ids still sends the first output logprob entry (the prefill sample, appended by
     logprob_result_processor.py:329-331 before the budget check drops the id), and
     tokenizer_manager.py:2870 sets output_token_logprobs_length to the entries sent. The reference

@@ -101,7 +101,7 @@ def item_of(request: EngineRequest) -> dict:
 def test_text_is_decoded_after_five_prompt_ids(sglang_source) -> None:
     """schedule_batch.py:163 `INIT_INCREMENTAL_DETOKENIZATION_OFFSET = 5`; `init_incremental_detokenize`
     (schedule_batch.py:1788-1806) starts the decode ids that many prompt ids early, and
-    detokenizer_manager.py:391 keeps `read_texts[i][len(surr_texts[i]) :]`: the text those prompt
+    detokenizer_manager.py:393 keeps `read_texts[i][len(surr_texts[i]) :]`: the text those prompt
     ids add nothing to. The harness and the reference server use the same count."""
     source = sglang_source(SCHEDULE_BATCH)
     offset = re.search(r"^INIT_INCREMENTAL_DETOKENIZATION_OFFSET = (\d+)$", source, re.M)
@@ -116,7 +116,7 @@ def test_generated_text_keeps_the_space_a_plain_decode_drops(tokenizer_kind) -> 
     """SentencePiece-style (Metaspace) decoding drops a sequence's first leading space, so
     `/detokenize(output_ids)` is not SGLang's text; decoded after the prompt's last ids it is. The
     harness's reference texts and the reference server's `text` are both built that way; with the
-    byte-level tokenizer the two ways agree (detokenizer_manager.py:391)."""
+    byte-level tokenizer the two ways agree (detokenizer_manager.py:393)."""
     tokenizer = sentencepiece_style_tokenizer() if tokenizer_kind == "sentencepiece-style" else BYTE_LEVEL
     model = reference_model(tokenizer)
     prompt = tokenizer.encode("The farm was built").ids
@@ -137,7 +137,7 @@ def test_generated_text_keeps_the_space_a_plain_decode_drops(tokenizer_kind) -> 
 
 # --------------------------------------------------------------------------- stop strings
 def test_stop_strings_are_checked_in_list_order(sglang_source) -> None:
-    """`_check_str_based_finish` (schedule_batch.py:1913-1928) loops over `stop_strs` in list order
+    """`_check_str_based_finish` (schedule_batch.py:1911-1928) loops over `stop_strs` in list order
     over the step's tail and returns on the first found: two stop strings completing in one
     verify step end on the one listed first, even if the other sits earlier in the text. Over two
     steps the earlier one wins in the earlier step. The reference server does the same, and the
@@ -227,7 +227,7 @@ def test_finish_order_is_stop_string_then_stop_id_then_budget(sglang_source) -> 
 
 
 def test_no_stop_trim_cuts_right_after_the_stop_string(sglang_source) -> None:
-    """`trim_matched_stop` (detokenizer_manager.py:189-212) cuts the text at the matched string's
+    """`trim_matched_stop` (detokenizer_manager.py:194-212) cuts the text at the matched string's
     first occurrence, `output[:end] if no_stop_trim else output[:pos]`: with no_stop_trim the text
     ends exactly where the stop string ends, not where its last token does."""
     trim = function_source(sglang_source(DETOKENIZER), "trim_matched_stop")
@@ -245,7 +245,7 @@ def test_no_stop_trim_cuts_right_after_the_stop_string(sglang_source) -> None:
 def test_min_new_tokens_masks_stop_ids_but_not_stop_strings(sglang_source) -> None:
     """min_new_tokens is a logit penalty on EOS/stop ids while fewer ids were produced
     (sampling/penaltylib/min_new_tokens.py:89-90); neither finish check reads it
-    (schedule_batch.py:1857-1878 and :1913-1928), so a stop string ends the request early."""
+    (schedule_batch.py:1856-1878 and :1911-1928), so a stop string ends the request early."""
     penalty = sglang_source("srt/sampling/penaltylib/min_new_tokens.py")
     assert "mask = self.len_output_tokens < self.min_new_tokens" in penalty and "stop_token_penalties" in penalty
     source = sglang_source(SCHEDULE_BATCH)
@@ -286,7 +286,7 @@ class _SentencePieceServer:
 
 def test_integrity_reference_texts_are_decoded_in_context() -> None:
     """The integrity suite cuts expected texts from the reference's prefix texts: they must be
-    SGLang's in-context texts (detokenizer_manager.py:391), or every stop-id and max_new_tokens
+    SGLang's in-context texts (detokenizer_manager.py:393), or every stop-id and max_new_tokens
     case fails against a correct server with a SentencePiece-style tokenizer."""
     from suites.plugin_integrity import IntegrityProbe
 
