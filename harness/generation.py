@@ -61,8 +61,12 @@ class Generation:
 
     def token_source_mismatch(self) -> list[int]:
         """Positions where `output_ids` and the logprob ids disagree, including every position past
-        the shorter list when the lengths differ. Empty when either source is missing."""
+        the shorter list when the lengths differ. Empty when either source is missing, and for an
+        answer without ids that carries one logprob entry: SGLang sends max(len(output_ids), 1)
+        entries (output_streamer.py), the max_new_tokens 0 case."""
         if self.output_ids is None or self.logprob_ids is None:
+            return []
+        if not self.output_ids and len(self.logprob_ids) <= 1:
             return []
         common = min(len(self.output_ids), len(self.logprob_ids))
         mismatched = [i for i in range(common) if self.output_ids[i] != self.logprob_ids[i]]

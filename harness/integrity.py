@@ -1,12 +1,24 @@
 """Response-integrity checks: pure accounting rules every SGLang `/generate` answer must obey.
 
 Each rule has a name (`CHECKS`) and yields `Violation`s instead of raising, so a workload can record
-them and keep going. The rules follow SGLang 0.5.23 (shared/reference/sglang_api.md §1.3–1.6):
-`output_ids` include the final EOS/stop id while `text` leaves it out; `completion_tokens` counts it;
-a stop string is trimmed from `text` unless `no_stop_trim`; `ignore_eos` also disables
-`stop_token_ids`; a length finish is `{"type": "length", "length": max_new_tokens}`; native streams
-are cumulative (each chunk repeats everything so far) unless the server runs with
+them and keep going. The rules follow SGLang 0.5.23 (shared/reference/sglang_api.md §1.3–1.6 and
+its closing corrections): `output_ids` include the final EOS/stop id while `text` leaves it out;
+`completion_tokens` counts it; a stop string is trimmed from `text`, or with `no_stop_trim` the
+text ends exactly where the stop string ends; `ignore_eos` also disables `stop_token_ids`; a
+length finish is `{"type": "length", "length": max_new_tokens}`; native streams are cumulative
+(each chunk repeats everything so far) unless the server runs with
 `--incremental-streaming-output`, and batch streams carry `index`.
+
+Finish order (schedule_batch.py `Req.update_finish_state`): after each step SGLang tries the stop
+strings (in list order), then the stop ids, then the length budget, so a length finish never
+leaves a stop string SGLang could see, or a stop id, in the answer. With speculation one step
+accepts several ids: when two stop strings complete in it the one listed first wins even if the
+other sits earlier in the text. That is SGLang's rule, not a violation (the integrity suite
+reports it as a spec/non-spec divergence).
+
+`max_new_tokens: 0` with logprobs: SGLang sends the logprob list up to `max(len(output_ids), 1)`
+(output_streamer.py), so an answer with no ids may carry one output logprob entry (the id prefill
+sampled, or 0 on the prefill-only path); `output_token_logprobs_length` counts the entries.
 
 Retokenization tolerance ("close"): the text is re-encoded without special tokens and compared with
 the ids that produce it — `output_ids` without a trailing matched stop id, and without the ids
@@ -76,8 +88,8 @@ class IntegrityContext:
     """What the checks need to know about the server and its tokenizer.
 
     `encode` re-encodes text without adding special tokens (None disables `retokenize`); `decode`
-    turns ids into text, skipping special tokens when asked (None: a stop string completed by the
-    last budgeted token cannot be told apart and counts as a violation); `skipped_ids` are the ids
+    turns ids into text, skipping special tokens when asked (None: whether SGLang's stop check could
+    see a stop string left in the text cannot be told, and it counts as a violation); `skipped_ids` are the ids
     `skip_special_tokens` removes from text; `num_draft_tokens` is the server's
     speculative_num_draft_tokens (None or < 2: spec off, the drafted-count formula is skipped).
     """
@@ -205,12 +217,16 @@ def _completion_tokens(ids: list[int], meta: dict[str, Any]) -> list[str]:
 
 
 def _logprob_alignment(ids: list[int], meta: dict[str, Any]) -> list[str]:
+    """One output logprob entry per id, with the same ids; an answer without ids may carry one
+    entry (SGLang sends up to max(len(output_ids), 1): the max_new_tokens 0 case), whose id is
+    not an output id and is not compared."""
     problems = []
+    allowed = {len(ids)} if ids else {0, 1}
     triples = meta.get("output_token_logprobs")
     if triples is not None:
         if not isinstance(triples, list):
             return [f"output_token_logprobs is {type(triples).__name__}, not a list"]
-        if len(triples) != len(ids):
+        if len(triples) not in allowed:
             problems.append(f"{len(triples)} output logprobs for {len(ids)} output ids")
         logprob_ids = [t[1] if isinstance(t, list) and len(t) >= 2 else None for t in triples]
         differ = [p for p, (a, b) in enumerate(zip(ids, logprob_ids)) if a != b]
@@ -218,10 +234,13 @@ def _logprob_alignment(ids: list[int], meta: dict[str, Any]) -> list[str]:
             p = differ[0]
             problems.append(f"logprob ids differ from output_ids at {len(differ)} positions, first {p}: {logprob_ids[p]!r} vs {ids[p]}")
     length = meta.get("output_token_logprobs_length")
-    if length is not None and length != len(ids):
-        problems.append(f"output_token_logprobs_length is {length!r} for {len(ids)} output ids")
+    # tokenizer_manager.py: output_token_logprobs_length = len(output_token_logprobs)
+    expected_length = len(triples) if isinstance(triples, list) else None
+    if length is not None and (length != expected_length if expected_length is not None else length not in allowed):
+        problems.append(f"output_token_logprobs_length is {length!r} for {len(ids)} output ids"
+                        + (f" and {expected_length} output logprobs" if expected_length is not None else ""))
     tops = meta.get("output_top_logprobs")
-    if isinstance(tops, list) and len(tops) != len(ids):
+    if isinstance(tops, list) and len(tops) not in allowed:
         problems.append(f"{len(tops)} output_top_logprobs entries for {len(ids)} output ids")
     return problems
 
@@ -267,7 +286,17 @@ def _stop_ids(params: dict[str, Any], context: IntegrityContext) -> set[int]:
     return set(context.eos_ids) | {i for i in listed if isinstance(i, int)}
 
 
+def _step_span(context: IntegrityContext) -> int:
+    """How many ids one step can add: num_draft_tokens with speculation, else 1."""
+    k = context.num_draft_tokens
+    return k if k is not None and k > 1 else 1
+
+
 def _stop_token(ids: list[int], meta: dict[str, Any], params: dict[str, Any], context: IntegrityContext) -> list[str]:
+    """SGLang's token check (schedule_batch.py `_check_token_based_finish`) finishes on the first
+    stop id of a step whatever min_new_tokens says (min_new_tokens only masks their logits), and it
+    runs before the length budget. Only a stop string found in the same step wins over it (that
+    check runs first), so with stop strings requested a stop id may sit inside the last step."""
     finish = meta.get("finish_reason") if isinstance(meta.get("finish_reason"), dict) else {}
     matched = finish.get("matched")
     on_id = finish.get("type") == "stop" and isinstance(matched, int) and not isinstance(matched, bool)
@@ -281,11 +310,14 @@ def _stop_token(ids: list[int], meta: dict[str, Any], params: dict[str, Any], co
             problems.append(f"stop finish matched id {matched} but output_ids end {_tail(ids)}{extra}")
     if not params.get("ignore_eos"):
         stop_ids = _stop_ids(params, context)
-        min_new = params.get("min_new_tokens") if isinstance(params.get("min_new_tokens"), int) else 0
-        early = [p for p, token in enumerate(ids[:-1]) if token in stop_ids and p + 1 > min_new]
+        string_may_win = bool(stop_strings(params)) and (finish.get("type") == "length" or isinstance(matched, str))
+        last_step_from = len(ids) - _step_span(context) if string_may_win else len(ids)
+        early = [p for p, token in enumerate(ids[:-1]) if token in stop_ids and p < last_step_from]
         if early:
             p = early[0]
             problems.append(f"EOS/stop id {ids[p]} at position {p} but generation went on for {len(ids) - 1 - p} more ids")
+        if finish.get("type") == "length" and ids and ids[-1] in stop_ids and not string_may_win:
+            problems.append(f"length finish although the last id {ids[-1]} is an EOS/stop id: SGLang checks stop ids before the budget")
     return problems
 
 
@@ -297,28 +329,67 @@ def stop_strings(params: dict[str, Any]) -> list[str]:
 
 
 def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[str, Any], context: IntegrityContext) -> list[str]:
-    if not isinstance(text, str) or params.get("no_stop_trim"):
+    """No requested stop string that SGLang would have seen is left in the text, and with
+    no_stop_trim the text ends right after the matched one (detokenizer_manager.py
+    `trim_matched_stop` cuts at its first occurrence, `output[:end]` or `output[:pos]`)."""
+    if not isinstance(text, str):
         return []
     finish = meta.get("finish_reason") if isinstance(meta.get("finish_reason"), dict) else {}
-    problems = []
-    for stop in stop_strings(params):
-        position = text.find(stop)
-        if position >= 0 and not _completed_by_last_budgeted_id(stop, ids, finish, params, context):
-            problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {shorten(repr(text[max(0, position - 30):position + 30]), 90)}")
     matched = finish.get("matched")
     requested = stop_strings(params)
+    matched_string = matched if finish.get("type") == "stop" and isinstance(matched, str) and matched in requested else None
+    problems = []
+    body = text
+    if params.get("no_stop_trim") and matched_string is not None:
+        position = text.find(matched_string)
+        if position >= 0:
+            body = text[:position]
+            extra = len(text) - position - len(matched_string)
+            if extra:
+                problems.append(f"no_stop_trim: the text goes on {extra} chars past the matched stop string {matched_string!r} "
+                                f"at char {position}: {shorten(repr(text[position:position + 40]), 60)}")
+    for stop in requested:
+        position = body.find(stop)
+        if position < 0:
+            continue
+        if stop != matched_string:
+            completed_at = stop_seen_at(stop, ids, context)
+            if completed_at is None or _list_order_wins(stop, completed_at, ids, finish, requested, context):
+                continue
+        problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {shorten(repr(text[max(0, position - 30):position + 30]), 90)}")
     if finish.get("type") == "stop" and isinstance(matched, str) and matched != NAN_FINISH and not params.get("stop_regex") and matched not in requested:
         problems.append(f"stop finish matched {matched!r}, which is not a requested stop string {requested!r}")
     return problems
 
 
-def _completed_by_last_budgeted_id(stop: str, ids: list[int], finish: dict[str, Any], params: dict[str, Any], context: IntegrityContext) -> bool:
-    """SGLang checks the budget before stop strings: when the last budgeted id completes a stop
-    string, the finish is length and the string stays in the text. That tie is allowed; a stop
-    string that was complete before the last id is not."""
-    if finish.get("type") != "length" or context.decode is None or not ids:
+def stop_seen_at(stop: str, ids: list[int], context: IntegrityContext) -> int | None:
+    """The id count at which SGLang's stop check first sees `stop`; None when it never does.
+
+    SGLang searches the last stop_str_max_len + 1 (+ the step's extra) ids, decoded on their own
+    WITH special tokens (schedule_batch.py `tail_str`, `_stop_match_tail_len`; stop_str_max_len is
+    the longest stop's id count, sampling_params.py `normalize`). A stop string spread over more ids
+    than that (a non-canonical split), or one that only shows once special tokens are skipped, is
+    never seen, and SGLang generates on. Without a tokenizer: assumed seen at the last id."""
+    if context.decode is None or context.encode is None:
+        return len(ids)
+    window = len(context.encode(stop)) + 1
+    for count in range(1, len(ids) + 1):
+        if stop in context.decode(ids[max(0, count - window):count], False):
+            return count
+    return None
+
+
+def _list_order_wins(stop: str, completed_at: int, ids: list[int], finish: dict[str, Any], requested: list[str], context: IntegrityContext) -> bool:
+    """SGLang checks stop strings in list order over the step's new ids (schedule_batch.py
+    `_check_str_based_finish`): `stop` may stay in the text when it completed in the last step and
+    a stop string listed before it won that step (a stop finish on it, or a length finish when it
+    lay past the budget, `_cap_finished_len_at_max_new_tokens`)."""
+    if completed_at <= len(ids) - _step_span(context):
         return False
-    return stop not in context.decode(ids[:-1], bool(params.get("skip_special_tokens", True)))
+    earlier = requested[: requested.index(stop)]
+    if finish.get("type") == "stop":
+        return finish.get("matched") in earlier
+    return finish.get("type") == "length" and bool(earlier)
 
 
 def _spec_counts(meta: dict[str, Any], context: IntegrityContext) -> list[str]:

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.integrity import compare_answers, stream_finals
+from harness.generated_text import text_context
+from harness.integrity import compare_answers, stop_seen_at, stream_finals
 from harness.integrity_wiring import CheckingClient, IntegrityRecorder, checking_client
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ AUDIT_TEST = "test_every_answer_in_the_session_passed_integrity"
 REFERENCE_MODEL_TYPE = "specsuite_ngram"  # fixtures/refserver: always honours sampling_seed
 REFERENCE_LENGTH = 64
 WORKERS = 8
+MAX_DIVERGENCES_KEPT = 20
 
 # T=0 prompts that invite long, repetitive continuations (long accepted blocks under speculation).
 REPETITIVE_PROMPTS = (
@@ -110,7 +112,8 @@ def integrity_probe(specsuite: SpecsuiteSession, integrity_recorder: IntegrityRe
 
 @dataclass
 class Reference:
-    """A prompt's T=0 answer and the text of every prefix of its ids (prefix_texts[i]: ids[:i])."""
+    """A prompt's T=0 answer and the text of every prefix of its ids (prefix_texts[i]: ids[:i]),
+    decoded as SGLang decodes `text`: after the prompt's last few ids (harness.generated_text)."""
 
     prompt: str
     answer: dict[str, Any]
@@ -168,9 +171,25 @@ class IntegrityProbe:
         if prompt not in self.references:
             answer = self.client.generate(greedy_payload(prompt, REFERENCE_LENGTH))
             ids = answer["output_ids"]
-            texts = self.map(lambda count: self.client.detokenize(ids[:count], skip_special_tokens=True), range(len(ids) + 1))
+            # SGLang's text is decoded in context; /detokenize of the ids alone can differ (a
+            # SentencePiece tokenizer drops the first word's space), so decode with the context.
+            context = text_context(self.client.tokenize(prompt))
+            shown = len(self.client.detokenize(context, skip_special_tokens=True)) if context else 0
+            texts = self.map(lambda count: self.client.detokenize([*context, *ids[:count]], skip_special_tokens=True)[shown:],
+                             range(len(ids) + 1))
             self.references[prompt] = Reference(prompt, answer, texts)
         return self.references[prompt]
+
+    def stop_ends_at(self, reference: Reference, stop: str) -> int | None:
+        """The id count at which a request with this stop string ends: the fewest reference ids
+        whose text holds it, when SGLang's stop check can see it there (its tail holds about as
+        many ids as the string encodes to, so a string the model spelled in more ids is never
+        seen, harness.integrity.stop_seen_at); None when it cannot, and a case placed there would
+        only test our guess."""
+        count = reference.tokens_to_contain(stop)
+        if count is None or self.client.context.decode is None or self.client.context.encode is None:
+            return count
+        return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None
 
     def both_ways(self, payload: dict[str, Any]) -> tuple[Any, list[dict[str, Any] | None]]:
         """The non-streamed answer and what the streamed answer adds up to, per result."""
@@ -182,10 +201,15 @@ class IntegrityProbe:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             return list(pool.map(function, values))
 
-    def record(self, name: str, cases: int, failures: list[str]) -> None:
-        """Store a test's outcome under workloads.integrity.tests and rewrite results.json."""
-        tests = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})["tests"]
-        tests[name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+    def record(self, name: str, cases: int, failures: list[str], divergences: list[str] | None = None) -> None:
+        """Store a test's outcome under workloads.integrity.tests and rewrite results.json.
+        `divergences`: answers that follow SGLang's rule where a non-speculative run would answer
+        otherwise (a finding, not a failure); also listed under workloads.integrity.divergences."""
+        integrity = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})
+        integrity["tests"][name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+        if divergences:
+            integrity["tests"][name]["divergences"] = len(divergences)
+            integrity.setdefault("divergences", {})[name] = divergences[:MAX_DIVERGENCES_KEPT]
         self.specsuite.workloads["integrity_checks"] = self.recorder.to_dict()
         self.specsuite.write_results("running")
 

@@ -265,6 +265,14 @@ def test_scan_generation_reports_token_source_mismatch():
     assert result.total == 3
 
 
+def test_max_new_tokens_zero_logprob_entry_is_no_token_source_mismatch():
+    """SGLang answers max_new_tokens 0 with no ids and one logprob entry (output_streamer.py
+    `max(len(output_ids_), 1)`): not a mismatch; two entries, or one beside real ids, still are."""
+    assert scan_generation(make_generation("", [], logprob_ids=[517]), VOCAB).results["token_source_mismatch"].count == 0
+    assert scan_generation(make_generation("", [], logprob_ids=[517, 5]), VOCAB).results["token_source_mismatch"].count == 2
+    assert scan_generation(make_generation("ab", [5], logprob_ids=[5, 9]), VOCAB).results["token_source_mismatch"].count == 1
+
+
 def test_scan_generation_text_only_record_skips_id_detectors():
     gen = make_generation("a!b", None, completion_tokens=3)
     results = scan_generation(gen, VOCAB).results

@@ -103,13 +103,56 @@ def test_ids_after_eos_fire_the_stop_token_rule():
     assert any(f"EOS/stop id {EOS} at position {len(IDS)} but generation went on for 2 more ids" in v.message for v in found)
 
 
-def test_eos_mid_answer_is_allowed_under_ignore_eos_and_min_new_tokens():
+def test_eos_mid_answer_is_allowed_under_ignore_eos_only():
+    """min_new_tokens only masks stop-id logits in SGLang: a stop id that does appear finishes the
+    request (schedule_batch.py `_check_token_based_finish` ignores min_new_tokens)."""
     ids = IDS[:3] + [EOS] + IDS[3:6]
     length = {"type": "length", "length": len(ids)}
     text = TOKENIZER.decode(ids, True)
     assert "stop_token" in fired(check_response(item(max_new_tokens=len(ids)), answer(ids, text, length), CONTEXT))
     assert check_response(item(max_new_tokens=len(ids), ignore_eos=True), answer(ids, text, length), CONTEXT) == []
-    assert check_response(item(max_new_tokens=len(ids), min_new_tokens=4), answer(ids, text, length), CONTEXT) == []
+    assert "stop_token" in fired(check_response(item(max_new_tokens=len(ids), min_new_tokens=4), answer(ids, text, length), CONTEXT))
+
+
+def test_length_finish_on_a_stop_id_is_a_violation():
+    """SGLang checks stop ids before the budget: an EOS as the last budgeted id is a stop finish."""
+    ids = IDS[:5] + [EOS]
+    text = TOKENIZER.decode(ids, True)
+    found = check_response(item(max_new_tokens=len(ids)), answer(ids, text, {"type": "length", "length": len(ids)}), CONTEXT)
+    assert fired(found) == {"stop_token"}
+    assert "SGLang checks stop ids before the budget" in found[0].message
+    assert check_response(item(max_new_tokens=len(ids), ignore_eos=True), answer(ids, text, {"type": "length", "length": len(ids)}), CONTEXT) == []
+
+
+def test_stop_id_inside_the_last_step_is_allowed_when_a_stop_string_won():
+    """A stop string found in the same verify step beats an EOS accepted before it (the string
+    check runs first); an EOS in an earlier step is still a violation."""
+    stop = TOKENIZER.decode(IDS[4:6], True)
+    ids = IDS[:3] + [EOS] + IDS[3:6]
+    text = TOKENIZER.decode(ids, True)
+    cut = text[: text.index(stop)]
+    finish = {"type": "stop", "matched": stop}
+    assert check_response(item(stop=[stop]), answer(ids, cut, finish), CONTEXT) == []
+    spec_off = IntegrityContext(**{**CONTEXT.__dict__, "num_draft_tokens": None})
+    assert "stop_token" in fired(check_response(item(stop=[stop]), answer(ids, cut, finish), spec_off))
+
+
+def test_max_new_tokens_zero_may_carry_one_output_logprob():
+    """max_new_tokens 0: SGLang answers no ids but one output logprob entry (output_streamer.py
+    `logprob_end = max(len(output_ids_), 1)`); its id is the prefill sample, not an output id."""
+    meta = {"output_token_logprobs": [[-1.25, 517, None]], "output_token_logprobs_length": 1,
+            "output_top_logprobs": [[[-1.25, 517, None]]]}
+    zero = answer([], "", {"type": "length", "length": 0}, **meta)
+    assert check_response(item(max_new_tokens=0), zero, CONTEXT) == []
+    none = answer([], "", {"type": "length", "length": 0}, output_top_logprobs=[])
+    assert check_response(item(max_new_tokens=0), none, CONTEXT) == []
+    two = answer([], "", {"type": "length", "length": 0}, output_token_logprobs=[[-1.0, 5, None]] * 2, output_token_logprobs_length=2)
+    assert "logprob_alignment" in fired(check_response(item(max_new_tokens=0), two, CONTEXT))
+    miscounted = answer([], "", {"type": "length", "length": 0}, **{**meta, "output_token_logprobs_length": 0})
+    assert any("output_token_logprobs_length is 0" in v.message for v in check_response(item(max_new_tokens=0), miscounted, CONTEXT))
+    extra = answer(IDS[:2], TOKENIZER.decode(IDS[:2], True), {"type": "length", "length": 2})
+    extra["meta_info"]["output_token_logprobs"].append([-1.0, 5, None])
+    assert "logprob_alignment" in fired(check_response(item(max_new_tokens=2), extra, CONTEXT))
 
 
 def test_stop_on_an_id_under_ignore_eos_is_a_violation():
@@ -139,16 +182,60 @@ def test_stop_string_left_in_text():
     found = check_response(item(stop=[" and"]), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), CONTEXT)
     assert fired(found) == {"stop_string"}
     assert "' and' is in the text at char" in found[0].message
-    assert check_response(item(stop=[" and"], no_stop_trim=True), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), CONTEXT) == []
+    # no_stop_trim keeps the matched string, it does not disable stop strings
+    kept = check_response(item(stop=[" and"], no_stop_trim=True), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), CONTEXT)
+    assert fired(kept) == {"stop_string"}
 
 
-def test_stop_string_completed_by_the_last_budgeted_token_is_allowed():
-    """SGLang checks the budget first: the last budgeted id may complete a stop string (length finish)."""
+def test_stop_string_completed_by_the_last_budgeted_token_is_a_violation():
+    """SGLang checks stop strings before the budget: the last budgeted id completing a stop string
+    gives a stop finish, so a length finish with the string in the text is wrong."""
     last_word = TOKENIZER.decode(IDS[-2:], True)  # " later." — completed only by the final id
     tie = check_response(item(stop=[last_word], max_new_tokens=len(IDS)), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), CONTEXT)
-    assert tie == []
+    assert fired(tie) == {"stop_string"}
     no_decode = IntegrityContext(**{**CONTEXT.__dict__, "decode": None})
     assert "stop_string" in fired(check_response(item(stop=[last_word]), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), no_decode))
+
+
+def test_no_stop_trim_text_ends_exactly_at_the_stop_string():
+    """no_stop_trim: the text is cut right after the matched string (detokenizer_manager.py
+    `trim_matched_stop`), not after the whole last token or further."""
+    cut = TEXT.index(" and") + len(" and")
+    ids = TOKENIZER.encode(TEXT[:cut])
+    finish = {"type": "stop", "matched": " and"}
+    assert check_response(item(stop=[" and"], no_stop_trim=True), answer(ids, TEXT[:cut], finish), CONTEXT) == []
+    found = check_response(item(stop=[" and"], no_stop_trim=True), answer(ids, TEXT[: cut + 3], finish), CONTEXT)
+    assert fired(found) == {"stop_string"}
+    assert "goes on 3 chars past the matched stop string" in found[0].message
+
+
+def test_stop_string_sglang_cannot_see_is_not_a_violation():
+    """SGLang searches the last stop-length + 1 ids decoded with special tokens: a stop string
+    spread over more ids (a non-canonical split) is never seen and generation goes on."""
+    word = " rebuilt"
+    split = [TOKENIZER.encode(ch)[0] for ch in word]  # one id per character
+    assert len(TOKENIZER.encode(word)) + 1 < len(split)
+    ids = IDS[:3] + split + IDS[3:6]
+    text = TOKENIZER.decode(ids, True)
+    length = {"type": "length", "length": len(ids)}
+    assert "stop_string" not in fired(check_response(item(stop=[word], max_new_tokens=len(ids)), answer(ids, text, length), CONTEXT))
+    canonical = IDS[:3] + TOKENIZER.encode(word) + IDS[3:6]
+    assert "stop_string" in fired(check_response(item(stop=[word], max_new_tokens=len(canonical)),
+                                                 answer(canonical, TOKENIZER.decode(canonical, True), {"type": "length", "length": len(canonical)}), CONTEXT))
+
+
+def test_list_order_within_the_last_step_is_not_a_violation():
+    """Two stop strings completing in one verify step: SGLang takes the one listed first, even if
+    the other sits earlier in the text. Outside the last step, the earlier one must have won."""
+    early, late = TOKENIZER.decode(IDS[1:3], True), TOKENIZER.decode(IDS[4:6], True)
+    ids = IDS[:6]
+    full = TOKENIZER.decode(ids, True)
+    text = full[: full.index(late)]
+    finish = {"type": "stop", "matched": late}
+    assert check_response(item(stop=[late, early]), answer(ids, text, finish), CONTEXT) == []
+    assert "stop_string" in fired(check_response(item(stop=[early, late]), answer(ids, text, finish), CONTEXT))
+    spec_off = IntegrityContext(**{**CONTEXT.__dict__, "num_draft_tokens": None})
+    assert "stop_string" in fired(check_response(item(stop=[late, early]), answer(ids, text, finish), spec_off))
 
 
 def test_matched_stop_string_must_be_requested():
