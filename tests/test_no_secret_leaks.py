@@ -86,6 +86,10 @@ def test_no_output_of_a_real_run_contains_the_key(tmp_path):
     session = json.loads((results / next(p for p in produced if p.endswith("sessions/keyed-r1/results.json"))).read_text())
     assert session["warnings"] == []  # every flush went through: the admin key was sent and accepted
     assert session["server_under_test"]["reference_emulation"] is True
+    # The launched arm is the reference server: summary.md and the report say so on their first line.
+    for written in ("summary.md", "report/report.md"):
+        first = (results / next(p for p in produced if p.endswith(written))).read_text().splitlines()[0]
+        assert first.startswith("**Server under test: the reference emulation**"), (written, first)
 
     assert leaking_files(results) == {}
     assert leaks_in(junit.read_bytes()) == []
