@@ -173,3 +173,17 @@ def test_a_flush_refused_with_400_is_retried_then_reported(recorder) -> None:
         outcome = flush_before_measurement(client, retry_s=0.35)
     assert not outcome.flushed and "HTTP 400" in outcome.reason and "requests running or waiting" in outcome.reason
     assert len(handler.seen) >= 3  # retried, not given up at once
+
+
+def test_gsm8k_without_the_admin_key_warns_and_goes_on(keyed) -> None:
+    """Before: the 401 on /flush_cache ended the GSM8K run before its first question."""
+    from harness.gsm8k_workload import run_gsm8k_on_server
+    from harness.workloads.gsm8k import load_gsm8k
+
+    vocab = load_vocab_info(str(_model_dir()))
+    with SGLangClient(keyed.base_url, api_key=API_KEY) as client:
+        result = run_gsm8k_on_server(client, vocab, load_gsm8k("synthetic"), temperature=0.0, num_questions=2, num_shots=1,
+                                     parallel=2)
+    assert result["n_answered"] == 2 and result["accept_length"]["server"] is None
+    assert len(result["warnings"]) == 1 and "GSM8K t=0" in result["warnings"][0]
+    assert "server-wide accept length after flush not measured" in result["warnings"][0]
