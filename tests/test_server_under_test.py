@@ -41,7 +41,8 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_the_embedded_default_says_so_in_header_summary_and_results(pytester) -> None:
-    result = _run(pytester, SUITES, *ONE_CHECK, "--run-id", "embedded")
+    junit = pytester.path / "junit.xml"
+    result = _run(pytester, SUITES, *ONE_CHECK, "--run-id", "embedded", f"--junitxml={junit}")
     lines = result.stdout.lines
     assert result.ret == 0, result.stdout.str()[-2000:]
     header = next(line for line in lines if line.startswith("specsuite "))
@@ -56,6 +57,9 @@ def test_the_embedded_default_says_so_in_header_summary_and_results(pytester) ->
     assert under_test["source"] == "embedded-reference"
     assert results["arms"]["fix"]["server_under_test"] == under_test
     assert server_under_test_line(results).startswith("**Server under test: the embedded reference emulation**")
+    xml = junit.read_text()
+    assert '<property name="specsuite.embedded_reference" value="True"' in xml
+    assert '<property name="specsuite.reference_emulation" value="True"' in xml
 
 
 @pytest.fixture(scope="module")
