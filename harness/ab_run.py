@@ -24,6 +24,8 @@ from harness.results import RunDirectory, load_results
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SUITES_DIR = REPO_ROOT / "suites"
 SESSION_TIMEOUT_S = 3 * 3600
+# What each session reports about its arm once; kept at arm level in the merged results.
+PER_ARM_KEYS = ("identity", "vocab", "server_under_test")
 
 
 @dataclass(frozen=True)
@@ -76,10 +78,10 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
         entry = _session_entry(sessions_dir / f"{arm.name}-r{repeat}", arm, repeat, plan.seed + repeat - 1, exit_code, log_path)
         entry["wall_time_s"] = time.perf_counter() - started
         arm_entry = merged["arms"].setdefault(arm.name, {"spec": _arm_description(arm), "repeats": []})
-        for key in ("identity", "vocab"):
+        for key in PER_ARM_KEYS:
             if entry.get(key) and key not in arm_entry:
                 arm_entry[key] = entry[key]
-        arm_entry["repeats"].append({k: v for k, v in entry.items() if k not in ("identity", "vocab")})
+        arm_entry["repeats"].append({k: v for k, v in entry.items() if k not in PER_ARM_KEYS})
         run_dir.write_results(merged)
         on_progress(f"[{index}/{len(schedule)}] {label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
         bar.update(1)
@@ -104,6 +106,7 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     session = load_results(results_file)
     arm_data = (session.get("arms") or {}).get(arm.name, {})
     entry.update({"cases": arm_data.get("cases", []), "identity": arm_data.get("identity"), "vocab": arm_data.get("vocab"),
+                  "server_under_test": arm_data.get("server_under_test"), "warnings": session.get("warnings") or [],
                   "workloads": arm_data.get("workloads", {}), "session_status": session.get("status")})
     return entry
 

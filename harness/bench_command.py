@@ -39,6 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                         help="extra flag for the embedded reference server, e.g. --reference-arg=--step-time-ms=2.56 (repeatable)")
     server.add_argument("--results-dir", default="specsuite-results", help="folder for the JSONL and server logs (default ./specsuite-results)")
     server.add_argument("--output-file", default=None, help="JSONL file to append to (default: bench_serving's name in --results-dir)")
+    server.add_argument("--require-server-url", action="store_true",
+                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
     add_bench_arguments(bench)
 
 
@@ -62,10 +64,17 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add("--request-rate", type=float, default=math.inf, help="Poisson arrivals per second (default inf: all at once)")
     add("--max-concurrency", type=int, default=None)
     add("--warmup-requests", "--warmup", dest="warmup_requests", type=int, default=1)
-    add("--flush-cache", action="store_true", help="POST /flush_cache after warmup (resets the server's accept-length counters)")
+    add("--flush-cache", action="store_true",
+        help="POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY when set. "
+             "A refused flush is a warning and leaves accept_length out")
     add("--seed", type=int, default=42)
-    add("--temperature", type=float, default=0.0)
-    add("--top-p", type=float, default=1.0)
+    add("--temperature", type=float, default=0.0,
+        help="native backend only, as in bench_serving: the OpenAI backends send temperature 0.0 (see --oai-sampling)")
+    add("--top-p", type=float, default=1.0,
+        help="native backend only, sent when below 1, as in bench_serving: the OpenAI backends send no top_p (see --oai-sampling)")
+    add("--oai-sampling", action="store_true",
+        help="specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
+             "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)")
     add("--disable-ignore-eos", action="store_true")
     add("--extra-request-body", default=None, metavar="JSON", help="merged into every request body (top level)")
     add("--keep-alive", action="store_true", help="share keep-alive connections (default: a new connection per request, as bench_serving)")
@@ -74,7 +83,7 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add("--disable-tqdm", action="store_true")
 
 
-def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None):
+def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):
     """A BenchConfig from parsed flags."""
     from harness.bench.runner import BenchConfig
 
@@ -93,7 +102,8 @@ def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | Non
         sharegpt_output_len=args.sharegpt_output_len, sharegpt_context_len=args.sharegpt_context_len, request_rate=args.request_rate,
         max_concurrency=args.max_concurrency, warmup_requests=args.warmup_requests, flush_cache=args.flush_cache, seed=args.seed,
         temperature=args.temperature, top_p=args.top_p, ignore_eos=not args.disable_ignore_eos, extra_request_body=extra,
-        keep_alive=args.keep_alive, api_key=api_key, tag=args.tag, output_details=args.output_details,
+        oai_sampling=args.oai_sampling,
+        keep_alive=args.keep_alive, api_key=api_key, admin_api_key=admin_api_key, tag=args.tag, output_details=args.output_details,
     )
 
 
@@ -111,14 +121,18 @@ def run(args: argparse.Namespace) -> int:
     from harness.bench.record import format_table
     from harness.bench.runner import run_benchmark
     from harness.launcher import LaunchedServer, launch_reference_server
-    from harness.secrets import load_api_key
-    from harness.server_session import launch_url
+    from harness.secrets import load_admin_api_key, load_api_key
+    from harness.server_session import (SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given,
+                                        describe_server_under_test, launch_url)
 
+    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
     api_key = load_api_key()
+    admin_api_key = load_admin_api_key()
     output = Path(args.output_file) if args.output_file else default_output_file(args)
     log_dir = Path(args.results_dir)
     launched = None
     url = args.server_url
+    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if args.launch else SOURCE_EMBEDDED
     if url is None and args.launch:
         url = launch_url(args.launch, args.launch_url)
         launched = LaunchedServer(args.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=600.0, api_key=api_key).start()
@@ -126,11 +140,13 @@ def run(args: argparse.Namespace) -> int:
         launched = launch_reference_server(args.reference_arm, log_dir=log_dir, extra_args=args.reference_arg, api_key=api_key)
         url = launched.base_url
     try:
-        config = config_from_args(args, url, api_key)
-        record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output))
+        config = config_from_args(args, url, api_key, admin_api_key)
+        record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output),
+                               server_under_test={"embedded_reference": source == SOURCE_EMBEDDED, "source": source})
     finally:
         if launched is not None:
             launched.stop()
     print(format_table(record))
     print(f"specsuite: appended the result to {output}")
+    print(f"specsuite: {describe_server_under_test(record['server_under_test'])}")
     return EXIT_OK if record["failed"] == 0 else EXIT_REQUESTS_FAILED

@@ -45,6 +45,8 @@ def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--fail-on", default=None, metavar="RULES",
                      help="exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%%,gsm8k_accuracy:-2pt")
     run.add_argument("--no-report", action="store_true", help="skip rendering report.md/report.html/PNGs")
+    run.add_argument("--require-server-url", action="store_true",
+                     help="refuse the embedded reference arms when no --server-url/--baseline-url/--arm is given; --profile nightly implies it")
 
 
 def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -62,6 +64,8 @@ def _add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
     parser.add_argument("--vocab-size", type=int, default=None, help="the model's vocab_size; overrides config.json")
     parser.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
+    parser.add_argument("--require-server-url", action="store_true",
+                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
 
 
 def _add_gsm8k_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -100,23 +104,31 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.fail_on import evaluate_fail_on, parse_fail_on
     from harness.launcher import find_free_port
     from harness.results import RunDirectory
-    from harness.secrets import load_api_key
+    from harness.secrets import load_secrets
+    from harness.server_session import check_server_given
     from reports.document import ANALYSIS_KEY
     from reports.render import render_report
+    from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
 
     if args.repeats < 1:
         raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
     rules = parse_fail_on(args.fail_on) if args.fail_on else None  # a bad rule fails before any server starts
+    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
+    why = "--require-server-url" if args.require_server_url else "--profile nightly"
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port())
+    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
     options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *args.pytest_arg]
     if args.tokenizer:
         options += ["--tokenizer", args.tokenizer]
     if args.vocab_size:
         options += ["--vocab-size", str(args.vocab_size)]
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=args.markers, pytest_options=options)
-    run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=[load_api_key()])
-    merged = {"status": "running", "seed": args.seed, "profile": args.profile, "repeats": args.repeats,
+    run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
+    merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
+                                                         "source": "embedded-reference" if embedded else "arms"},
+              "seed": args.seed, "profile": args.profile, "repeats": args.repeats,
               "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
     print(f"specsuite: results in {run_dir.path}", flush=True)
     try:
@@ -126,6 +138,10 @@ def command_run(args: argparse.Namespace) -> int:
         print(f"specsuite: interrupted; partial results in {run_dir.results_path}", file=sys.stderr)
         return EXIT_INTERRUPTED
     failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
+    merged["server_under_test"]["reference_emulation"] = embedded or any(
+        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    merged["warnings"] = [f"{name} r{r['repeat']}: {line}" for name, arm in merged["arms"].items() for r in arm["repeats"]
+                          for line in r.get("warnings") or []]
     merged["status"] = "failed" if failed else "complete"
     if failed:
         merged["error"] = f"sessions without results: {', '.join(failed)}"
@@ -134,7 +150,7 @@ def command_run(args: argparse.Namespace) -> int:
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
     run_dir.write_results(merged)
-    summary = summary_markdown(merged)
+    summary = server_under_test_line(merged) + "\n\n" + summary_markdown(merged)
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary)
     if not args.no_report:
@@ -167,20 +183,26 @@ def _temperatures(text: str) -> list[float]:
 def command_gsm8k(args: argparse.Namespace) -> int:
     from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
     from harness.results import RunDirectory
-    from harness.secrets import load_api_key
-    from harness.server_session import open_server
+    from harness.secrets import load_admin_api_key, load_api_key, load_secrets
+    from harness.server_session import check_server_given, describe_server_under_test, open_server
     from harness.workloads.gsm8k import load_gsm8k
 
     temperatures = _temperatures(args.temperatures)
+    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
     items = load_gsm8k(args.gsm8k_path)
     api_key = load_api_key()
-    run_dir = RunDirectory(args.results_dir, secrets=[api_key])
+    run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
     server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
-                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm)
+                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
+                         admin_api_key=load_admin_api_key())
+    print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
     results: dict = {}
     workloads: dict = {}
-    document = {"status": "running", "seed": args.seed, "command": " ".join(sys.argv),
-                "arms": {server.arm: {"identity": server.identity.to_dict(), "vocab": server.vocab.to_dict(), "workloads": workloads}}}
+    warnings: list[str] = []
+    document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
+                "command": " ".join(sys.argv),
+                "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
+                                      "vocab": server.vocab.to_dict(), "workloads": workloads}}}
     try:
         writer = run_dir.record_writer(server.arm, "gsm8k")
         for temperature in temperatures:
@@ -188,6 +210,9 @@ def command_gsm8k(args: argparse.Namespace) -> int:
                 server.client, server.vocab, items, temperature=temperature, num_questions=args.num_questions, num_shots=args.num_shots,
                 parallel=args.parallel, seed=args.seed, shots_from_eval=args.shots_from_eval, progress=sys.stderr.isatty(),
                 record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
+            for line in results[temperature_key(temperature)].get("warnings") or []:
+                warnings.append(line)
+                print(f"specsuite: {line}", file=sys.stderr, flush=True)
             workloads["gsm8k"] = list(results.values())  # one result per temperature
             run_dir.write_results(document)
     except KeyboardInterrupt:
@@ -208,6 +233,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
               f"{d['sglang']['invalid']['value']:.3f} | {d['lmeval_strict']['accuracy']['value']:.3f} | {d['lmeval_flexible']['accuracy']['value']:.3f} | "
               f"{'-' if accept is None else f'{accept:.3f}'} | {result['detectors'].get('invalid_id', {}).get('count', 0)} | {result['wall_time_s']:.1f} |")
     print(f"specsuite: wrote {run_dir.results_path}")
+    print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK
 
 

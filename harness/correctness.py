@@ -4,7 +4,8 @@ For each case (temperature, top_p) the workload flushes the server, sends the pr
 as native /generate requests with `return_logprob` (so ids arrive twice and can be cross-checked),
 scans each response as it finishes, streams a record per request to the caller's sink, and keeps
 the aggregates: detector totals with Clopper–Pearson bounds, per-request accept lengths and the
-server-wide accept length read after the case.  pytest suites and the CLI both call this.
+server-wide accept length read after the case (only when the flush happened: a refused flush is a
+warning in `CaseResult.warnings`, not an error).  pytest suites and the CLI both call this.
 
 Requests go through a `harness.faults.FaultGuard`: a failed request becomes an error record with its
 error class and the request itself, and once the guard's policy stops the run the requests not yet
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.acceptance import request_accept_length, server_accept_length
+from harness.cache_flush import flush_before_measurement
 from harness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
 from harness.errors import SpecsuiteError
 from harness.faults import FaultGuard, Outcome, RunStopped, check_generate_result, classify, failure_record
@@ -30,6 +32,9 @@ from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
 
 EXAMPLE_WINDOW = 8  # ids either side of an offending position quoted in failure messages
+# The previous case's requests have all returned, but SGLang may still be retiring them.
+FLUSH_RETRY_S = 5.0
+SERVER_ACCEPT_UNMEASURED = "server-wide accept length after flush not measured for this case"
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class CaseResult:
     after_case_error: str | None = None  # reading the server's counters after the case failed
     wall_time_s: float = 0.0
     server_counters: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # one line each, e.g. a refused flush
 
     @property
     def totals(self) -> dict[str, Any]:
@@ -137,6 +143,7 @@ class CaseResult:
             "n_skipped": self.skipped,
             "stopped": self.stopped,
             "after_case_error": self.after_case_error,
+            "warnings": self.warnings,
             "n_tokens": self.generated_tokens,
             "wall_time_s": self.wall_time_s,
             "detectors": self.totals,
@@ -186,11 +193,13 @@ def run_case(
     chosen = [prompts[i % len(prompts)] for i in range(profile.num_prompts)]
     guard.check()
     try:
-        client.flush_cache()  # so the server-wide accept length covers this case only
+        flush = flush_before_measurement(client, retry_s=FLUSH_RETRY_S)  # so the server-wide accept length covers this case only
         metrics_before = client.metrics_text()
     except SpecsuiteError as exc:
         guard.record_failure(exc)
         raise
+    if not flush.flushed:
+        result.warnings.append(f"case {case.case_id}: {flush.warning(SERVER_ACCEPT_UNMEASURED)}")
     started = time.perf_counter()
 
     def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Outcome | SpecsuiteError]:
@@ -237,7 +246,9 @@ def run_case(
     if result.stopped is None:
         try:
             result.server_counters = counter_deltas(metrics_before, client.metrics_text())
-            result.server_accept_length = server_accept_length(client.server_info())
+            # Without the flush the server-wide value mixes in earlier traffic: not this case's.
+            if flush.flushed:
+                result.server_accept_length = server_accept_length(client.server_info())
         except SpecsuiteError as exc:
             guard.record_failure(exc)
             result.after_case_error = str(exc)

@@ -2,8 +2,9 @@
 
 `run_gsm8k` scores answers; this wrapper gives it the server's `/generate`, scans each response
 for the seed's garbage (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
-server first so the server-wide accept length covers this run only, and returns one JSON-friendly
-dict per temperature for results.json (`workloads.gsm8k["t=<T>"]`). Requests go through a
+server first so the server-wide accept length covers this run only (a refused flush leaves that
+value out and adds a line to the result's `warnings`), and returns one JSON-friendly dict per
+temperature for results.json (`workloads.gsm8k["t=<T>"]`). Requests go through a
 `harness.faults.FaultGuard` (retries for 429/503, error classes, the stop rules).
 """
 
@@ -13,6 +14,7 @@ import threading
 from typing import Any, Callable
 
 from harness.acceptance import server_accept_length
+from harness.cache_flush import flush_before_measurement
 from harness.detectors import DetectorHits, aggregate, scan_generation
 from harness.errors import SpecsuiteError
 from harness.faults import FaultGuard, check_generate_result
@@ -20,6 +22,9 @@ from harness.generation import Generation
 from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
 from harness.workloads.gsm8k import GSM8KItem, run_gsm8k
+
+
+FLUSH_RETRY_S = 5.0  # earlier requests have returned; SGLang may still be retiring them
 
 
 def temperature_key(temperature: float) -> str:
@@ -61,16 +66,19 @@ def run_gsm8k_on_server(
 
     guard.check()
     try:
-        client.flush_cache()
+        flush = flush_before_measurement(client, retry_s=FLUSH_RETRY_S)
     except SpecsuiteError as exc:
         guard.record_failure(exc)
         raise
     result = run_gsm8k(
         generate_and_scan, items, num_shots=num_shots, num_questions=num_questions, temperature=temperature, top_p=top_p,
         parallel=parallel, seed=seed, shots_from_eval=shots_from_eval, record_sink=record_sink, progress=progress,
-        server_accept_length=lambda: _accept_length_after(client, guard),
+        # Without the flush the server-wide value mixes in earlier traffic: not this run's.
+        server_accept_length=(lambda: _accept_length_after(client, guard)) if flush.flushed else None,
     ).to_dict()
     result["temperature"] = temperature
+    result["warnings"] = [] if flush.flushed else [
+        f"GSM8K {temperature_key(temperature)}: {flush.warning('server-wide accept length after flush not measured for this run')}"]
     result["detectors"] = aggregate(hits)
     return result
 

@@ -4,6 +4,8 @@ Every request goes through `HttpTransport.request`, which always applies a (conn
 and turns every transport failure or unexpected status into a one-line `RequestFault` (a
 `SpecsuiteError` that carries its `harness.faults.ErrorClass`, the HTTP status and Retry-After).
 The API key travels only in the `Authorization: Bearer` header and is scrubbed from every message.
+The admin key, when there is one, replaces it on admin requests only (`request(..., admin=True)`):
+SGLang's admin endpoints accept only the admin key once the server has one (`srt/utils/auth.py:133-141`).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class HttpTransport:
         api_key: str | None = None,
         timeout_s: float = 120.0,
         connect_timeout_s: float = 5.0,
+        admin_api_key: str | None = None,
     ) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -102,6 +105,7 @@ class HttpTransport:
         self.display_url = display_url(base_url)
         self.timeout = (connect_timeout_s, timeout_s)
         self._api_key = api_key or None
+        self._admin_api_key = admin_api_key or None
         self._session = requests.Session()
         # Proxies from the environment would route a local server through a remote hop.
         self._session.trust_env = False
@@ -117,9 +121,10 @@ class HttpTransport:
 
     def scrub(self, text: str) -> str:
         """Remove the API key, bearer headers and URL credentials from text bound for a message."""
-        if self._api_key:
-            # Directly as well: redact_text skips secrets too short to replace safely in general.
-            text = text.replace(self._api_key, REDACTED)
+        for key in (self._api_key, self._admin_api_key):
+            if key:
+                # Directly as well: redact_text skips secrets too short to replace safely in general.
+                text = text.replace(key, REDACTED)
         return redact_text(text.replace(self.base_url, self.display_url))
 
     def request(
@@ -130,10 +135,16 @@ class HttpTransport:
         json_body: Any = None,
         params: dict[str, Any] | None = None,
         stream: bool = False,
+        admin: bool = False,
     ) -> requests.Response:
-        """Send one request; transport failures become a one-line SpecsuiteError. Any status returns."""
+        """Send one request; transport failures become a one-line SpecsuiteError. Any status returns.
+
+        `admin=True` marks an admin endpoint: the admin key, when set, goes in place of the API key.
+        """
         url = self.base_url + path
         headers = {}
+        if admin and self._admin_api_key:
+            headers["Authorization"] = f"Bearer {self._admin_api_key}"
         data = None
         if json_body is not None:
             data = encode_json(json_body)
@@ -181,10 +192,25 @@ class HttpTransport:
                 ErrorClass.OTHER, f"{method} {path} on {self.display_url} failed: {self.scrub(shorten(str(exc)))}"
             ) from None
 
-    def auth_error(self, response: requests.Response) -> RequestFault | None:
-        """The one-line error for a 401/403 answer, or None for any other status."""
+    def auth_error(self, response: requests.Response, admin: bool = False) -> RequestFault | None:
+        """The one-line error for a 401/403 answer, or None for any other status. `admin`: the
+        request went to an admin endpoint, where SGLang wants the admin key once it has one."""
         if response.status_code not in (401, 403):
             return None
+        path = urlsplit(response.url).path
+        if admin and not self._admin_api_key:
+            return RequestFault(
+                ErrorClass.HTTP_AUTH,
+                f"server {self.display_url} refused {path} (HTTP {response.status_code}): it needs the admin key "
+                "when it runs with --admin-api-key; set SPECSUITE_ADMIN_API_KEY (or SPECSUITE_ADMIN_API_KEY_FILE)",
+                status=response.status_code,
+            )
+        if admin:
+            return RequestFault(
+                ErrorClass.HTTP_AUTH,
+                f"admin API key rejected by {self.display_url} (HTTP {response.status_code} on {path})",
+                status=response.status_code,
+            )
         if not self.has_api_key:
             return RequestFault(
                 ErrorClass.HTTP_AUTH,
@@ -199,10 +225,10 @@ class HttpTransport:
             status=response.status_code,
         )
 
-    def status_error(self, method: str, path: str, response: requests.Response) -> RequestFault:
+    def status_error(self, method: str, path: str, response: requests.Response, admin: bool = False) -> RequestFault:
         """A one-line error for a non-2xx answer, carrying the server's (shortened) error text,
         the status and any Retry-After."""
-        auth = self.auth_error(response)
+        auth = self.auth_error(response, admin)
         if auth is not None:
             return auth
         try:

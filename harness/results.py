@@ -11,13 +11,17 @@ Top-level shape of ``results.json`` (``SCHEMA_VERSION`` 1; the harness fills the
 this module owns versioning, atomic writes and loading)::
 
     {schema_version, created_utc, specsuite_version, run_id, status, seed, profile, command,
-     arms: {<arm_name>: {identity: {...ServerIdentity.to_dict()},
+     server_under_test: {embedded_reference, reference_emulation, source, url, version},
+     warnings: [one line each, e.g. a refused /flush_cache],
+     arms: {<arm_name>: {server_under_test: {...}, identity: {...ServerIdentity.to_dict()},
                          cases: [{case_id, temperature, top_p, n_requests, n_tokens,
                                   detectors: {...}, acceptance: {...}}],
                          workloads: {gsm8k: {...}, bench: {...}}}},
      comparisons: [...], summary: {...}}
 
-``status`` is one of ``STATUSES``; an interrupted run also has ``stopped_at`` (where it
+``server_under_test`` (added without a version bump: readers that ignore it are unaffected)
+says how the server was chosen (``source``: server-url, launch, embedded-reference) and whether
+it is specsuite's reference emulation (see harness.server_session). ``status`` is one of ``STATUSES``; an interrupted run also has ``stopped_at`` (where it
 stopped) and a failed one ``error``. ``schema_version`` is an int, bumped on any change that
 breaks readers; ``load_results`` refuses files newer than it understands.
 

@@ -1,8 +1,16 @@
 """API-key loading and redaction of secrets from results, logs and error messages.
 
-The key comes only from the environment (``SPECSUITE_API_KEY``) or from a file named by
-``SPECSUITE_API_KEY_FILE``. There is deliberately no command-line flag for it: anything in
-argv is visible to every user through ``ps`` and ends up in CI logs and shell history.
+Two keys, each only from the environment or from a file the environment names:
+
+* the API key (``SPECSUITE_API_KEY`` or ``SPECSUITE_API_KEY_FILE``), SGLang's ``--api-key``,
+  sent on every request;
+* the admin key (``SPECSUITE_ADMIN_API_KEY`` or ``SPECSUITE_ADMIN_API_KEY_FILE``), SGLang's
+  ``--admin-api-key``, sent only to admin endpoints (``/flush_cache``): with it set, SGLang
+  accepts nothing else there (``srt/utils/auth.py:133-141``).
+
+There is deliberately no command-line flag for either: anything in argv is visible to every
+user through ``ps`` and ends up in CI logs and shell history. ``load_secrets`` gives both, for
+everything that redacts.
 
 Redaction works on three levels:
 
@@ -25,6 +33,8 @@ from harness.errors import SpecsuiteError
 
 API_KEY_ENV = "SPECSUITE_API_KEY"
 API_KEY_FILE_ENV = "SPECSUITE_API_KEY_FILE"
+ADMIN_API_KEY_ENV = "SPECSUITE_ADMIN_API_KEY"
+ADMIN_API_KEY_FILE_ENV = "SPECSUITE_ADMIN_API_KEY_FILE"
 REDACTED = "***"
 # Shorter strings would also match innocent text ("abc" in every other word).
 MIN_SECRET_LEN = 4
@@ -42,16 +52,16 @@ _BEARER = re.compile(r"(\bBearer\s+)[^\s\"',]+", re.IGNORECASE)
 _KEY_FLAGS_ARGV = frozenset({"--api-key", "--admin-api-key", "--api_key", "--admin_api_key"})
 
 
-def load_api_key(env: Mapping[str, str] = os.environ) -> str | None:
-    """Return the API key from ``SPECSUITE_API_KEY`` or the file in ``SPECSUITE_API_KEY_FILE``.
+def _load_key(env: Mapping[str, str], direct_name: str, file_env_name: str, what: str) -> str | None:
+    """The key from ``direct_name`` or the file named by ``file_env_name``; None when neither is set.
 
-    Returns None when neither is set. Setting both is rejected, so a stale variable cannot
-    silently win. Errors name the file, never its content.
+    Setting both is rejected, so a stale variable cannot silently win. Errors name the file,
+    never its content.
     """
-    direct = env.get(API_KEY_ENV, "").strip()
-    file_name = env.get(API_KEY_FILE_ENV, "").strip()
+    direct = env.get(direct_name, "").strip()
+    file_name = env.get(file_env_name, "").strip()
     if direct and file_name:
-        raise SpecsuiteError(f"set only one of {API_KEY_ENV} and {API_KEY_FILE_ENV}, not both")
+        raise SpecsuiteError(f"set only one of {direct_name} and {file_env_name}, not both")
     if direct:
         return direct
     if not file_name:
@@ -61,13 +71,28 @@ def load_api_key(env: Mapping[str, str] = os.environ) -> str | None:
             key = handle.read().strip()
     except OSError as exc:
         raise SpecsuiteError(
-            f"cannot read API key file {file_name} ({API_KEY_FILE_ENV}): {exc.strerror or type(exc).__name__}"
+            f"cannot read {what} file {file_name} ({file_env_name}): {exc.strerror or type(exc).__name__}"
         ) from None
     except UnicodeDecodeError:
-        raise SpecsuiteError(f"API key file {file_name} ({API_KEY_FILE_ENV}) is not UTF-8 text") from None
+        raise SpecsuiteError(f"{what} file {file_name} ({file_env_name}) is not UTF-8 text") from None
     if not key:
-        raise SpecsuiteError(f"API key file {file_name} ({API_KEY_FILE_ENV}) is empty")
+        raise SpecsuiteError(f"{what} file {file_name} ({file_env_name}) is empty")
     return key
+
+
+def load_api_key(env: Mapping[str, str] = os.environ) -> str | None:
+    """Return the API key from ``SPECSUITE_API_KEY`` or the file in ``SPECSUITE_API_KEY_FILE``."""
+    return _load_key(env, API_KEY_ENV, API_KEY_FILE_ENV, "API key")
+
+
+def load_admin_api_key(env: Mapping[str, str] = os.environ) -> str | None:
+    """Return the admin key from ``SPECSUITE_ADMIN_API_KEY`` or the file in ``SPECSUITE_ADMIN_API_KEY_FILE``."""
+    return _load_key(env, ADMIN_API_KEY_ENV, ADMIN_API_KEY_FILE_ENV, "admin API key")
+
+
+def load_secrets(env: Mapping[str, str] = os.environ) -> list[str]:
+    """Every key specsuite holds (API key, admin key), for redaction; unset ones are left out."""
+    return [key for key in (load_api_key(env), load_admin_api_key(env)) if key]
 
 
 def is_secret_key_name(name: str) -> bool:

@@ -24,8 +24,9 @@ class SGLangClient:
         api_key: str | None = None,
         timeout_s: float = 120.0,
         connect_timeout_s: float = 5.0,
+        admin_api_key: str | None = None,
     ) -> None:
-        self._http = HttpTransport(base_url, api_key, timeout_s, connect_timeout_s)
+        self._http = HttpTransport(base_url, api_key, timeout_s, connect_timeout_s, admin_api_key=admin_api_key)
 
     @property
     def base_url(self) -> str:
@@ -167,15 +168,17 @@ class SGLangClient:
     # -- maintenance ------------------------------------------------------------------------
 
     def flush_cache(self) -> bool:
-        """POST /flush_cache: True when flushed; False when the server refused (400: requests are
-        running). A missing admin key is an error."""
-        response = self._http.request("POST", "/flush_cache")
+        """POST /flush_cache with the admin key (SGLang's ADMIN_OPTIONAL route,
+        `srt/entrypoints/http_server.py:1025-1027`): True when flushed; False when the server
+        refused with 400 (requests running or waiting, http_server.py:1035-1040). Any other answer,
+        a missing or wrong admin key included, is a one-line RequestFault."""
+        response = self._http.request("POST", "/flush_cache", admin=True)
         with response:
             if response.ok:
                 return True
             if response.status_code == 400:
                 return False
-            raise self._http.status_error("POST", "/flush_cache", response)
+            raise self._http.status_error("POST", "/flush_cache", response, admin=True)
 
     def metrics_text(self) -> str | None:
         """GET /metrics as Prometheus text, or None when the server runs without --enable-metrics."""

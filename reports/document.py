@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports.server_under_test import server_under_test_line
 from reports.summary_table import summary_markdown
 
 ANALYSIS_KEY = "ab_compare"
@@ -182,6 +183,7 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
     """Lay out the whole report."""
     analysis = results.get(ANALYSIS_KEY)
     doc = Document(title=f"specsuite report: {results.get('run_id', 'run')}")
+    doc.paragraph(server_under_test_line(results))  # first line: a report must not pass for another server's
     doc.heading(1, doc.title)
     doc.bullets(_header_lines(results, analysis))
     if not isinstance(analysis, dict):
@@ -206,6 +208,7 @@ def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
              + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
              f"created {results.get('created_utc', '?')}, specsuite {results.get('specsuite_version', '?')}, "
              f"profile {results.get('profile', '?')}, base seed {results.get('seed', '?')}, repeats per arm {results.get('repeats', '?')}"]
+    lines += [str(line) for line in results.get("warnings") or []]  # e.g. a refused /flush_cache
     arms = results.get("arms") or {}
     baseline = analysis.get("baseline") if isinstance(analysis, dict) else results.get("baseline_arm")
     for name in results.get("arm_order") or list(arms):

@@ -56,7 +56,7 @@ class BenchSuiteState:
 
 def bench_config(specsuite, base_url: str):
     from harness.bench.runner import BenchConfig
-    from harness.secrets import load_api_key
+    from harness.secrets import load_admin_api_key, load_api_key
 
     option = specsuite.option
     return BenchConfig(
@@ -66,6 +66,7 @@ def bench_config(specsuite, base_url: str):
         tokenize_prompt=not option("bench_text_prompts") and option("bench_dataset") != "sharegpt" and option("bench_backend") != "sglang-oai-chat",
         max_concurrency=option("bench_max_concurrency"), request_rate=option("bench_request_rate"), warmup_requests=option("bench_warmup"),
         flush_cache=not option("bench_no_flush"), seed=option("seed"), api_key=load_api_key(),
+        admin_api_key=load_admin_api_key(),
     )
 
 
@@ -74,7 +75,10 @@ def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
     from harness.bench.runner import run_benchmark
 
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
-    record = run_benchmark(bench_config(specsuite, base_url), output_file=str(output), echo=lambda line: print(f"specsuite bench: {line}"))
+    # The session's own server carries how it was chosen; the bench baseline is always a URL.
+    under_test = specsuite.server.server_under_test if base_url == specsuite.server.client.base_url else None
+    record = run_benchmark(bench_config(specsuite, base_url), output_file=str(output), echo=lambda line: print(f"specsuite bench: {line}"),
+                           server_under_test=under_test)
     return session_summary(record, seed=specsuite.option("seed"))
 
 

@@ -143,6 +143,8 @@ def identity_properties(state: SpecsuiteSession, history: HistoryState) -> dict[
         "speculative_eagle_topk": spec.get("speculative_eagle_topk"),
         "speculative_num_draft_tokens": spec.get("speculative_num_draft_tokens"),
         "speculative_use_rejection_sampling": spec.get("speculative_use_rejection_sampling"),
+        "embedded_reference": state.server.server_under_test.get("embedded_reference"),
+        "reference_emulation": state.server.server_under_test.get("reference_emulation"),
         "arm": state.server.arm, "build_hash": state.option("build_hash"), "accelerator": state.option("accelerator"),
         "config_key": history.config_key, "profile": state.option("profile"), "seed": state.option("seed"),
         "results_run_id": state.run_dir.run_id if state.run_dir else None,

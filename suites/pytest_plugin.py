@@ -6,6 +6,12 @@ The server is resolved only when the run targets suites/ (or names a server expl
 embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
 and exit code 4 (pytest's usage-error code), with no traceback.
 
+The embedded fallback never passes for a real server unnoticed: the report header's first line and
+the terminal summary's last section name the server under test (in capitals when it is the
+reference emulation), results.json carries `server_under_test`, and `--require-server-url` or
+`--profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
+(a refused /flush_cache, say) are listed in the terminal summary and stored in results.json.
+
 Requests share one `harness.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
 pytest stops after the current test and results.json says why.  SIGTERM is handled like Ctrl-C, so a
 terminated session still writes JUnit XML and results.json and stops a launched server.
@@ -29,8 +35,8 @@ from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
 from harness.interrupts import terminate_as_interrupt
 from harness.prompts import PromptItem, load_prompts
 from harness.results import RecordWriter, RunDirectory
-from harness.secrets import load_api_key
-from harness.server_session import ServerUnderTest, open_server
+from harness.secrets import load_admin_api_key, load_api_key, load_secrets
+from harness.server_session import ServerUnderTest, check_server_given, describe_server_under_test, open_server
 from harness.workloads.gsm8k import load_gsm8k
 
 SUITES_DIR = Path(__file__).resolve().parent
@@ -85,15 +91,28 @@ class SpecsuiteSession:
     def profile(self):
         return PROFILES[self.option("profile")]
 
+    def require_reason(self) -> str | None:
+        """The option that forbids the embedded fallback, or None when it is allowed."""
+        if self.option("require_server_url"):
+            return "--require-server-url"
+        if self.option("profile") == "nightly":
+            return "--profile nightly"
+        return None
+
     def start(self) -> ServerUnderTest:
         """Resolve, reach and identify the server; open the results folder."""
         api_key = load_api_key()
+        admin_api_key = load_admin_api_key()
         policy = RunPolicy.parse(self.option("fault_policy"))
-        self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=[api_key])
+        # Refuse a forbidden fallback before the results folder exists: nothing was run.
+        check_server_given(self.option("server_url"), self.option("launch"), self.require_reason() is not None,
+                           self.require_reason() or "")
+        self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=load_secrets())
         self.server = open_server(
             server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
             arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
             launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
+            admin_api_key=admin_api_key,
         )
         launched = self.server.launched
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
@@ -135,7 +154,7 @@ class SpecsuiteSession:
         if self.baseline is None:
             self.baseline = open_server(server_url=self.option("baseline_url"), launch=None, log_dir=self.run_dir.path,
                                         api_key=load_api_key(), arm="baseline", tokenizer=self.option("tokenizer"),
-                                        vocab_size=self.option("vocab_size"))
+                                        vocab_size=self.option("vocab_size"), admin_api_key=load_admin_api_key())
         if case.case_id not in self.baseline_cases:
             writer = self.run_dir.record_writer("baseline")
             with self._watch(f"baseline case {case.case_id}"):
@@ -167,20 +186,33 @@ class SpecsuiteSession:
     def gsm8k_temperatures(self) -> list[float]:
         return _floats(self.option("gsm8k_temperatures"), "--gsm8k-temperatures")
 
+    def warnings(self) -> list[str]:
+        """Every warning the workloads collected so far, in run order."""
+        found = [line for result in self.cases.values() for line in result.warnings]
+        found += [line for run in self.gsm8k_runs.values() for line in run.get("warnings") or []]
+        bench = self.workloads.get("bench")
+        if isinstance(bench, dict):
+            found += [f"serving benchmark: {line}" for line in bench.get("warnings") or []]
+        return found
+
     def write_results(self, status: str) -> None:
         if self.run_dir is None or self.server is None:
             return
         arms = {self.server.arm: {
+            "server_under_test": self.server.server_under_test,
             "identity": self.server.identity.to_dict(),
             "vocab": self.server.vocab.to_dict(),
             "cases": [result.to_dict() for result in self.cases.values()],
             "workloads": self.workloads,
         }}
         if self.baseline is not None:
-            arms["baseline"] = {"identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
+            arms["baseline"] = {"server_under_test": self.baseline.server_under_test,
+                                "identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
                                 "cases": [result.to_dict() for result in self.baseline_cases.values()], "workloads": {}}
         self.run_dir.write_results({
             "status": status,
+            "server_under_test": self.server.server_under_test,
+            "warnings": self.warnings(),
             "seed": self.option("seed"),
             "profile": self.option("profile"),
             "command": " ".join(sys.argv),
@@ -217,10 +249,15 @@ RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("specsuite").addoption(
+    group = parser.getgroup("specsuite")
+    group.addoption(
         "--fault-policy", default="", metavar="SPEC",
         help="when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
              "(the defaults; see harness/faults.py)")
+    group.addoption(
+        "--require-server-url", action="store_true",
+        help="refuse to fall back to the embedded reference server when neither --server-url (SPECSUITE_SERVER_URL) "
+             "nor --launch is given (exit 4); --profile nightly implies it")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -250,13 +287,26 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     state = specsuite_session(config)
     if state.server is None:
         return []
-    lines = state.server.identity.header_lines()
+    lines = [f"specsuite {describe_server_under_test(state.server.server_under_test)}", *state.server.identity.header_lines()]
     lines.append(f"specsuite arm: {state.server.arm}; profile {state.option('profile')}; results {state.run_dir.path if state.run_dir else '-'}")
     return lines
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     specsuite_session(session.config).finish(int(exitstatus))
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Last words of the session: its warnings, then which server the results belong to."""
+    state = specsuite_session(config)
+    if state.server is None:
+        return
+    under_test = state.server.server_under_test
+    emulation = under_test.get("embedded_reference") or under_test.get("reference_emulation")
+    terminalreporter.section("specsuite", sep="=", yellow=bool(emulation), bold=True)
+    for line in state.warnings():
+        terminalreporter.write_line(f"specsuite {line}", yellow=True)
+    terminalreporter.write_line(f"specsuite {describe_server_under_test(under_test)}", yellow=bool(emulation), bold=bool(emulation))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from harness.bench.client import RequestSettings, send_request
+from harness.bench.client import RequestSettings, build_payload, send_request
 from harness.bench.datasets import DatasetRow
 from harness.bench.runner import BenchConfig, run_benchmark
 from harness.errors import SpecsuiteError
@@ -137,6 +137,41 @@ def test_openai_backends_against_v1_routes(refserver, backend):
     assert record["total_output_tokens_retokenized"] > 0
     assert all(len(itl) == len(chunks) for itl, chunks in zip(record["itls"], record["chunk_itls"]))
     assert record["mean_ttft_ms"] > 0 and record["run"]["model"]
+
+
+def test_openai_backend_ignores_the_sampling_flags_as_bench_serving_and_says_so(refserver):
+    """bench_serving sends temperature 0.0 and no top_p on the OpenAI backends whatever --temperature
+    and --top-p say (tests/sglang_contract/test_admin_and_bench.py reads that from its source);
+    before, specsuite bench sent them, so the same flags measured another workload."""
+    notes: list[str] = []
+    record = run_benchmark(small_config(refserver.base_url, "sglang-oai", temperature=0.8, top_p=0.9), echo=notes.append)
+    assert record["failed"] == 0
+    assert record["run"]["sampling_sent"] == {"temperature": 0.0}
+    assert any("ignoring --temperature 0.8 and --top-p 0.9" in note and "--oai-sampling" in note for note in notes), notes
+    assert record["server_under_test"]["reference_emulation"] is True and record["server_under_test"]["embedded_reference"] is False
+
+
+def test_oai_sampling_sends_the_flags_on_the_openai_backends(refserver):
+    notes: list[str] = []
+    record = run_benchmark(small_config(refserver.base_url, "sglang-oai-chat", tokenize_prompt=False, temperature=0.8, top_p=0.9,
+                                        oai_sampling=True), echo=notes.append)
+    assert record["failed"] == 0 and record["run"]["sampling_sent"] == {"temperature": 0.8, "top_p": 0.9}
+    assert record["run"]["oai_sampling"] is True and not any("ignoring" in note for note in notes)
+    payload = build_payload(RequestSettings(backend="sglang-oai", base_url="http://h:1", temperature=0.8, top_p=0.9, oai_sampling=True),
+                            DatasetRow("hi", 1, 4))
+    assert (payload["temperature"], payload["top_p"]) == (0.8, 0.9)
+
+
+def test_the_cli_flag_reaches_the_config():
+    import argparse
+
+    from harness.bench_command import add_bench_arguments, config_from_args
+
+    parser = argparse.ArgumentParser()
+    add_bench_arguments(parser)
+    config = config_from_args(parser.parse_args(["--backend", "sglang-oai", "--oai-sampling", "--temperature", "0.6"]), "http://h:1", None)
+    assert config.oai_sampling is True and config.temperature == 0.6
+    assert config_from_args(parser.parse_args([]), "http://h:1", None).oai_sampling is False
 
 
 def test_chat_backend_refuses_token_id_prompts(refserver):

@@ -1,7 +1,9 @@
-"""No output carries the API key (issue 10, "Must show" 4).
+"""No output carries the API key or the admin key (issue 10, "Must show" 4; issue 16, defect 5).
 
 A real `specsuite run` drives the real suites (correctness and GSM8K) against the reference server
-launched with `--api-key <planted>`, the key given to specsuite only through SPECSUITE_API_KEY. Then
+launched with `--api-key <planted>` and `--admin-api-key <planted admin>`, the keys given to
+specsuite only through SPECSUITE_API_KEY and SPECSUITE_ADMIN_API_KEY (every case and GSM8K run
+flushes the cache, which needs the admin key: results.json then has no flush warning). Then
 every byte it produced is searched for the key: the whole results folder (results.json, the JSONL
 records, session results and logs, the launched server's log, summary.md, the rendered report with
 its PNGs and CSV), the JUnit XML of the session (with captured logs in it), and the CLI's stdout and
@@ -11,6 +13,7 @@ shown to find it there, so a clean result is not a vacuous one.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -24,12 +27,14 @@ from harness.launcher import find_free_port, launch_reference_server, reference_
 REPO = Path(__file__).resolve().parents[1]
 PLANTED_KEY = "sk-planted-Zq8vR2mXk4LtW9cY"
 FRAGMENT = PLANTED_KEY[len("sk-planted-"):][:10]  # a cut-off key must not survive either
+PLANTED_ADMIN_KEY = "sk-admin-planted-Hb3nT7wQp2"
+ADMIN_FRAGMENT = PLANTED_ADMIN_KEY[len("sk-admin-planted-"):]
 RUN_TIMEOUT_S = 300
 
 
 def leaks_in(data: bytes) -> list[str]:
     """Which forms of the planted key appear in `data`."""
-    return [form for form in (PLANTED_KEY, FRAGMENT) if form.encode() in data]
+    return [form for form in (PLANTED_KEY, FRAGMENT, PLANTED_ADMIN_KEY, ADMIN_FRAGMENT) if form.encode() in data]
 
 
 def leaking_files(folder: Path) -> dict[str, list[str]]:
@@ -41,8 +46,9 @@ def leaking_files(folder: Path) -> dict[str, list[str]]:
 
 
 def test_the_scanner_finds_the_key_where_the_server_echoes_it(tmp_path):
-    """The reference server demands the key and echoes it in /server_info, as SGLang does."""
-    with launch_reference_server("fix", tmp_path / "log", extra_args=("--api-key", PLANTED_KEY), api_key=PLANTED_KEY,
+    """The reference server demands the key and echoes both keys in /server_info, as SGLang does."""
+    with launch_reference_server("fix", tmp_path / "log", extra_args=("--api-key", PLANTED_KEY, "--admin-api-key", PLANTED_ADMIN_KEY),
+                                 api_key=PLANTED_KEY,
                                  ready_timeout_s=120) as server, requests.Session() as http:
         http.trust_env = False
         assert http.get(f"{server.base_url}/server_info", timeout=5).status_code == 401
@@ -50,18 +56,20 @@ def test_the_scanner_finds_the_key_where_the_server_echoes_it(tmp_path):
     scanned = tmp_path / "scan"
     scanned.mkdir()
     (scanned / "server_info.json").write_bytes(echoed.content)
-    assert leaking_files(scanned) == {"server_info.json": [PLANTED_KEY, FRAGMENT]}
+    assert leaking_files(scanned) == {"server_info.json": [PLANTED_KEY, FRAGMENT, PLANTED_ADMIN_KEY, ADMIN_FRAGMENT]}
 
 
 def test_no_output_of_a_real_run_contains_the_key(tmp_path):
     results, junit = tmp_path / "results", tmp_path / "junit.xml"
-    launch = shlex.join(reference_server_command("fix", port=find_free_port(), extra_args=("--api-key", PLANTED_KEY)))
+    launch = shlex.join(reference_server_command("fix", port=find_free_port(),
+                                                 extra_args=("--api-key", PLANTED_KEY, "--admin-api-key", PLANTED_ADMIN_KEY)))
     command = [sys.executable, "-m", "harness.cli", "run", "--arm", f"keyed={launch}", "--results-dir", str(results),
                "-m", "correctness or gsm8k", "--temperatures", "0", "--top-p", "1.0",
                "--pytest-arg=--gsm8k-num-questions=4", "--pytest-arg=--gsm8k-num-shots=2", f"--pytest-arg=--junitxml={junit}",
                "--pytest-arg=-o", "--pytest-arg=junit_logging=all", "--pytest-arg=-rA", "--pytest-arg=--log-level=DEBUG"]
-    env = {**os.environ, "SPECSUITE_API_KEY": PLANTED_KEY, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "SPECSUITE_API_KEY": PLANTED_KEY, "SPECSUITE_ADMIN_API_KEY": PLANTED_ADMIN_KEY, "PYTHONPATH": str(REPO)}
     env.pop("SPECSUITE_API_KEY_FILE", None)
+    env.pop("SPECSUITE_ADMIN_API_KEY_FILE", None)
     completed = subprocess.run(command, cwd=REPO, env=env, capture_output=True, timeout=RUN_TIMEOUT_S)
     output = completed.stdout + completed.stderr
     assert completed.returncode in (0, 1), output.decode(errors="replace")[-3000:]  # the run itself worked
@@ -74,6 +82,14 @@ def test_no_output_of_a_real_run_contains_the_key(tmp_path):
     assert any(path.endswith("server.log") for path in produced) and any(path.endswith(".png") for path in produced)
     assert junit.is_file() and b"<testcase" in junit.read_bytes()
     assert b"keyed" in output and b"--api-key" in (results / next(p for p in produced if p.endswith("server.log"))).read_bytes()
+
+    session = json.loads((results / next(p for p in produced if p.endswith("sessions/keyed-r1/results.json"))).read_text())
+    assert session["warnings"] == []  # every flush went through: the admin key was sent and accepted
+    assert session["server_under_test"]["reference_emulation"] is True
+    # The launched arm is the reference server: summary.md and the report say so on their first line.
+    for written in ("summary.md", "report/report.md"):
+        first = (results / next(p for p in produced if p.endswith(written))).read_text().splitlines()[0]
+        assert first.startswith("**Server under test: the reference emulation**"), (written, first)
 
     assert leaking_files(results) == {}
     assert leaks_in(junit.read_bytes()) == []

@@ -10,13 +10,17 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.secrets import (
+    ADMIN_API_KEY_ENV,
+    ADMIN_API_KEY_FILE_ENV,
     API_KEY_ENV,
     API_KEY_FILE_ENV,
     REDACTED,
     RedactingFilter,
     install_redacting_filter,
     is_secret_key_name,
+    load_admin_api_key,
     load_api_key,
+    load_secrets,
     redact,
     redact_text,
 )
@@ -68,6 +72,36 @@ def test_both_sources_set_is_an_error(tmp_path):
     key_file.write_text(KEY)
     with pytest.raises(SpecsuiteError, match="only one"):
         load_api_key({API_KEY_ENV: KEY, API_KEY_FILE_ENV: str(key_file)})
+
+
+ADMIN_KEY = "sk-admin-9876543210fedcba"
+
+
+def test_admin_key_from_environment_or_file(tmp_path):
+    assert (ADMIN_API_KEY_ENV, ADMIN_API_KEY_FILE_ENV) == ("SPECSUITE_ADMIN_API_KEY", "SPECSUITE_ADMIN_API_KEY_FILE")
+    assert load_admin_api_key({ADMIN_API_KEY_ENV: f" {ADMIN_KEY}\n"}) == ADMIN_KEY
+    key_file = tmp_path / "admin.txt"
+    key_file.write_text(f"{ADMIN_KEY}\n")
+    assert load_admin_api_key({ADMIN_API_KEY_FILE_ENV: str(key_file)}) == ADMIN_KEY
+    assert load_admin_api_key({API_KEY_ENV: KEY}) is None  # the API key is not the admin key
+    assert load_api_key({ADMIN_API_KEY_ENV: ADMIN_KEY}) is None
+
+
+def test_admin_key_errors_name_its_variable_never_its_content(tmp_path):
+    key_file = tmp_path / "admin.txt"
+    key_file.write_text(ADMIN_KEY)
+    with pytest.raises(SpecsuiteError, match="only one of SPECSUITE_ADMIN_API_KEY and SPECSUITE_ADMIN_API_KEY_FILE"):
+        load_admin_api_key({ADMIN_API_KEY_ENV: ADMIN_KEY, ADMIN_API_KEY_FILE_ENV: str(key_file)})
+    with pytest.raises(SpecsuiteError) as info:
+        load_admin_api_key({ADMIN_API_KEY_FILE_ENV: str(tmp_path / "missing.txt")})
+    assert "admin API key file" in str(info.value) and ADMIN_API_KEY_FILE_ENV in str(info.value)
+
+
+def test_load_secrets_holds_both_keys_for_redaction():
+    secrets = load_secrets({API_KEY_ENV: KEY, ADMIN_API_KEY_ENV: ADMIN_KEY})
+    assert secrets == [KEY, ADMIN_KEY]
+    assert load_secrets({}) == []
+    assert redact({"note": f"flush with {ADMIN_KEY}", "admin_api_key": ADMIN_KEY}, secrets) == {"note": f"flush with {REDACTED}", "admin_api_key": REDACTED}
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,14 @@ Timing, per request, all from `time.perf_counter()`:
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
 
+Sampling fields, as bench_serving 0.5.23 sends them (`benchmark/serving.py`): the native backend
+puts `--temperature` in `sampling_params` and `top_p` only when `--top-p` < 1 (lines 699-706);
+the OpenAI backends ignore both flags and send `temperature: 0.0` and no `top_p` unless the extra
+body has them (completions lines 311-313, chat 471-473; bench_serving's vllm and lmdeploy backends
+use the same two functions). That is the default here too. `oai_sampling=True` (`specsuite bench
+--oai-sampling`, ours) sends `--temperature` and a `--top-p` below 1 on the OpenAI backends as
+well: a deliberate difference, recorded in the run's `sampling_sent`.
+
 Deliberate differences from bench_serving, all on failure paths: an in-stream error object fails
 the request (bench_serving counts it a success with no text), a usage-only chunk with
 `choices: []` is read instead of failing the completions request, and a stream that ends before
@@ -59,6 +67,7 @@ class RequestSettings:
     ignore_eos: bool = True
     extra_request_body: dict[str, Any] = field(default_factory=dict)
     api_key: str | None = None
+    oai_sampling: bool = False  # ours: apply temperature/top_p on the OpenAI backends too
     connect_timeout_s: float = 30.0
     read_timeout_s: float = 600.0  # the longest silence inside one stream
     total_timeout_s: float = 6 * 3600.0  # bench_serving's per-request limit
@@ -102,22 +111,50 @@ class RequestOutput:
     error: str = ""
 
 
+OAI_DEFAULT_TEMPERATURE = 0.0  # what bench_serving's OpenAI request functions send whatever --temperature says
+
+
+def sampling_sent(settings: RequestSettings) -> dict[str, Any]:
+    """The sampling fields every request of the run carries, before the extra body is merged
+    (which may still override them); top_p is absent when not sent."""
+    native = settings.backend == "sglang"
+    if native or settings.oai_sampling:
+        sent: dict[str, Any] = {"temperature": settings.temperature}
+        if settings.top_p < 1.0:
+            sent["top_p"] = settings.top_p
+        return sent
+    return {"temperature": OAI_DEFAULT_TEMPERATURE}
+
+
+def ignored_sampling_flags(settings: RequestSettings) -> list[str]:
+    """The --temperature/--top-p values that bench_serving (and so, by default, we) do not send."""
+    if settings.backend == "sglang" or settings.oai_sampling:
+        return []
+    ignored = []
+    if settings.temperature != OAI_DEFAULT_TEMPERATURE and "temperature" not in settings.extra_request_body:
+        ignored.append(f"--temperature {settings.temperature:g}")
+    if settings.top_p < 1.0 and "top_p" not in settings.extra_request_body:
+        ignored.append(f"--top-p {settings.top_p:g}")
+    return ignored
+
+
 def build_payload(settings: RequestSettings, row: DatasetRow) -> dict[str, Any]:
     """The request body bench_serving sends for this backend (extra_request_body merged last)."""
     extra = settings.extra_request_body
+    sampling_fields = sampling_sent(settings)
     if settings.backend == "sglang":
         sampling: dict[str, Any] = {"temperature": settings.temperature, "max_new_tokens": row.output_len, "ignore_eos": settings.ignore_eos}
-        if settings.top_p < 1.0:
-            sampling["top_p"] = settings.top_p
+        if "top_p" in sampling_fields:
+            sampling["top_p"] = sampling_fields["top_p"]
         key = "text" if isinstance(row.prompt, str) else "input_ids"
         return {key: row.prompt, "sampling_params": sampling, "stream": True, **extra}
     common = {"model": settings.model, "stream": True}
     if "temperature" not in extra:
-        common["temperature"] = settings.temperature
+        common["temperature"] = sampling_fields["temperature"]
     if "ignore_eos" not in extra:
         common["ignore_eos"] = settings.ignore_eos
-    if settings.top_p < 1.0 and "top_p" not in extra:
-        common["top_p"] = settings.top_p
+    if "top_p" in sampling_fields and "top_p" not in extra:
+        common["top_p"] = sampling_fields["top_p"]
     if settings.backend == "sglang-oai":
         return {**common, "prompt": row.prompt, "best_of": 1, "max_tokens": row.output_len, **extra}
     if not isinstance(row.prompt, str):

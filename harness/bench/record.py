@@ -7,7 +7,8 @@ peaks) and its detail arrays (`input_lens`, `output_lens`, `ttfts`, `itls` in se
 `errors`; `generated_texts` only with output_details), plus our raw per-request arrays
 (`start_times` relative to the first dispatch, `latencies`, `chunk_itls`, `chunk_tokens`,
 `request_accept_lengths`, `spec_verify_cts`, `planned_input_lens`) and `status`
-(complete | interrupted). `request_rate` inf is written as the string "inf" (JSON has no
+(complete | interrupted), `cache_flushed` (None when no flush was asked for) and `warnings`
+(one line each, e.g. a refused flush). `request_rate` inf is written as the string "inf" (JSON has no
 infinity). The server's api_key is redacted by the writer.
 """
 
@@ -128,4 +129,5 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
         "request_accept_lengths": record["request_accept_lengths"],
         "spec_verify_cts": record["spec_verify_cts"],
         "ttft_ms": [t * 1000.0 for t, e in zip(record["ttfts"], record["errors"]) if not e],
+        "warnings": list(record.get("warnings") or []),
     }

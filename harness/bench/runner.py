@@ -4,7 +4,9 @@ rate under the concurrency cap, read the server's accept length, compute the met
 Order of events, as in bench_serving: `warmup_requests` copies of request 0 (output capped at 32
 tokens) under the same concurrency cap; POST /flush_cache if asked (this resets the server's
 accept-length counters, so `accept_length` then covers the measured requests only; without it
-the value includes the warmup and all earlier traffic); a 1 s pause; the clock starts; request i
+the value includes the warmup and all earlier traffic; the admin key goes with it, and a flush
+the server refuses is a warning in the record's `warnings`, with `cache_flushed: false` and no
+`accept_length`, not an error); a 1 s pause; the clock starts; request i
 is dispatched at offset sum(gap_0..gap_{i-1}) with gaps ~ Exponential(1 / request_rate) drawn
 from the seeded RandomState (all at t = 0 when the rate is inf); after the last request, GET
 /server_info for `internal_states[0].avg_spec_accept_length`; the clock stops.
@@ -33,21 +35,26 @@ from harness.bench.client import (
     READ_BUFSIZE,
     RequestOutput,
     RequestSettings,
+    ignored_sampling_flags,
+    sampling_sent,
     send_request,
 )
 from harness.bench.datasets import BenchRandom, DatasetRow, build_requests
 from harness.bench.metrics import calculate_metrics
 from harness.bench.record import build_record, detail_arrays
 from harness.bench.tokenizer import BenchTokenizer, load_tokenizer
+from harness.cache_flush import FlushOutcome, flush_before_measurement
 from harness.errors import SpecsuiteError
 from harness.http_common import display_url
 from harness.openai_client import OpenAICompletionsClient
 from harness.results import RecordWriter
 from harness.secrets import redact
+from harness.server_session import is_reference_emulation
 from harness.sglang_client import SGLangClient
 
 WARMUP_OUTPUT_CAP = 32
 FLUSH_RETRY_S = 10.0
+SERVER_ACCEPT_UNMEASURED = "server-wide accept length after flush not measured (accept_length left out)"
 
 
 @dataclass
@@ -77,8 +84,10 @@ class BenchConfig:
     top_p: float = 1.0
     ignore_eos: bool = True
     extra_request_body: dict[str, Any] = field(default_factory=dict)
+    oai_sampling: bool = False  # ours: send temperature/top_p on the OpenAI backends (bench_serving does not)
     keep_alive: bool = False
     api_key: str | None = None
+    admin_api_key: str | None = None  # sent only with /flush_cache
     tag: str | None = None
     output_details: bool = False
     post_warmup_sleep_s: float = 1.0
@@ -102,6 +111,9 @@ class _RunState:
     outputs: list[RequestOutput | None] = field(default_factory=list)
     start: float | None = None
     duration: float | None = None  # set once the run, /server_info included, is complete
+    cache_flushed: bool | None = None  # None: no flush asked for
+    warnings: list[str] = field(default_factory=list)
+    server_under_test: dict[str, Any] = field(default_factory=dict)
 
 
 def arrival_offsets(count: int, request_rate: float, rng: np.random.RandomState) -> list[float]:
@@ -151,8 +163,12 @@ def run_benchmark(
     progress: bool = False,
     output_file: str | None = None,
     echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    server_under_test: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return its record (also appended to `output_file` when given).
+
+    `server_under_test` (how the caller chose the server, see harness.server_session) is stored in
+    the record with the URL and whether /server_info came from the reference emulation.
 
     On Ctrl-C the partial record is written (status "interrupted") and KeyboardInterrupt is re-raised.
     """
@@ -160,27 +176,33 @@ def run_benchmark(
     warn_range_ratio(config, echo)
     settings = RequestSettings(backend=config.backend, base_url=config.base_url, model=model, temperature=config.temperature,
                                top_p=config.top_p, ignore_eos=config.ignore_eos, extra_request_body=config.extra_request_body,
-                               api_key=config.api_key, read_timeout_s=config.read_timeout_s)
+                               api_key=config.api_key, oai_sampling=config.oai_sampling, read_timeout_s=config.read_timeout_s)
+    ignored = ignored_sampling_flags(settings)
+    if ignored:
+        echo(f"note: on {config.backend}, bench_serving sends temperature 0.0 and no top_p whatever its flags say; so does this run, "
+             f"ignoring {' and '.join(ignored)} (pass --oai-sampling to send them, or put them in --extra-request-body)")
     offsets = arrival_offsets(len(rows), config.request_rate, rng.numpy)
     state = _RunState(outputs=[None] * len(rows))
     run = _run_parameters(config, model, tokenizer)
+    run["sampling_sent"] = sampling_sent(settings)  # what the requests carried, before --extra-request-body
+    state.server_under_test = dict(server_under_test or {"embedded_reference": False, "source": "server-url"})
     try:
         accept_length, server_info = asyncio.run(_benchmark(config, settings, rows, offsets, state, progress, echo))
         status = "complete"
     except KeyboardInterrupt:
         if state.start is not None:
             record = _finish(config, run, state, tokenizer, None, None, "interrupted")
-            _write(record, output_file, config.api_key)
+            _write(record, output_file, config)
             echo(f"interrupted: {record['completed']} finished requests saved" + (f" to {output_file}" if output_file else ""))
         raise
     record = _finish(config, run, state, tokenizer, accept_length, server_info, status)
-    _write(record, output_file, config.api_key)
+    _write(record, output_file, config)
     return record
 
 
 def _run_parameters(config: BenchConfig, model: str, tokenizer: BenchTokenizer) -> dict[str, Any]:
     params = asdict(config)
-    for private in ("api_key", "post_warmup_sleep_s"):
+    for private in ("api_key", "admin_api_key", "post_warmup_sleep_s"):
         params.pop(private)
     params.update(base_url=display_url(config.base_url), model=model, tokenizer=tokenizer.source,
                   connection="keep-alive" if config.keep_alive else "per-request",
@@ -196,12 +218,20 @@ def _finish(config: BenchConfig, run: dict[str, Any], state: _RunState, tokenize
     metrics = calculate_metrics(finished, duration, config.backend, accept_length,
                                 encode=lambda text: tokenizer.encode(text, add_special_tokens=False))
     details = detail_arrays(finished, state.start, config.output_details)
-    return build_record(run, redact(server_info, [config.api_key]) if server_info else None, metrics, details, status)
+    record = build_record(run, redact(server_info, _secrets(config)) if server_info else None, metrics, details, status)
+    under_test = {**state.server_under_test, "url": display_url(config.base_url),
+                  "reference_emulation": is_reference_emulation(server_info) if server_info else None}
+    record.update(cache_flushed=state.cache_flushed, warnings=list(state.warnings), server_under_test=under_test)
+    return record
 
 
-def _write(record: dict[str, Any], output_file: str | None, api_key: str | None) -> None:
+def _secrets(config: BenchConfig) -> list[str | None]:
+    return [config.api_key, config.admin_api_key]
+
+
+def _write(record: dict[str, Any], output_file: str | None, config: BenchConfig) -> None:
     if output_file:
-        with RecordWriter(output_file, secrets=[api_key]) as writer:
+        with RecordWriter(output_file, secrets=_secrets(config)) as writer:
             writer.write(record)
 
 
@@ -235,7 +265,11 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             if not any(o.success for o in warm):
                 raise SpecsuiteError(f"warmup failed on {display_url(config.base_url)}: {warm[0].error}")
         if config.flush_cache:
-            await asyncio.to_thread(_flush, config)
+            outcome = await asyncio.to_thread(_flush, config)
+            state.cache_flushed = outcome.flushed
+            if not outcome.flushed:
+                state.warnings.append(outcome.warning(SERVER_ACCEPT_UNMEASURED))
+                echo(state.warnings[-1])
         await asyncio.sleep(config.post_warmup_sleep_s)
         bar = tqdm(total=len(rows), disable=not progress, file=sys.stderr, unit="req", dynamic_ncols=True)
 
@@ -258,20 +292,18 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             await shared.close()
     internal = (server_info or {}).get("internal_states") or [{}]
     accept = internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
+    if state.cache_flushed is False:
+        accept = None  # it would mix in the warmup and earlier traffic, under the name of this run's
     failed = [o for o in state.outputs if o is not None and not o.success]
     if failed:
         echo(f"{len(failed)} of {len(rows)} requests failed; first error: {failed[0].error}")
     return (float(accept) if accept is not None else None), server_info
 
 
-def _flush(config: BenchConfig) -> None:
-    """POST /flush_cache, retried for a while: SGLang refuses while requests are still finishing."""
-    deadline = time.monotonic() + FLUSH_RETRY_S
-    with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=60.0) as client:
-        while not client.flush_cache():
-            if time.monotonic() > deadline:
-                raise SpecsuiteError(f"{display_url(config.base_url)} refused /flush_cache for {FLUSH_RETRY_S:g} s (requests still running?)")
-            time.sleep(0.1)
+def _flush(config: BenchConfig) -> FlushOutcome:
+    """POST /flush_cache with the admin key, retried for a while: SGLang refuses while requests are still finishing."""
+    with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=60.0, admin_api_key=config.admin_api_key) as client:
+        return flush_before_measurement(client, retry_s=FLUSH_RETRY_S)
 
 
 def _server_info(config: BenchConfig) -> dict[str, Any] | None:

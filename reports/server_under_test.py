@@ -1,0 +1,63 @@
+"""The first line of every report: which server the results belong to.
+
+Read from results.json's `server_under_test` (and each arm's, for `specsuite run`). When the
+results came from the reference emulation (the embedded default, or a reference server reached
+by URL or launch), the line says so first, so a report cannot pass for a real server's. Results
+written before the field existed are judged by their identities: a reference server reports
+`refserver_arm` among its server args; without either, the line says the server is not recorded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `fixtures.refserver`, not a real SGLang "
+                 "server; no server URL was given). These results say nothing about a real deployment.")
+EMULATION_LINE = ("**Server under test: the reference emulation** (CPU `fixtures.refserver`, not a real SGLang server) "
+                  "at {where}.")
+REAL_LINE = "Server under test: {where}."
+REFERENCE_MARKER_KEY = "refserver_arm"  # a /server_info key only the reference server reports
+UNRECORDED_LINE = "Server under test: not recorded in this results file (written before specsuite recorded it)."
+
+
+def _arm_records(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    arms = results.get("arms") or {}
+    return {name: arm["server_under_test"] for name, arm in arms.items()
+            if isinstance(arm, dict) and isinstance(arm.get("server_under_test"), dict)}
+
+
+def _where(results: dict[str, Any], records: dict[str, dict[str, Any]]) -> str:
+    arms = results.get("arms") or {}
+    parts = []
+    for name, arm in arms.items():
+        record = records.get(name) or {}
+        identity = (arm.get("identity") if isinstance(arm, dict) else None) or {}
+        url = record.get("url") or identity.get("base_url") or "?"
+        version = record.get("version") or identity.get("version")
+        parts.append(f"{name} {url}" + (f" (version {version})" if version else ""))
+    return ", ".join(parts) or "?"
+
+
+def _identities(results: dict[str, Any]) -> list[dict[str, Any]]:
+    arms = results.get("arms") or {}
+    return [arm["identity"] for arm in arms.values() if isinstance(arm, dict) and isinstance(arm.get("identity"), dict)]
+
+
+def server_under_test_line(results: dict[str, Any]) -> str:
+    """One Markdown line naming the server under test, the emulation warning first."""
+    top = results.get("server_under_test")
+    records = _arm_records(results)
+    if not isinstance(top, dict) and not records:
+        identities = _identities(results)
+        if any(REFERENCE_MARKER_KEY in (identity.get("server_args") or {}) for identity in identities):
+            return EMULATION_LINE.format(where=_where(results, records))
+        if identities:
+            return REAL_LINE.format(where=_where(results, records))
+        return UNRECORDED_LINE
+    every = [top] if isinstance(top, dict) else []
+    every += list(records.values())
+    if any(record.get("embedded_reference") for record in every):
+        return EMBEDDED_LINE
+    if any(record.get("reference_emulation") for record in every):
+        return EMULATION_LINE.format(where=_where(results, records))
+    return REAL_LINE.format(where=_where(results, records))
