@@ -149,3 +149,22 @@ def test_chat_rules_fire_on_a_broken_answer(capture):
     without_ids["usage"]["completion_tokens"] += 1
     assert "logprob_alignment" in _fired(api, body, without_ids, capture.context)
     assert COMPLETIONS != CHAT
+
+
+def test_a_chat_stream_may_drop_the_logprobs_of_a_textless_step_but_never_adds_any(capture):
+    """SGLang's chat stream attaches a step's logprobs to its content chunk and sends no chunk for
+    a step without text, such as the EOS step (srt/entrypoints/openai/serving_chat.py:1031-1057):
+    fewer entries than completion_tokens is correct there, more is not."""
+    capture.chat_stream(MESSAGES, {"max_tokens": 200, "temperature": 0})
+    api, body, chunks = capture.last
+    usage = next(c["usage"] for c in chunks if c.get("usage"))
+    entries = sum(len((choice.get("logprobs") or {}).get("content") or []) for c in chunks for choice in c["choices"])
+    assert 0 < entries <= usage["completion_tokens"]
+    assert _fired(api, body, chunks, capture.context, stream=True) == set()
+    lossy = copy.deepcopy(chunks)  # as if the last step had been an EOS alone, without text
+    [choice for c in lossy for choice in c["choices"] if choice.get("logprobs")][-1]["logprobs"]["content"].pop()
+    assert _fired(api, body, lossy, capture.context, stream=True) == set()
+    padded = copy.deepcopy(chunks)
+    carrier = next(choice for c in padded for choice in c["choices"] if choice.get("logprobs"))
+    carrier["logprobs"]["content"] += carrier["logprobs"]["content"] * (usage["completion_tokens"] + 1)
+    assert "logprob_alignment" in _fired(api, body, padded, capture.context, stream=True)
