@@ -211,7 +211,7 @@ def _merge_completion_delta(acc: dict[str, Any], delta: dict[str, Any]) -> None:
         acc["token_ids"] = (acc.get("token_ids") or []) + delta["token_ids"]
     logprobs = delta.get("logprobs")
     if isinstance(logprobs, dict):
-        merged = acc.setdefault("logprobs", {"tokens": [], "token_logprobs": [], "text_offset": [], "top_logprobs": []}) or {}
+        merged = acc.get("logprobs") or {"tokens": [], "token_logprobs": [], "text_offset": [], "top_logprobs": []}
         acc["logprobs"] = merged
         for key in merged:
             merged[key] += logprobs.get(key) or []
@@ -228,8 +228,7 @@ def _merge_chat_delta(acc: dict[str, Any], choice: dict[str, Any]) -> None:
         message["tool_calls"] = (message.get("tool_calls") or []) + list(delta["tool_calls"])
     logprobs = choice.get("logprobs")
     if isinstance(logprobs, dict) and isinstance(logprobs.get("content"), list):
-        acc.setdefault("logprobs", {"content": []})
-        acc["logprobs"] = acc["logprobs"] or {"content": []}
+        acc["logprobs"] = acc.get("logprobs") or {"content": []}
         acc["logprobs"]["content"] += logprobs["content"]
 
 

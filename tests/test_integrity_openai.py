@@ -131,6 +131,11 @@ def test_each_stream_rule_fires_on_a_broken_stream(capture):
     assert "stream_finish" in _fired(api, body, early, context, stream=True)
     missing = [c for c in chunks if not c["choices"] or c["choices"][0]["index"] != 1]
     assert "stream_index" in _fired(api, body, missing, context, stream=True)
+    short = copy.deepcopy(chunks)  # one position's logprob missing from a chunk
+    carrier = next(c for c in short if c["choices"] and c["choices"][0].get("logprobs"))["choices"][0]["logprobs"]
+    for key in ("tokens", "token_logprobs", "text_offset"):
+        carrier[key].pop()
+    assert "logprob_alignment" in _fired(api, body, short, context, stream=True)
     dropped = copy.deepcopy(chunks)
     first_with_ids = next(c for c in dropped if c["choices"] and c["choices"][0].get("token_ids"))
     first_with_ids["choices"][0]["token_ids"] = first_with_ids["choices"][0]["token_ids"][1:]
@@ -161,6 +166,12 @@ def test_a_chat_stream_may_drop_the_logprobs_of_a_textless_step_but_never_adds_a
     entries = sum(len((choice.get("logprobs") or {}).get("content") or []) for c in chunks for choice in c["choices"])
     assert 0 < entries <= usage["completion_tokens"]
     assert _fired(api, body, chunks, capture.context, stream=True) == set()
+    duplicated = copy.deepcopy(chunks)  # every carrier once more: the joined count goes over
+    for chunk in duplicated:
+        for choice in chunk["choices"]:
+            if choice.get("logprobs"):
+                choice["logprobs"]["content"] *= 2
+    assert "logprob_alignment" in _fired(api, body, duplicated, capture.context, stream=True)
     lossy = copy.deepcopy(chunks)  # as if the last step had been an EOS alone, without text
     [choice for c in lossy for choice in c["choices"] if choice.get("logprobs")][-1]["logprobs"]["content"].pop()
     assert _fired(api, body, lossy, capture.context, stream=True) == set()
