@@ -15,14 +15,15 @@ against the budget and the logprobs. Rules that hold only for OpenAI answers:
 - a stream finishes each choice exactly once, on that choice's last chunk, and every choice appears.
 
 Text rules are skipped where SGLang changes the text: `echo` (the prompt is prepended), chat
-answers with reasoning or tool calls.
+answers with reasoning or tool calls, and chat answers stopped by a string the request did not list
+(a conversation template's own stop).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.integrity import IntegrityContext, Violation, check_response
+from harness.integrity import IntegrityContext, Violation, check_response, stop_strings
 
 COMPLETIONS, CHAT = "completions", "chat"
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # srt/entrypoints/openai/protocol.py: CompletionRequest.max_tokens
@@ -174,7 +175,12 @@ def check_openai(api: str, body: dict[str, Any], response: Any, context: Integri
         all_ids.append(ids)
         if kind == "tool_calls":
             continue  # the parser rewrote the text; the finish names no id or string
-        native = {"text": _choice_text(api, body, choice), "output_ids": ids,
+        text = _choice_text(api, body, choice)
+        if api == CHAT and kind == "stop" and isinstance(choice.get("matched_stop"), str) and choice["matched_stop"] not in stop_strings(item["sampling_params"]):
+            # A conversation template adds its own stop strings (srt/entrypoints/openai/
+            # serving_chat.py:1857-1970): a match the request did not list is not a finding.
+            text = None
+        native = {"text": text, "output_ids": ids,
                   "meta_info": {"id": rid, "finish_reason": _native_finish(kind, choice.get("matched_stop"), ids)}}
         found.extend(check_response(item, native, context))
     if isinstance(reported, int) and len(all_ids) == len(choices) and reported != sum(map(len, all_ids)):
@@ -267,6 +273,8 @@ def check_openai_stream(api: str, body: dict[str, Any], chunks: list[dict[str, A
             if not isinstance(index, int) or isinstance(index, bool):
                 found.append(Violation("stream_index", f"chunk {position} has a choice without an integer index"))
                 continue
+            if "hidden_states" in choice or "hidden_states" in (choice.get("delta") or {}):
+                continue  # sent after the finishes when asked for (serving_completions.py:397-420)
             positions.setdefault(index, []).append((position, choice.get("finish_reason") is not None))
     expected = _expected_choices(api, body)
     if expected is not None and sorted(positions) != list(range(expected)):
