@@ -317,3 +317,18 @@ def test_completions_stream_interleaves_choices_each_under_its_rid(http, url):
     assert sorted(ids_by_index) == [0, 1]
     assert all(len(ids) == 1 for ids in ids_by_index.values())
     assert ids_by_index[0] != ids_by_index[1]
+
+
+def test_top_level_watermark_is_read_as_the_sampling_one(http, url):
+    """GenerateReqInput's own `watermark` is copied into the sampling params, and naming it in
+    both places is a ValueError (srt/managers/tokenizer_manager.py:1553-1559); it is not
+    contract-checked, so an unknown field is normalize_watermark_request's ValueError
+    (srt/sampling/watermarking/core.py:173-175)."""
+    ok = generate(http, url, {"text": PROMPT_A, "watermark": {"enabled": False}, "sampling_params": {"max_new_tokens": 4}})
+    assert ok.status_code == 200, ok.text
+    both = generate(http, url, {"text": PROMPT_A, "watermark": {"enabled": False},
+                                "sampling_params": {"max_new_tokens": 4, "watermark": {"enabled": False}}})
+    assert both.status_code == 400
+    assert both.json() == {"error": {"message": "watermark must be provided either at the request top level or inside sampling_params, not both"}}
+    unknown = generate(http, url, {"text": PROMPT_A, "watermark": {"colour": "red"}, "sampling_params": {"max_new_tokens": 4}})
+    assert unknown.status_code == 400 and unknown.json() == {"error": {"message": "watermark contains unknown fields"}}
