@@ -158,3 +158,28 @@ def test_meta_info_keys_the_harness_parses_exist_in_sglang(sglang_source):
     assert {"finish_reason", "completion_tokens", "spec_verify_ct", "output_token_logprobs"} <= keys  # the scan works
     missing = sorted(k for k in keys if not re.search(rf'meta_info\["{k}"\]\s*=|"{k}":', source))
     assert missing == []
+
+
+def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
+    """Every /generate body the harness builds carries only `sampling_params` keys the strict gate
+    admits (api/v1/api_types.py:1256, 1319-1320): one more would be a 400 on a real server."""
+    from harness.bench.client import RequestSettings
+    from harness.bench.client import build_payload as bench_payload
+    from harness.bench.datasets import DatasetRow
+    from harness.correctness import SamplingCase
+    from harness.correctness import build_payload as correctness_payload
+    from harness.lossless.scoring import scoring_payload
+    from harness.prompts import PromptItem
+    from harness.workloads.gsm8k_prompt import build_payload as gsm8k_payload
+    from suites.plugin_integrity import greedy_payload
+
+    payloads = [
+        gsm8k_payload("Q: 1+1?\nA:"),
+        correctness_payload(PromptItem("p0", "prose", "Hello"), SamplingCase(1.0, 0.95), 32, 7),
+        scoring_payload([1, 2], [3], 1.0, 2),
+        bench_payload(RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9), DatasetRow("Hello", 1, 8)),
+        greedy_payload("Hello", 8, stop=["x"], stop_token_ids=[1], no_stop_trim=True, ignore_eos=True, min_new_tokens=1),
+    ]
+    keys = set(contract_sampling_keys(sglang_source))
+    sent = {key for payload in payloads for key in payload["sampling_params"]}
+    assert sent and sent <= keys, sorted(sent - keys)
