@@ -27,9 +27,11 @@ from harness.integrity import IntegrityContext, Violation, check_response, stop_
 
 COMPLETIONS, CHAT = "completions", "chat"
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # srt/entrypoints/openai/protocol.py: CompletionRequest.max_tokens
-# protocol.py: CompletionResponseChoice.finish_reason's Literal, plus chat's tool_calls
+# The finish_reason Literals of protocol.py's CompletionResponseChoice and ChatCompletionResponseChoice
+# (pinned by tests/sglang_contract/test_openai_shapes.py).
 FINISH_TYPES = {COMPLETIONS: ("stop", "length", "content_filter", "abort"),
-                CHAT: ("stop", "length", "tool_calls", "content_filter", "abort")}
+                CHAT: ("stop", "length", "tool_calls", "content_filter", "function_call", "abort")}
+PARSER_FINISHES = ("tool_calls", "function_call")  # a parser rewrote the text; they name no id or string
 
 
 def openai_budget(api: str, body: dict[str, Any]) -> int | None:
@@ -173,8 +175,8 @@ def check_openai(api: str, body: dict[str, Any], response: Any, context: Integri
         if ids is None:
             continue
         all_ids.append(ids)
-        if kind == "tool_calls":
-            continue  # the parser rewrote the text; the finish names no id or string
+        if kind in PARSER_FINISHES:
+            continue
         text = _choice_text(api, body, choice)
         if api == CHAT and kind == "stop" and isinstance(choice.get("matched_stop"), str) and choice["matched_stop"] not in stop_strings(item["sampling_params"]):
             # A conversation template adds its own stop strings (srt/entrypoints/openai/
