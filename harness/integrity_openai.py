@@ -21,9 +21,10 @@ answers with reasoning or tool calls, and chat answers stopped by a string the r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from harness.integrity import IntegrityContext, Violation, check_response, stop_strings
+from harness.integrity import IntegrityContext, Violation, check_response, item_prompt_hash, stop_strings
 
 COMPLETIONS, CHAT = "completions", "chat"
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # srt/entrypoints/openai/protocol.py: CompletionRequest.max_tokens
@@ -69,8 +70,8 @@ def _prompt_item(api: str, body: dict[str, Any], index: int, n: int) -> dict[str
     prompt = body.get("prompt")
     if api == COMPLETIONS and isinstance(prompt, list) and prompt and all(isinstance(p, (str, list)) for p in prompt):
         prompt = prompt[min(index // n, len(prompt) - 1)]
-    if api == CHAT:
-        prompt = repr(body.get("messages"))
+    if api == CHAT:  # hashed as harness.openai_client hashes a chat Generation's prompt
+        prompt = json.dumps(body.get("messages"), separators=(",", ":"), sort_keys=True)
     key = "input_ids" if isinstance(prompt, list) else "text"
     return {key: prompt, "sampling_params": native_params(api, body), "return_logprob": body.get("logprobs") not in (None, False)}
 
@@ -165,7 +166,7 @@ def check_openai(api: str, body: dict[str, Any], response: Any, context: Integri
             found.append(Violation("response_shape", shape, rid=rid))
             continue
         item = _prompt_item(api, body, choice["index"], n)
-        where = {"rid": rid, "prompt_hash": None}
+        where = {"rid": rid, "prompt_hash": item_prompt_hash(item)}
         kind = choice.get("finish_reason")
         if kind not in FINISH_TYPES[api]:
             found.append(Violation("finish_reason", f"choice {choice['index']} finish_reason {kind!r} is not one of {FINISH_TYPES[api]}", **where))

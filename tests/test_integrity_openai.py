@@ -179,3 +179,14 @@ def test_a_chat_stream_may_drop_the_logprobs_of_a_textless_step_but_never_adds_a
     carrier = next(choice for c in padded for choice in c["choices"] if choice.get("logprobs"))
     carrier["logprobs"]["content"] += carrier["logprobs"]["content"] * (usage["completion_tokens"] + 1)
     assert "logprob_alignment" in _fired(api, body, padded, capture.context, stream=True)
+
+
+def test_a_violation_names_the_prompt_hash_its_generation_records(capture):
+    """A quoted violation can be matched to the recorded Generation: same prompt hash."""
+    for call, prompt in ((capture.complete, PROMPT), (capture.chat, MESSAGES)):
+        [generation] = call(prompt, {"max_tokens": 8, "temperature": 0})
+        api, body, answer = capture.last
+        broken = copy.deepcopy(answer)
+        broken["choices"][0]["finish_reason"] = "stopped"
+        [violation] = check_openai(api, body, broken, capture.context)
+        assert violation.prompt_hash == generation.prompt_hash and violation.rid == answer["id"]
