@@ -113,6 +113,19 @@ def test_health_fails_when_the_generation_gets_no_answer(http, stepped):
     assert http.get(f"{url}/ready", timeout=TIMEOUT_S).status_code == 200
 
 
+def test_health_without_generation_is_a_plain_200(tmp_path, monkeypatch):
+    """SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=false: /health answers 200 at once, while
+    /health_generate still generates (srt/entrypoints/http_server.py:745-749; environ.py:344)."""
+    monkeypatch.setenv("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION", "false")
+    with launch_reference_server("fix", tmp_path, ready_timeout_s=60) as server, http_session() as http:
+        started = time.monotonic()
+        assert http.get(f"{server.base_url}/health", timeout=TIMEOUT_S).status_code == 200
+        assert time.monotonic() - started < 0.9
+        started = time.monotonic()
+        assert http.get(f"{server.base_url}/health_generate", timeout=TIMEOUT_S).status_code == 200
+        assert time.monotonic() - started >= 0.9
+
+
 # --------------------------------------------------------------------------- n > 1
 def test_parallel_sampling_on_a_batch_answers_prompt_major_under_fresh_rids(http, url):
     """n > 1 on a batch of B prompts gives B*n results, prompt-major (all samples of prompt 0,
