@@ -345,3 +345,20 @@ def test_top_level_watermark_is_read_as_the_sampling_one(http, url):
     assert both.json() == {"error": {"message": "watermark must be provided either at the request top level or inside sampling_params, not both"}}
     unknown = generate(http, url, {"text": PROMPT_A, "watermark": {"colour": "red"}, "sampling_params": {"max_new_tokens": 4}})
     assert unknown.status_code == 400 and unknown.json() == {"error": {"message": "watermark contains unknown fields"}}
+
+
+def test_an_abort_with_another_status_is_that_status_in_the_openai_error_shape():
+    """A non-400 abort status is raised as HTTPException(status, message) (tokenizer_manager.py:
+    1919-1921), answered by the handler at http_server.py:578-630 as ErrorResponse
+    (openai/protocol.py:106-111) with that status; a status-less abort is not an error."""
+    from fixtures.refserver.server import abort_error_response
+
+    def result(reason: dict) -> dict:
+        return {"text": "", "output_ids": [], "meta_info": {"finish_reason": reason}}
+
+    ok = result({"type": "length", "length": 3})
+    timeout = result({"type": "abort", "message": "SLA exceeded", "status_code": 503, "err_type": None})
+    response = abort_error_response([ok, timeout])
+    assert response is not None and response.status == 503
+    assert json.loads(response.body) == {"object": "error", "message": "SLA exceeded", "type": "503", "param": None, "code": 503}
+    assert abort_error_response([ok, result({"type": "abort", "message": "Aborted", "status_code": None, "err_type": None})]) is None
