@@ -1,11 +1,14 @@
-"""Run the integrity checks on every `/generate` answer a client receives, and record what breaks.
+"""Run the integrity checks on every answer a client receives, and record what breaks.
 
 `CheckingClient` is an `SGLangClient` (same transport, same connection pool) whose `generate` and
 `generate_stream` pass each answer through `harness.integrity` before handing it back unchanged.
+`CheckingOpenAIClient` does the same for `/v1/completions` and `/v1/chat/completions` answers
+(streamed or not) through `harness.integrity_openai`.
 Violations go to an `IntegrityRecorder` — counted per check and quoted — and are never raised, so
 a workload runs to the end; the suites assert the recorder is clean. One line wires any workload:
 
     client = checking_client(server, recorder)        # server: a ServerUnderTest
+    openai = checking_openai_client(server, recorder)  # the same server's OpenAI routes
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from harness.errors import SpecsuiteError
-from harness.http_common import shorten
+from harness.http_common import HttpTransport, shorten
 from harness.integrity import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
+from harness.integrity_openai import check_openai, check_openai_stream
+from harness.openai_client import OpenAICompletionsClient
 from harness.server_session import ServerUnderTest
 from harness.sglang_client import SGLangClient
 
@@ -137,12 +142,41 @@ class CheckingClient(SGLangClient):
 
     @staticmethod
     def _guarded(run: Callable[[], list[Violation]]) -> list[Violation]:
-        # The checks guard every field they read; an answer shaped beyond that is itself a finding,
-        # and must not end the caller's workload.
-        try:
-            return run()
-        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-            return [Violation("response_shape", f"answer has an unexpected structure: {shorten(repr(exc), 100)}")]
+        return guarded_checks(run)
+
+
+def guarded_checks(run: Callable[[], list[Violation]]) -> list[Violation]:
+    """The checks guard every field they read; an answer shaped beyond that is itself a finding,
+    and must not end the caller's workload."""
+    try:
+        return run()
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        return [Violation("response_shape", f"answer has an unexpected structure: {shorten(repr(exc), 100)}")]
+
+
+class CheckingOpenAIClient(OpenAICompletionsClient):
+    """An OpenAI client whose every answer (completions or chat, streamed or not) is checked and
+    its violations recorded; answers are returned unchanged and a violation never raises."""
+
+    def __init__(self, transport: HttpTransport, model: str, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
+        # No super().__init__: share the native client's transport (session, auth, timeouts), as
+        # CheckingClient does, so closing either closes both.
+        self._http = transport
+        self.model = model
+        self.recorder = recorder
+        self.context = context
+
+    def answered(self, api: str, body: dict[str, Any], result: Any) -> None:
+        self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=_choice_count(result))
+
+    def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
+        self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=max(len(indexes), 1), stream=True)
+
+
+def _choice_count(result: Any) -> int:
+    choices = result.get("choices") if isinstance(result, dict) else None
+    return len(choices) if isinstance(choices, list) and choices else 1
 
 
 def _result_count(payload: dict[str, Any]) -> int:
@@ -214,6 +248,16 @@ def context_for_server(server: ServerUnderTest, tokenizer_dir: str | None = None
         num_draft_tokens=draft if isinstance(draft, int) else None,
         incremental_streaming=bool(server.identity.server_args.get("incremental_streaming_output")),
     )
+
+
+def checking_openai_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None,
+                           context: IntegrityContext | None = None) -> CheckingOpenAIClient:
+    """An OpenAI client for the same server (its URL and API key), checked like `checking_client`;
+    pass `context` to reuse one already built (it loads the tokenizer)."""
+    inner = server.client.inner if isinstance(server.client, CheckingClient) else server.client
+    # SGLang echoes any `model` back without checking it; the served name reads best in logs.
+    model = server.identity.served_model_name or "default"
+    return CheckingOpenAIClient(inner._http, model, recorder, context or context_for_server(server, tokenizer_dir))
 
 
 def checking_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None) -> CheckingClient:

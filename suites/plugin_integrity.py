@@ -19,7 +19,7 @@ import pytest
 from harness.errors import SpecsuiteError
 from harness.generated_text import text_context
 from harness.integrity import compare_answers, stop_seen_at, stream_finals
-from harness.integrity_wiring import CheckingClient, IntegrityRecorder, checking_client
+from harness.integrity_wiring import CheckingClient, CheckingOpenAIClient, IntegrityRecorder, checking_client, checking_openai_client
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -108,6 +108,12 @@ def integrity_probe(specsuite: SpecsuiteSession, integrity_recorder: IntegrityRe
     client = specsuite.server.client
     assert isinstance(client, CheckingClient)
     return IntegrityProbe(specsuite, client, integrity_recorder)
+
+
+@pytest.fixture(scope="session")
+def integrity_openai(integrity_probe: IntegrityProbe) -> CheckingOpenAIClient:
+    """The server's OpenAI routes through the same recorder and check context."""
+    return checking_openai_client(integrity_probe.specsuite.server, integrity_probe.recorder, context=integrity_probe.client.context)
 
 
 @dataclass

@@ -389,3 +389,22 @@ def test_every_answer_in_the_session_passed_integrity(integrity_recorder):
     """The session audit (run last): every /generate answer any suite received in this session
     passed the accounting checks."""
     assert integrity_recorder.total == 0, integrity_recorder.summary()
+
+
+OPENAI_BUDGET = 32
+
+
+@pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS[:2], ids=_prompt_id)
+def test_openai_completions_keep_the_accounting(integrity_probe, integrity_openai, prompt):
+    """/v1/completions, streamed and not, greedy and sampled with n=2: every answer passes the
+    OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer."""
+    probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
+    failures = []
+    greedy = {"max_tokens": OPENAI_BUDGET, "temperature": 0}
+    plain, streamed = integrity_openai.complete(prompt, greedy), integrity_openai.complete_stream(prompt, greedy)
+    if [g.output_ids for g in plain] != [g.output_ids for g in streamed] or [g.text for g in plain] != [g.text for g in streamed]:
+        failures.append("greedy stream and non-stream completions differ")
+    sampled = {"max_tokens": OPENAI_BUDGET, "temperature": 1.0, "top_p": 0.95, "n": 2, "seed": 11}
+    integrity_openai.complete(prompt, sampled)
+    integrity_openai.complete_stream(prompt, sampled)
+    _fail_on(probe, f"openai_completions[{_prompt_id(prompt)}]", 4, failures, mark)

@@ -200,3 +200,10 @@ def test_missing_and_wrong_key(url):
 @pytest.mark.parametrize("prompt", ["", [], ["a", "b"], [[1, 2]]])
 def test_rejects_batch_or_empty_prompt(client, prompt):
     one_line_error(lambda: client.complete(prompt, {}), "one non-empty string or one list of token ids")
+
+
+@pytest.mark.parametrize("messages", [[], "hello", [["user", "hi"]]], ids=["empty", "string", "not-objects"])
+def test_chat_refuses_malformed_messages_in_one_line_before_any_request(messages):
+    client = OpenAICompletionsClient("http://127.0.0.1:9", timeout_s=1, connect_timeout_s=1)
+    one_line_error(lambda: client.chat(messages, {}), "chat messages must be a non-empty list of objects")
+    one_line_error(lambda: client.chat_stream(messages, {}), "chat messages must be a non-empty list of objects")
