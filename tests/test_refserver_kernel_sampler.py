@@ -30,6 +30,7 @@ import numpy as np
 
 from fixtures.refserver.cli import build_parser, resolve_config
 from fixtures.refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
+from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample
 from harness.arms import resolve_arms
 from harness.detectors import stray_chars
 from harness.errors import SpecsuiteError
@@ -152,6 +153,19 @@ def test_the_kernel_decides_the_seed_row_and_the_fallback_is_flagged(version, fa
     assert bool(result.final_ids[0] == vocab - 1) is falls_back and result.fallback.tolist() == [falls_back, False]
     assert 10 <= result.final_ids[1] < 20
     assert not result.guard_replaced.any()
+
+
+def test_numpy_nofix_sampler_accepts_an_inf_q_draft_as_0_5_20_does():
+    """coin * -inf < p accepts unconditionally (the seed's accept-site damage). The numpy sampler
+    once rejected there, from 0 * -inf = NaN in its --bias-accept term, and diverged from 0.5.20."""
+    target, draft, ids, accept_coins, final_coins = _seed_like_rows()
+    draft[0, 0, 100] = -np.inf  # the draft id's own q is now -inf, in the row the mask overwrote
+    target[0, 0, 100] = 0.05
+    kernel = KernelChainSampler.load("sglang==0.5.20").sample(target, draft, ids, accept_coins, final_coins)
+    numpy_nofix = chain_rejection_sample(target, draft, ids, accept_coins, final_coins, SamplerGuards(False, target.shape[-1] - 1))
+    assert kernel.accepted_drafts[0] >= 1
+    assert numpy_nofix.accepted_drafts.tolist() == kernel.accepted_drafts.tolist()
+    assert numpy_nofix.final_ids.tolist() == kernel.final_ids.tolist()
 
 
 # --------------------------------------------------------------------------- over HTTP
