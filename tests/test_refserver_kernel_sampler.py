@@ -38,6 +38,7 @@ from harness.identity import ServerIdentity
 from harness.kernels.loader import KERNEL_MEMBER
 from harness.kernels.sglang_wheel import extract_member
 from harness.launcher import LaunchedServer, launch_reference_server
+from reports.summary_table import summary_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
@@ -116,6 +117,15 @@ def test_reference_sampler_option_of_specsuite_run_adds_the_flag_per_arm():
         resolve_arms(None, None, [], 31000, reference_samplers="copy-only=sglang==0.5.23")
     with pytest.raises(SpecsuiteError, match="only with the default reference arms"):
         resolve_arms("http://x:1", None, [], 31000, reference_samplers="fix=sglang==0.5.23")
+
+
+def test_run_summary_names_each_arms_sampler():
+    kernel = {"sampler": "sglang==0.5.20", "label": "sglang==0.5.20", "device": "cpu (triton interpreter)", "sha256": "ab" * 32}
+    results = {"arms": {"nofix": {"identity": {"server_args": {"refserver_sampler": kernel}}, "repeats": []},
+                        "remote": {"identity": {"server_args": {}}, "repeats": []}}}
+    summary = summary_markdown(results)
+    assert f"sampler of nofix: sglang==0.5.20 on cpu (triton interpreter), sha256 {'ab' * 32}" in summary
+    assert "sampler of remote" not in summary  # a server that does not say is not given one
 
 
 # --------------------------------------------------------------------------- the fallback definition
