@@ -117,6 +117,10 @@ def test_reference_sampler_option_of_specsuite_run_adds_the_flag_per_arm():
         resolve_arms(None, None, [], 31000, reference_samplers="copy-only=sglang==0.5.23")
     with pytest.raises(SpecsuiteError, match="only with the default reference arms"):
         resolve_arms("http://x:1", None, [], 31000, reference_samplers="fix=sglang==0.5.23")
+    for bad, named in (("fix", "expects ARM=SAMPLER"), ("fix=cuda", "fix=cuda: expected installed, sglang==VERSION"),
+                       ("nofix=refserver", "own sampler is 'numpy'")):
+        with pytest.raises(SpecsuiteError, match=named):
+            resolve_arms(None, None, [], 31000, reference_samplers=bad)
 
 
 def test_run_summary_names_each_arms_sampler():
