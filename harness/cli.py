@@ -31,6 +31,8 @@ def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--server-url", help="candidate server URL (compared against --baseline-url when given)")
     run.add_argument("--baseline-url", help="baseline server URL")
     run.add_argument("--arm", action="append", default=[], metavar="NAME=LAUNCH_CMD", help="launch an arm per session (repeatable)")
+    run.add_argument("--reference-sampler", default=None, metavar="ARM=SAMPLER[,ARM=SAMPLER]",
+                     help="with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23")
     run.add_argument("--repeats", type=int, default=1, help="interleaved repeats per arm (A B A B ...); launched arms restart each time")
     run.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
     run.add_argument("--run-id", default=None, help="name of the run folder (default: UTC time plus a suffix)")
@@ -117,7 +119,7 @@ def command_run(args: argparse.Namespace) -> int:
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
     check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
-    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port())
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port(), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
     options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *args.pytest_arg]
     if args.tokenizer:

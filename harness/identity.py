@@ -161,6 +161,10 @@ class ServerIdentity:
             )
         else:
             lines.append(f"spec: off cuda_graph={self.cuda_graph}")
+        sampler = self.server_args.get("refserver_sampler")
+        if isinstance(sampler, dict):  # the reference server says which sampler decided
+            digest = f" sha256={sampler['sha256'][:12]}" if sampler.get("sha256") else ""
+            lines.append(f"sampler: {sampler.get('label')} on {sampler.get('device')}{digest}")
         if self.extra:
             lines.append("labels: " + " ".join(f"{k}={v}" for k, v in sorted(self.extra.items())))
         return lines

@@ -2,7 +2,8 @@
 
 Reads a merged results.json (the dict) only.  Columns follow the seed's tables: generated tokens,
 invalid ids, sampler fallback ids, stray characters per 1200 tokens, accept length, and the
-server's own counters where it exports them.
+server's own counters where it exports them.  When the reference server says which sampler
+decided (`refserver_sampler` in its /server_info), a line per arm under the table names it.
 """
 
 from __future__ import annotations
@@ -52,4 +53,18 @@ def summary_markdown(results: dict[str, Any]) -> str:
                  stray, accept, "-" if row["nonfinite"] is None else str(row["nonfinite"]),
                  "-" if row["sampler_fallbacks"] is None else str(row["sampler_fallbacks"])]
         lines.append("| " + " | ".join(cells) + " |")
+    samplers = sampler_lines(results)
+    if samplers:
+        lines += [""] + samplers
     return "\n".join(lines) + "\n"
+
+
+def sampler_lines(results: dict[str, Any]) -> list[str]:
+    """`sampler of ARM: LABEL on DEVICE, sha256 ...` for every arm whose identity reports one."""
+    lines = []
+    for arm, data in (results.get("arms") or {}).items():
+        sampler = ((data.get("identity") or {}).get("server_args") or {}).get("refserver_sampler")
+        if isinstance(sampler, dict):
+            digest = f", sha256 {sampler['sha256']}" if sampler.get("sha256") else ""
+            lines.append(f"sampler of {arm}: {sampler.get('label')} on {sampler.get('device')}{digest}")
+    return lines
