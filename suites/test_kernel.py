@@ -47,7 +47,9 @@ def test_same_coins_same_output(kernel_suite: KernelSuiteRun, input_class: str) 
 def _assert_family_member(kernel_suite: KernelSuiteRun, scenario: str, test: str) -> None:
     tests = kernel_suite.scenario_tests(scenario, test)
     tested = [t for t in tests if t.p_value is not None]
-    assert tested, f"{scenario}: no {test} test had enough rows (--kernel-dist-rows {kernel_suite.distribution_rows})"
+    if not tested:  # a claim about too few rows, not about the kernel: never a failure
+        pytest.skip(f"{scenario}: no {test} test had enough rows (--kernel-dist-rows {kernel_suite.distribution_rows}): "
+                    + "; ".join(t.note for t in tests))
     fired = [t for t in tested if t.rejected]
     assert not fired, (f"{kernel_suite.kernel.label}: {scenario}: " + "; ".join(
         f"{t.test} at position {t.position}: n {t.n}, p {t.p_value:.3g}, Holm-adjusted {t.adjusted_p:.3g} <= alpha {kernel_suite.alpha:g}"
