@@ -83,3 +83,37 @@ def test_degenerate_residual_commits_the_fallback_id_in_both_arms(kernels) -> No
     assert guarded.guard_replaced.all() and not guarded.fallback.any()
     rows = np.arange(shape.batch)
     assert (data.target_probs[rows, guarded.accepted_drafts, guarded.final_ids] > 0).all()
+
+
+def _one_row_outcomes(final_a: int, final_b: int):
+    import numpy as np
+
+    from harness.kernels.invoke import ChainOutcome
+
+    def outcome(final: int) -> ChainOutcome:
+        emitted = np.full((1, 6), -1)
+        emitted[0, 0] = final
+        return ChainOutcome(np.array([0]), emitted, np.array([final]))
+
+    return outcome(final_a), outcome(final_b)
+
+
+@pytest.mark.parametrize(("coin", "kind"), [(0.5 + 1e-6, "tie"), (0.9, "defect")])
+def test_a_split_at_a_cdf_boundary_is_a_tie_and_elsewhere_a_defect(coin: float, kind: str) -> None:
+    """Residual mass 0.5 on id 3 and 0.5 on id 4: a coin a hair past 0.5 sits on the boundary between
+    them (a float-order tie if the samplers split there); a coin of 0.9 is far from any boundary."""
+    import numpy as np
+
+    from harness.kernels.inputs import ChainInput
+
+    vocab, steps = 256, 5
+    target = np.zeros((1, steps + 1, vocab), dtype=np.float32)
+    target[0, :, 3] = target[0, :, 4] = 0.5
+    draft = np.zeros((1, steps, vocab), dtype=np.float32)
+    draft[0, :, 9] = 1.0  # the draft's id has no target mass: rejected at step 0, residual = p
+    data = ChainInput("synthetic", target, draft, np.full((1, steps), 9), np.zeros((1, steps), np.float32),
+                      np.array([coin], np.float32), vocab, 0)
+    tally = ConformanceTally()
+    compare(data, *_one_row_outcomes(3, 4), True, tally)
+    assert [d.kind for d in tally.disagreements] == [kind]
+    assert tally.disagreements[0].margin == pytest.approx(abs(float(np.float32(coin)) - 0.5) / 1.0, rel=1e-3)

@@ -104,3 +104,14 @@ def test_refserver_kernel_runs_without_a_server(tmp_path: Path) -> None:
                                      "--kernel-dist-rows", "256", "-k", "well-formed or p-equals-q", timeout=200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert results["kernel"]["label"].startswith("reference numpy sampler") and results["arms"] == {}
+
+
+def test_without_kernel_option_or_sglang_the_suite_skips_with_its_reason(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("sglang") is not None:
+        pytest.skip("SGLang is installed here: the suite would test it")
+    done, results = run_kernel_suite(tmp_path, "-rs", timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "no --kernel given and no SGLang installed" in done.stdout and " passed" not in done.stdout.splitlines()[-1]
+    assert results is None  # nothing was measured, so no results folder

@@ -79,7 +79,9 @@ def _residual_row(data: ChainInput, row: int, position: int, fix_arm: bool) -> n
 
 
 def boundary_margin(data: ChainInput, row: int, position: int, ids: tuple[int, int], fix_arm: bool) -> float | None:
-    """min over ids i in [lo, hi) of |cdf(i) - u| / norm, or None when the row has no finite mass."""
+    """min over the boundaries between the two ids, cdf(i) for i in [lo, hi), of |cdf(i) - u| / norm;
+    when one id is the fallback vocab-1, the total too (the kernel's CDF never passed u).  None when
+    the row has no finite mass."""
     residual = _residual_row(data, row, position, fix_arm)
     norm = float(residual.sum())
     if not np.isfinite(norm) or norm <= 0:
@@ -87,8 +89,10 @@ def boundary_margin(data: ChainInput, row: int, position: int, ids: tuple[int, i
     cdf = np.cumsum(residual)
     target = float(data.final_coins[row]) * norm
     low, high = sorted(ids)
-    high = min(high, cdf.size - 1)
-    return float(np.min(np.abs(cdf[low : high + 1] - target)) / norm)
+    boundaries = list(cdf[low:high])
+    if high == cdf.size - 1:
+        boundaries.append(cdf[-1])
+    return float(np.min(np.abs(np.array(boundaries) - target)) / norm)
 
 
 def compare(data: ChainInput, reference: ChainOutcome, kernel: ChainOutcome, fix_arm: bool, tally: ConformanceTally) -> None:
