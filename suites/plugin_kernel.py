@@ -14,7 +14,9 @@ session's results.json under "kernel" (a kernel-only session opens its own run f
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,6 +25,9 @@ from harness.kernels.distribution import DEFAULT_ROWS
 from harness.kernels.inputs import DEFAULT_BATCH, DEFAULT_STEPS, DEFAULT_VOCAB, KernelShape
 from harness.kernels.suite import KernelSuiteRun
 from harness.results import RunDirectory
+
+if TYPE_CHECKING:
+    from suites.pytest_plugin import SpecsuiteSession
 
 KERNEL_MARKER = "kernel"
 
@@ -53,7 +58,7 @@ class KernelSession:
 KERNEL_KEY = pytest.StashKey[KernelSession]()
 
 
-def _specsuite_state(config: pytest.Config):
+def _specsuite_state(config: pytest.Config) -> SpecsuiteSession:
     from suites.pytest_plugin import specsuite_session  # registered by conftest before this module runs hooks
 
     return specsuite_session(config)
@@ -139,7 +144,7 @@ def kernel_suite(pytestconfig: pytest.Config) -> KernelSuiteRun:
 
 
 @pytest.fixture
-def record_kernel_results(pytestconfig: pytest.Config):
+def record_kernel_results(pytestconfig: pytest.Config) -> Iterator[None]:
     """Rewrite results.json after the test (so a crash loses nothing already measured)."""
     yield
     write_kernel_results(pytestconfig)

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.kernels import distribution
 from harness.kernels.inputs import INPUT_CLASSES, KernelShape, build_input
 from harness.kernels.invariants import check_no_unsupported_fallback, check_same_output, check_valid_ids, rerun_rows
 from harness.kernels.invoke import run_chain

@@ -7,6 +7,7 @@ line and exit 4, and a kernel-only session starts no server."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -89,8 +90,6 @@ def test_offline_without_sglang_or_cached_wheel_is_one_line(tmp_path: Path) -> N
 
 
 def run_kernel_suite_env(tmp_path: Path, options: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], None]:
-    import os
-
     command = [sys.executable, "-m", "pytest", "suites/", "-m", "kernel", "-q", "-p", "no:cacheprovider",
                "--results-dir", str(tmp_path / "results"), *options]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False, env={**os.environ, **env})

@@ -142,7 +142,7 @@ def well_formed(seed: int, shape: KernelShape) -> ChainInput:
     return _assemble("well-formed", seed, rng, shape, target, _drafts_near(rng, target, shape, (0.5, 0.95)))
 
 
-def _reaching_corrupt_step(seed: int, shape: KernelShape, name: str) -> tuple[np.random.Generator, np.ndarray, np.ndarray, np.ndarray]:
+def _reaching_corrupt_step(seed: int, shape: KernelShape) -> tuple[np.random.Generator, np.ndarray, np.ndarray, np.ndarray]:
     """Target, draft and drafted ids where steps before CORRUPT_STEP have q == p (always accepted)
     and the corrupted step's draft is accepted only part of the time."""
     rng = np.random.default_rng(seed)
@@ -157,7 +157,7 @@ def _drafted_token_value(value: float, name: str) -> Callable[[int, KernelShape]
     """q(X) = value on the drafted token of CORRUPT_STEP, X the target's favourite there (so that an
     accept rule that lets a bad q through does so often: coin * 1.5 < p(X) needs a large p(X))."""
     def build(seed: int, shape: KernelShape) -> ChainInput:
-        rng, target, draft, ids = _reaching_corrupt_step(seed, shape, name)
+        rng, target, draft, ids = _reaching_corrupt_step(seed, shape)
         favourite = target[:, CORRUPT_STEP].argmax(axis=-1)
         target[np.arange(shape.batch), CORRUPT_STEP, favourite] += 1.5  # a confident step: p(X) about 0.6
         target[:, CORRUPT_STEP] /= target[:, CORRUPT_STEP].sum(axis=-1, keepdims=True)
@@ -170,7 +170,7 @@ def _drafted_token_value(value: float, name: str) -> Callable[[int, KernelShape]
 
 def _whole_row_value(value: float, name: str) -> Callable[[int, KernelShape], ChainInput]:
     def build(seed: int, shape: KernelShape) -> ChainInput:
-        rng, target, draft, ids = _reaching_corrupt_step(seed, shape, name)
+        rng, target, draft, ids = _reaching_corrupt_step(seed, shape)
         made = _assemble(name, seed, rng, shape, target, draft, ids)
         made.draft_probs[:, CORRUPT_STEP, :] = value
         return made
@@ -187,7 +187,7 @@ def _neg_inf_run(covering: bool) -> Callable[[int, KernelShape], ChainInput]:
     name = "neg-inf-run-covers-draft" if covering else "neg-inf-run-spares-draft"
 
     def build(seed: int, shape: KernelShape) -> ChainInput:
-        rng, target, draft, ids = _reaching_corrupt_step(seed, shape, name)
+        rng, target, draft, ids = _reaching_corrupt_step(seed, shape)
         starts = np.empty(shape.batch, dtype=np.int64)
         for row in range(shape.batch):
             if covering:
