@@ -3,8 +3,8 @@ the sampling grid, runs each case once per session, and writes results as they a
 
 The server is resolved only when the run targets suites/ (or names a server explicitly) and some
 selected test needs it (uses the `specsuite` fixture), decided after collection and deselection:
-`pytest tests/` and `pytest suites/ -m kernel` never start one.  Resolution order: --server-url, then --launch CMD, else the
-embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
+`pytest tests/` and `pytest suites/ -m kernel` never start one.  Resolution order: --server-url,
+then --launch CMD, else the embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
 and exit code 4 (pytest's usage-error code), with no traceback.
 
 Requests share one `harness.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
