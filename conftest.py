@@ -18,6 +18,7 @@ pytest_plugins = (
     "suites.plugin_lossless",
     "suites.plugin_bench",
     "suites.plugin_history",
+    "suites.plugin_kernel",
 )
 
 

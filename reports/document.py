@@ -186,6 +186,9 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
     doc.paragraph(server_under_test_line(results))  # first line: a report must not pass for another server's
     doc.heading(1, doc.title)
     doc.bullets(_header_lines(results, analysis))
+    from reports.kernel_section import add_kernel_section  # it builds on this module's Document and Table
+
+    add_kernel_section(doc, results)
     if not isinstance(analysis, dict):
         doc.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
                       "Raw totals per arm and case:")

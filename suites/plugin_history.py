@@ -77,7 +77,7 @@ def _tonight(state: SpecsuiteSession) -> tuple[dict[str, Any], str]:
     return config, config_key(config)
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+def _wire_history(session: pytest.Session) -> None:
     """After the specsuite plugin reached the server: fingerprint tonight and find the baseline."""
     state = specsuite_state(session.config)
     if state.server is None:
@@ -102,7 +102,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
                                   "(first night?): nothing to compare against")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
+    _wire_history(session)  # the server starts after collection, once a selected test needs it
     history = session.config.stash.get(HISTORY_KEY, None)
     if history is not None and history.error:
         pytest.exit(f"specsuite: {history.error}", returncode=pytest.ExitCode.USAGE_ERROR)

@@ -57,9 +57,9 @@ def specsuite_session(config: pytest.Config) -> SpecsuiteSession:
     return session_of(config)
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Wrap the session's client once the main plugin has resolved the server."""
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Wrap the session's client once the main plugin has resolved the server (after collection)."""
     state = specsuite_session(session.config)
     if state.server is None:
         return

@@ -1,9 +1,10 @@
 """The specsuite pytest plugin: resolves the server under test, prints its identity, parametrizes
 the sampling grid, runs each case once per session, and writes results as they arrive.
 
-The server is resolved only when the run targets suites/ (or names a server explicitly), so
-`pytest tests/` never starts one.  Resolution order: --server-url, then --launch CMD, else the
-embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
+The server is resolved only when the run targets suites/ (or names a server explicitly) and some
+selected test needs it (uses the `specsuite` fixture), decided after collection and deselection:
+`pytest tests/` and `pytest suites/ -m kernel` never start one.  Resolution order: --server-url,
+then --launch CMD, else the embedded reference server (fix arm) on a free port.  A failure to reach the server is one line
 and exit code 4 (pytest's usage-error code), with no traceback.
 
 The embedded fallback never passes for a real server unnoticed: the report header's first line and
@@ -69,6 +70,7 @@ class SpecsuiteSession:
     guard: FaultGuard | None = None
     pytest_session: pytest.Session | None = None
     in_progress: str | None = None  # the workload running now, for "where it stopped"
+    sections: dict[str, Any] = field(default_factory=dict)  # other top-level results sections (the kernel suite's)
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
@@ -196,9 +198,9 @@ class SpecsuiteSession:
         return found
 
     def write_results(self, status: str) -> None:
-        if self.run_dir is None or self.server is None:
+        if self.run_dir is None:
             return
-        arms = {self.server.arm: {
+        arms = {} if self.server is None else {self.server.arm: {  # a kernel-only session has no server
             "server_under_test": self.server.server_under_test,
             "identity": self.server.identity.to_dict(),
             "vocab": self.server.vocab.to_dict(),
@@ -218,6 +220,7 @@ class SpecsuiteSession:
             "command": " ".join(sys.argv),
             "faults": self.guard.summary() if self.guard is not None else None,
             "arms": arms,
+            **self.sections,
         })
 
     def finish(self, exitstatus: int) -> None:
@@ -269,6 +272,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     config.stash[RESTORE_SIGTERM_KEY]()
 
 
+SERVER_FIXTURE = "specsuite"  # every server-backed test depends on it, directly or through other fixtures
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = specsuite_session(session.config)
@@ -276,11 +282,39 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not state.targets_suites():
         return
     try:
-        state.grid  # validate grid options before starting anything
+        state.grid  # validate grid options before collecting anything
         state.gsm8k_temperatures
+    except SpecsuiteError as exc:
+        raise pytest.UsageError(f"specsuite: {exc}") from None
+
+
+def needs_server(items: list[pytest.Item]) -> bool:
+    return any(SERVER_FIXTURE in getattr(item, "fixturenames", ()) for item in items)
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection; the other plugins wire up in pytest_collection_finish
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = specsuite_session(config)
+    if not state.targets_suites() or not needs_server(items):
+        return
+    try:
         state.start()
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The server's identity lines, now that it is known (pytest printed its header before collection)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or specsuite_session(session.config).server is None:
+        return
+    plugins = session.config.pluginmanager.list_name_plugin()
+    others = [plugin for name, plugin in plugins if plugin is not None and not name.startswith("suites.")]
+    header = session.config.pluginmanager.subset_hook_caller("pytest_report_header", others)
+    for lines in reversed(header(config=session.config, start_path=session.config.rootpath)):
+        for line in [lines] if isinstance(lines, str) else lines:
+            reporter.write_line(line)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

@@ -24,7 +24,7 @@ def refserver_chain_sampler(fix_arm: bool) -> Callable[..., None]:
         result = chain_rejection_sample(
             target_probs.cpu().numpy(), draft_probs.cpu().numpy(), candidates[:, 1:].cpu().numpy(),
             uniform_samples[:, :steps].cpu().numpy(), uniform_final.cpu().numpy(),
-            SamplerGuards(enabled=fix_arm, tokenizer_length=vocab),
+            SamplerGuards(enabled=fix_arm, tokenizer_length=vocab, output_guard=False),  # the kernels have no output guard
         )
         slots = retrive_index.cpu().numpy()
         drafts = candidates.cpu().numpy()

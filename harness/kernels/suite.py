@@ -1,0 +1,101 @@
+"""One kernel-suite run: a loaded sampler, the shapes and seeds, each input class run once and
+checked against every invariant, the distribution family run once; all of it as a JSON-ready dict
+for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.kernels import distribution
+from harness.kernels.inputs import INPUT_CLASSES, KernelShape, build_input
+from harness.kernels.invariants import (
+    INVARIANT_RULES,
+    INVARIANTS,
+    InvariantOutcome,
+    check_no_invalid_q_accepted,
+    check_no_unsupported_fallback,
+    check_same_output,
+    check_valid_ids,
+    rerun_rows,
+)
+from harness.kernels.invoke import run_chain
+from harness.kernels.loader import LoadedKernel
+
+
+@dataclass
+class KernelSuiteRun:
+    """Lazily computed, cached outcomes of the kernel suite for one sampler."""
+
+    kernel: LoadedKernel
+    shape: KernelShape
+    seed: int
+    alpha: float
+    distribution_rows: int = distribution.DEFAULT_ROWS
+    invariants: dict[str, dict[str, InvariantOutcome]] = field(default_factory=dict)  # class -> invariant -> outcome
+    distribution_tests: list[distribution.DistributionTest] | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # kernel time per class / the distribution family
+
+    def invariant(self, input_class: str, name: str) -> InvariantOutcome:
+        if input_class not in self.invariants:
+            self.invariants[input_class] = self._run_class(input_class)
+        return self.invariants[input_class][name]
+
+    def _run_class(self, input_class: str) -> dict[str, InvariantOutcome]:
+        started = time.perf_counter()
+        data = build_input(input_class, self.seed, self.shape)
+        outcome = run_chain(self.kernel, *data.arrays())
+        reruns = {label: (rows, run_chain(self.kernel, *data.rows(rows).arrays())) for label, rows in rerun_rows(data.batch).items()}
+        self.seconds[input_class] = time.perf_counter() - started
+        checks = [check_valid_ids(data, outcome), check_no_unsupported_fallback(data, outcome),
+                  check_no_invalid_q_accepted(data, outcome), check_same_output(data, outcome, reruns)]
+        return {check.invariant: check for check in checks}
+
+    def distribution_family(self) -> list[distribution.DistributionTest]:
+        """Every scenario's acceptance and emitted-token tests, Holm-adjusted together."""
+        if self.distribution_tests is None:
+            started = time.perf_counter()
+            size = distribution.family_size(self.shape.steps)
+            tests: list[distribution.DistributionTest] = []
+            for index, scenario in enumerate(distribution.SCENARIOS):
+                data = distribution.distribution_input(scenario, self.seed * 1000 + 500 + index, self.shape,
+                                                         distribution.scenario_rows(scenario, self.distribution_rows))
+                outcome = distribution.run_in_batches(self.kernel, data, self.shape.batch)
+                tests += distribution.distribution_tests(data, outcome, scenario, size, self.alpha)
+            distribution.adjust(tests, self.alpha)
+            self.distribution_tests = tests
+            self.seconds["distribution"] = time.perf_counter() - started
+        return self.distribution_tests
+
+    def scenario_tests(self, scenario: str, test: str) -> list[distribution.DistributionTest]:
+        return [t for t in self.distribution_family() if t.scenario == scenario and t.test == test]
+
+    def failing_classes(self) -> dict[str, list[str]]:
+        """invariant -> the classes it failed on, among the classes run so far."""
+        failing: dict[str, list[str]] = {}
+        for input_class, outcomes in self.invariants.items():
+            for name, outcome in outcomes.items():
+                if not outcome.passed:
+                    failing.setdefault(name, []).append(input_class)
+        return failing
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **self.kernel.to_dict(),
+            "shape": self.shape.to_dict(),
+            "seed": self.seed,
+            "alpha": self.alpha,
+            "rules": INVARIANT_RULES,
+            "classes": [c for c in INPUT_CLASSES if c in self.invariants],
+            "invariants": [self.invariants[c][name].to_dict() for c in INPUT_CLASSES if c in self.invariants for name in INVARIANTS],
+            "failing": self.failing_classes(),
+            "distribution": {
+                "rows_per_scenario": {s: distribution.scenario_rows(s, self.distribution_rows) for s in distribution.SCENARIOS},
+                "family_size": len([t for t in self.distribution_tests or [] if t.p_value is not None]),
+                "correction": "holm",
+                "power": distribution.POWER,
+                "tests": [t.to_dict() for t in self.distribution_tests or []],
+            },
+            "seconds": self.seconds,
+        }

@@ -1,0 +1,150 @@
+"""pytest options and fixtures of the kernel suite (suites/test_kernel.py, marker `kernel`).
+
+    pytest suites/ -m kernel --kernel installed          # the sampler of this node's SGLang
+    pytest suites/ -m kernel --kernel sglang==0.5.23     # a release (wheel fetched once, cached)
+    pytest suites/ -m kernel --kernel path/to/reject_sampling.py
+
+No server is started for it.  The kernel is loaded once, after collection, and only when a
+kernel test is selected; a source that cannot be loaded (no SGLang installed, an offline machine
+without the cached wheel, a broken file) is one line and exit 4.  Without --kernel the suite uses
+the installed SGLang when there is one and skips with the reason otherwise.  Results go into the
+session's results.json under "kernel" (a kernel-only session opens its own run folder).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.kernels.distribution import DEFAULT_ROWS
+from harness.kernels.inputs import DEFAULT_BATCH, DEFAULT_STEPS, DEFAULT_VOCAB, KernelShape
+from harness.kernels.suite import KernelSuiteRun
+from harness.results import RunDirectory
+
+if TYPE_CHECKING:
+    from suites.pytest_plugin import SpecsuiteSession
+
+KERNEL_MARKER = "kernel"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specsuite kernel", "specsuite kernel suite: SGLang's chain rejection sampler, no server")
+    group.addoption("--kernel", default=None, metavar="SOURCE",
+                    help="the sampler under test: installed, sglang==VERSION, a path to reject_sampling.py, "
+                         "refserver or refserver:nofix (default: installed when SGLang is importable, else the suite skips)")
+    group.addoption("--kernel-vocab", type=int, default=DEFAULT_VOCAB, help=f"the kernel's vocab width (embedding rows; default {DEFAULT_VOCAB})")
+    group.addoption("--tokenizer-vocab", type=int, default=None,
+                    help="the tokenizer's length; ids from it to --kernel-vocab are padded rows (default: --kernel-vocab)")
+    group.addoption("--kernel-batch", type=int, default=DEFAULT_BATCH, help=f"rows per kernel call (default {DEFAULT_BATCH})")
+    group.addoption("--kernel-steps", type=int, default=DEFAULT_STEPS, help=f"draft steps per row (default {DEFAULT_STEPS})")
+    group.addoption("--kernel-seed", type=int, default=None, help="seed of every kernel input (default: --seed)")
+    group.addoption("--kernel-dist-rows", type=int, default=DEFAULT_ROWS,
+                    help=f"rows per distribution scenario (default {DEFAULT_ROWS}; the stated power is for this many)")
+
+
+@dataclass
+class KernelSession:
+    """The loaded suite run, or why there is none."""
+
+    run: KernelSuiteRun | None = None
+    skip_reason: str | None = None
+
+
+KERNEL_KEY = pytest.StashKey[KernelSession]()
+
+
+def _specsuite_state(config: pytest.Config) -> SpecsuiteSession:
+    from suites.pytest_plugin import specsuite_session  # registered by conftest before this module runs hooks
+
+    return specsuite_session(config)
+
+
+def _shape(config: pytest.Config) -> KernelShape:
+    vocab = config.getoption("kernel_vocab")
+    tokenizer = config.getoption("tokenizer_vocab")
+    return KernelShape(batch=config.getoption("kernel_batch"), steps=config.getoption("kernel_steps"),
+                       kernel_vocab=vocab, tokenizer_vocab=vocab if tokenizer is None else tokenizer)
+
+
+def _load(config: pytest.Config) -> KernelSession:
+    from harness.kernels.loader import load_kernel  # torch is imported only when a kernel test runs
+
+    source = config.getoption("kernel")
+    shape = _shape(config)  # bad shapes fail before anything is loaded
+    rows = config.getoption("kernel_dist_rows")
+    if rows < 1:
+        raise SpecsuiteError(f"--kernel-dist-rows must be at least 1, got {rows}")
+    if source is None:
+        if importlib.util.find_spec("sglang") is None:
+            return KernelSession(skip_reason="no --kernel given and no SGLang installed: pass --kernel sglang==VERSION, a file, or refserver")
+        source = "installed"
+    kernel = load_kernel(source)
+    seed = config.getoption("kernel_seed")
+    run = KernelSuiteRun(kernel, shape, seed=config.getoption("seed") if seed is None else seed,
+                         alpha=config.getoption("alpha"), distribution_rows=rows)
+    return KernelSession(run=run)
+
+
+def write_kernel_results(config: pytest.Config, status: str = "running") -> None:
+    session = config.stash.get(KERNEL_KEY, None)
+    if session is None or session.run is None:
+        return
+    state = _specsuite_state(config)
+    state.sections["kernel"] = session.run.to_dict()
+    state.write_results(status)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    if config.option.collectonly or not any(item.get_closest_marker(KERNEL_MARKER) for item in session.items):
+        return
+    try:
+        kernel_session = _load(config)
+        state = _specsuite_state(config)
+        if kernel_session.run is not None and state.run_dir is None:
+            state.run_dir = RunDirectory(state.option("results_dir"), run_id=state.option("run_id"))
+    except SpecsuiteError as exc:
+        raise pytest.UsageError(f"specsuite: {exc}") from None
+    config.stash[KERNEL_KEY] = kernel_session
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    run = kernel_session.run
+    if reporter is not None:
+        if run is None:
+            reporter.write_line(f"specsuite kernel: skipped ({kernel_session.skip_reason})")
+        else:
+            kernel = run.kernel
+            sha = f"sha256 {kernel.sha256[:16]}" if kernel.sha256 else "no file"
+            reporter.write_line(f"specsuite kernel: {kernel.label} ({sha}) on {kernel.device}; shapes {run.shape.to_dict()}; "
+                                f"seed {run.seed}; results {state.run_dir.path}")
+    write_kernel_results(config)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the main plugin writes the final results.json
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    session_state = session.config.stash.get(KERNEL_KEY, None)
+    if session_state is not None and session_state.run is not None:
+        _specsuite_state(session.config).sections["kernel"] = session_state.run.to_dict()
+
+
+@pytest.fixture(scope="session")
+def kernel_suite(pytestconfig: pytest.Config) -> KernelSuiteRun:
+    """The session's kernel-suite run; skips with the reason when there is no kernel to test."""
+    session = pytestconfig.stash.get(KERNEL_KEY, None)
+    if session is None:
+        pytest.skip("the kernel suite was not set up (no kernel test selected at collection)")
+    if session.run is None:
+        pytest.skip(session.skip_reason or "no kernel")
+    return session.run
+
+
+@pytest.fixture
+def record_kernel_results(pytestconfig: pytest.Config) -> Iterator[None]:
+    """Rewrite results.json after the test (so a crash loses nothing already measured)."""
+    yield
+    write_kernel_results(pytestconfig)
