@@ -17,6 +17,7 @@ EMULATION_LINE = ("**Server under test: the reference emulation** (CPU `fixtures
                   "at {where}.")
 REAL_LINE = "Server under test: {where}."
 REFERENCE_MARKER_KEY = "refserver_arm"  # a /server_info key only the reference server reports
+KERNEL_ONLY_LINE = "No server under test: a kernel-only session, the sampler kernel {label} on {device}."
 UNRECORDED_LINE = "Server under test: not recorded in this results file (written before specsuite recorded it)."
 
 
@@ -54,6 +55,9 @@ def server_under_test_line(results: dict[str, Any]) -> str:
         if identities:
             return REAL_LINE.format(where=_where(results, records))
         return UNRECORDED_LINE
+    if isinstance(top, dict) and top.get("kernel_only"):
+        kernel = results.get("kernel") or {}
+        return KERNEL_ONLY_LINE.format(label=kernel.get("label", "?"), device=kernel.get("device", "?"))
     every = [top] if isinstance(top, dict) else []
     every += list(records.values())
     if any(record.get("embedded_reference") for record in every):

@@ -213,7 +213,7 @@ class SpecsuiteSession:
                                 "cases": [result.to_dict() for result in self.baseline_cases.values()], "workloads": {}}
         self.run_dir.write_results({
             "status": status,
-            "server_under_test": self.server.server_under_test,
+            "server_under_test": self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
             "warnings": self.warnings(),
             "seed": self.option("seed"),
             "profile": self.option("profile"),
@@ -240,6 +240,9 @@ class SpecsuiteSession:
             if server is not None:
                 server.close()
 
+
+# A kernel-only session (-m kernel) tests a sampler kernel and starts no server.
+KERNEL_ONLY_UNDER_TEST = {"kernel_only": True, "embedded_reference": False, "reference_emulation": False}
 
 SESSION_KEY = pytest.StashKey[SpecsuiteSession]()
 

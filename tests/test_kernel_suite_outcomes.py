@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from reports.server_under_test import server_under_test_line
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # What 0.5.20 breaks, per invariant, at the default shapes and seed 0.  The NaN classes are not
@@ -62,6 +64,9 @@ def test_the_fixed_release_passes(tmp_path: Path) -> None:
     tests = kernel["distribution"]["tests"]
     assert tests and all(t["p_value"] is not None for t in tests if t["scenario"] == "well-formed")
     assert "passed" in done.stdout.splitlines()[-1]
+    # No server ran, and every output says so rather than naming one (or the embedded default).
+    assert results["server_under_test"]["kernel_only"] is True
+    assert server_under_test_line(results).startswith("No server under test: a kernel-only session, the sampler kernel sglang==0.5.23")
 
 
 @pytest.mark.parametrize(("options", "expected"), [
