@@ -43,7 +43,7 @@ def run_chain(
     candidates = np.empty((batch, slots), dtype=np.int64)
     candidates[:, 0] = root_ids if root_ids is not None else 0
     candidates[:, 1:] = draft_ids
-    as_tensor = lambda array, dtype: torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=device)  # noqa: E731
+    as_tensor = lambda array, dtype: torch.as_tensor(np.require(array, requirements=["C", "W"]), dtype=dtype, device=device)  # noqa: E731
     retrive_index = torch.arange(batch * slots, dtype=torch.int64, device=device).reshape(batch, slots)
     predicts = torch.full((batch * slots,), -1, dtype=torch.int32, device=device)
     accept_index = torch.full((batch, slots), -1, dtype=torch.int32, device=device)
