@@ -21,6 +21,7 @@ import pytest
 import requests
 
 from harness.launcher import launch_reference_server
+from tests.helpers.http_sessions import http_session
 
 TIMEOUT_S = (5, 60)
 PROMPT_A = "Question: A baker makes 24 loaves a day and sells them in bags of 3. How many bags does she fill?\nAnswer:"
@@ -28,11 +29,6 @@ PROMPT_B = "The weather in Fairford today is"
 GREEDY = {"temperature": 0, "max_new_tokens": 12}
 RID_HEX = re.compile(r"[0-9a-f]{32}")
 
-
-def http_session() -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False
-    return session
 
 
 @pytest.fixture(scope="module")

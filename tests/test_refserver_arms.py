@@ -22,6 +22,7 @@ import requests
 from scipy import stats
 
 from harness.launcher import LaunchedServer, launch_reference_server
+from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
@@ -122,14 +123,7 @@ def servers(tmp_path_factory):
 @pytest.fixture(scope="module")
 def runs(servers):
     """Each (server, temperature) workload runs once, on first use."""
-    cache: dict[tuple[str, float], ArmRun] = {}
-
-    def get(server: str, temperature: float) -> ArmRun:
-        if (server, temperature) not in cache:
-            cache[server, temperature] = run_workload(servers[server], temperature)
-        return cache[server, temperature]
-
-    return get
+    return cached_workloads(servers, run_workload)
 
 
 def test_workload_is_big_enough(runs):

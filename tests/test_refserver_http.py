@@ -18,6 +18,7 @@ import pytest
 import requests
 
 from harness.launcher import launch_reference_server
+from tests.helpers.http_sessions import http_session
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
@@ -29,12 +30,6 @@ TIMEOUT_S = (5, 60)
 PROMPT = "Question: A baker makes 24 loaves a day and sells them in bags of 3. How many bags does she fill?\nAnswer:"
 SEEDED = {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 96, "sampling_seed": 4242, "ignore_eos": True}
 
-
-def http_session() -> requests.Session:
-    """A session that never routes localhost through a proxy (one per thread: not thread-safe)."""
-    session = requests.Session()
-    session.trust_env = False
-    return session
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,7 @@ from harness.identity import ServerIdentity
 from harness.kernels.loader import KERNEL_MEMBER
 from harness.kernels.sglang_wheel import extract_member
 from harness.launcher import LaunchedServer, launch_reference_server
+from tests.helpers.workload_cache import cached_workloads
 from reports.summary_table import summary_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -269,14 +270,7 @@ def servers(tmp_path_factory, kernel_files):
 @pytest.fixture(scope="module")
 def runs(servers):
     """Each (server, temperature) workload runs once, on first use."""
-    cache: dict[tuple[str, float], Workload] = {}
-
-    def get(server: str, temperature: float) -> Workload:
-        if (server, temperature) not in cache:
-            cache[server, temperature] = run_workload(servers[server], temperature)
-        return cache[server, temperature]
-
-    return get
+    return cached_workloads(servers, run_workload)
 
 
 @pytest.mark.parametrize("server", list(SERVERS))
