@@ -23,7 +23,6 @@ from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
 from harness.workloads.gsm8k import GSM8KItem, run_gsm8k
 
-
 FLUSH_RETRY_S = 5.0  # earlier requests have returned; SGLang may still be retiring them
 
 

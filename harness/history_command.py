@@ -135,7 +135,8 @@ def command_render(args: argparse.Namespace) -> int:
           f"{len(trends['regressions'])} regressions ({len(trends['open_regressions'])} open)")
     for step in trends["open_regressions"]:
         print(f"specsuite: open {step['kind']}: {step['label']} at {step['case_id']} from night {step['night']} "
-              f"({step.get('label_at_step')}, {step['started_utc']}): {format_effect(step, display_unit(step['unit'])[0])}, p_adj={step['p_adjusted']:.2g} [{step['series']}]")
+              f"({step.get('label_at_step')}, {step['started_utc']}): {format_effect(step, display_unit(step['unit'])[0])}, "
+              f"p_adj={step['p_adjusted']:.2g} [{step['series']}]")
     print(f"specsuite: wrote {out / 'regressions.md'}")
     return EXIT_REGRESSION if trends["open_regressions"] else EXIT_OK
 

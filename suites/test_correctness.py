@@ -43,7 +43,8 @@ def _assert_zero(result: CaseResult, detector: str, what: str) -> None:
 
 def test_requests_succeed(specsuite, sampling_case):
     result = specsuite.case_result(sampling_case)
-    assert not result.errors, f"{len(result.errors)} of {len(result.errors) + len(result.generations)} requests failed at {sampling_case.case_id}: {result.errors[0]}"
+    assert not result.errors, (f"{len(result.errors)} of {len(result.errors) + len(result.generations)} requests failed "
+                               f"at {sampling_case.case_id}: {result.errors[0]}")
 
 
 def test_no_invalid_token_ids(specsuite, sampling_case):
