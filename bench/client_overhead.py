@@ -157,7 +157,8 @@ def emitter_level(concurrency: int, step_ms: float, args: argparse.Namespace) ->
 
 def print_emitter_row(row: dict[str, Any]) -> None:
     offered = f"{row['offered_chunks_per_s']:.0f}" if row["offered_chunks_per_s"] else "flood"
-    print(f"  c={row['concurrency']:>4} step={row['step_ms']:g}ms offered={offered:>7} emitted={row['emitted_chunks_per_s'] or 0:8.0f}/s received={row['received_chunks_per_s']:8.0f}/s "
+    print(f"  c={row['concurrency']:>4} step={row['step_ms']:g}ms offered={offered:>7} "
+          f"emitted={row['emitted_chunks_per_s'] or 0:8.0f}/s received={row['received_chunks_per_s']:8.0f}/s "
           f"client CPU {row['client_cpu_fraction']:.0%} ({row['client_chunks_per_cpu_s'] or 0:.0f} chunks per CPU-s) "
           f"error p50 {row['timestamp_error_p50_ms'] or float('nan'):.3f} ms p99 {row['timestamp_error_p99_ms'] or float('nan'):.3f} ms "
           f"lag growth {row['lag_growth_ms'] if row['lag_growth_ms'] is not None else float('nan'):+.2f} ms"
@@ -177,7 +178,7 @@ def refserver_level(url: str, concurrency: int, args: argparse.Namespace, tmp: P
     cpu = time.process_time()
     record = run_benchmark(config, echo=lambda line: print(f"    bench: {line}", file=sys.stderr))
     cpu = time.process_time() - cpu
-    chunks = sum(len(c) + 1 for c, e in zip(record["chunk_itls"], record["errors"]) if not e)
+    chunks = sum(len(c) + 1 for c, e in zip(record["chunk_itls"], record["errors"], strict=False) if not e)
     row = {"client": "specsuite", "concurrency": concurrency, "chunks_per_s": chunks / record["duration"], "client_cpu_s": cpu,
            "client_cpu_fraction": cpu / record["duration"], "median_itl_ms": record["median_itl_ms"],
            "output_throughput": record["output_throughput"], "failed": record["failed"]}

@@ -153,9 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     for batch in batches:
         inputs = _chain_inputs(torch, batch, args.steps, args.vocab, args.seed)
         copy_bytes = inputs["draft"].numel() * inputs["draft"].element_size()
-        copy = _time_cuda(torch, lambda: inputs["draft"].clone(), args.warmup, args.iterations)
+        copy = _time_cuda(torch, lambda inputs=inputs: inputs["draft"].clone(), args.warmup, args.iterations)
         buffer = torch.empty_like(inputs["draft"])
-        copy_into = _time_cuda(torch, lambda: buffer.copy_(inputs["draft"]), args.warmup, args.iterations)
+        copy_into = _time_cuda(torch, lambda buffer=buffer, inputs=inputs: buffer.copy_(inputs["draft"]), args.warmup, args.iterations)
         floor_ms = 2 * copy_bytes / (args.peak_tb_s * 1e12) * 1e3  # read + write
         queued = copy["graph_replay_ms"] or copy["back_to_back_ms"]
         row = {"batch": batch, "steps": args.steps, "vocab": args.vocab, "draft_probs_bytes": copy_bytes,

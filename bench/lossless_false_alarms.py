@@ -63,7 +63,7 @@ def one_run(workload: LosslessWorkload, two_sample: bool) -> dict[str, dict[str,
             result = workload.two_sample(setting, index)
             homogeneity = result["homogeneity"]
             tests[f"two-sample {setting.key}"] = {"p": homogeneity["p_value"], **{f"position {pos}": p for pos, p in
-                                                   zip(homogeneity["positions"], homogeneity["p_values"])}}
+                                                   zip(homogeneity["positions"], homogeneity["p_values"], strict=False)}}
             calibration = result["calibration"]["p_value"]
             tests[f"calibration {setting.key}"] = {"p": calibration, "z": calibration}
     return tests

@@ -40,8 +40,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from harness.errors import SpecsuiteError  # noqa: E402
-from harness.faults import ErrorClass, FaultGuard, RequestFault, RunPolicy, RunStopped, check_generate_result, check_stream_result  # noqa: E402
-from harness.faults import classify, process_alive_probe, status_class  # noqa: E402
+from harness.faults import (  # noqa: E402
+    ErrorClass,
+    FaultGuard,
+    RequestFault,
+    RunPolicy,
+    RunStopped,
+    check_generate_result,
+    check_stream_result,
+    classify,
+    process_alive_probe,
+    status_class,
+)
 from harness.launcher import launch_reference_server  # noqa: E402
 from harness.prompts import load_prompts  # noqa: E402
 from harness.results import RecordWriter, read_records, write_json_atomic  # noqa: E402

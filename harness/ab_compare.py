@@ -55,11 +55,11 @@ from harness.ab_metrics import (
     accept_series,
     arm_roles,
     estimates,
-    metric_family,
     gather_arm,
     gsm8k_counts,
     interval,
     itl_ms,
+    metric_family,
     num,
     rate_series,
     repeat_spread,
@@ -401,7 +401,7 @@ def _decide(pending: list[Pending], alpha: float) -> list[dict[str, Any]]:
         return []
     adjusted = holm([p.row["p_value"] for p in pending], alpha=alpha).adjusted
     rows = []
-    for item, p_adjusted in zip(pending, adjusted):
+    for item, p_adjusted in zip(pending, adjusted, strict=True):
         item.row["p_adjusted"] = p_adjusted
         item.row["verdict"] = verdict(p_adjusted, item.effect, item.ci, item.threshold, item.higher_is_better,
                                       equivalence=item.equivalence, alpha=alpha)

@@ -45,7 +45,8 @@ class RunPlan:
 
 def _check_checkout() -> None:
     if not (SUITES_DIR / "pytest_plugin.py").is_file() or not (REPO_ROOT / "conftest.py").is_file():
-        raise SpecsuiteError(f"specsuite run needs the source checkout (suites/ and conftest.py next to {REPO_ROOT / 'harness'}); install with `pip install -e .`")
+        raise SpecsuiteError(f"specsuite run needs the source checkout (suites/ and conftest.py next to {REPO_ROOT / 'harness'}); "
+                             "install with `pip install -e .`")
 
 
 def session_command(plan: RunPlan, arm: ArmSpec, repeat: int, sessions_dir: Path) -> list[str]:
@@ -90,7 +91,8 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
 
 
 def _outcome(exit_code: int) -> str:
-    return {0: "all checks passed", 1: "some checks failed", 4: "server unreachable", 5: "no tests collected", -1: "timed out"}.get(exit_code, f"pytest exit {exit_code}")
+    meanings = {0: "all checks passed", 1: "some checks failed", 4: "server unreachable", 5: "no tests collected", -1: "timed out"}
+    return meanings.get(exit_code, f"pytest exit {exit_code}")
 
 
 def _arm_description(arm: ArmSpec) -> dict[str, Any]:

@@ -132,8 +132,13 @@ def acceptance_rises_with_temperature(
     return TemperatureTrend(greedy.size, sampled.size, *medians, float(result.statistic), p_value, alpha, verdict)
 
 
+# An acceptance rate this high on prose sampled at this temperature or above is too good to be true.
+SUSPICIOUS_ACCEPT_RATE = 0.95
+SUSPICIOUS_MIN_TEMPERATURE = 0.7
+
+
 def suspicious_acceptance_rate(
-    rate: float | None, temperature: float, threshold: float = 0.95, min_temperature: float = 0.7
+    rate: float | None, temperature: float, threshold: float = SUSPICIOUS_ACCEPT_RATE, min_temperature: float = SUSPICIOUS_MIN_TEMPERATURE
 ) -> bool:
     """Flag a draft acceptance rate (spec_accept_rate) at or above `threshold` on prose sampled at
     `temperature` ≥ `min_temperature`: no real draft model agrees that well with a sampled target."""

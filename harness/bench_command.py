@@ -122,8 +122,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.bench.runner import run_benchmark
     from harness.launcher import LaunchedServer, launch_reference_server
     from harness.secrets import load_admin_api_key, load_api_key
-    from harness.server_session import (SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given,
-                                        describe_server_under_test, launch_url)
+    from harness.server_session import SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given, describe_server_under_test, launch_url
 
     check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
     api_key = load_api_key()

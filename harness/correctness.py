@@ -116,7 +116,7 @@ class CaseResult:
 
     def example(self, detector: str) -> str:
         """One offending request, quoted: prompt hash, position, ids around it, text window."""
-        for generation, hits in zip(self.generations, self.hits):
+        for generation, hits in zip(self.generations, self.hits, strict=False):
             result = hits.results.get(detector)
             if result is None or not result.count:
                 continue

@@ -266,7 +266,7 @@ def _true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
         return []
     padded = np.concatenate(([False], mask, [False])).astype(np.int8)
     edges = np.flatnonzero(np.diff(padded))
-    return [(int(s), int(e - s)) for s, e in zip(edges[::2], edges[1::2])]
+    return [(int(s), int(e - s)) for s, e in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def nan_finishes(finish_reason: dict[str, Any] | None) -> DetectorResult:

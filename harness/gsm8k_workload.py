@@ -4,8 +4,9 @@
 for the seed's garbage (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
 server first so the server-wide accept length covers this run only (a refused flush leaves that
 value out and adds a line to the result's `warnings`), and returns one JSON-friendly dict per
-temperature for results.json (`workloads.gsm8k["t=<T>"]`). Requests go through a
-`harness.faults.FaultGuard` (retries for 429/503, error classes, the stop rules).
+temperature for results.json (one entry of the list `workloads.gsm8k`; callers key their runs by
+`temperature_key`). Requests go through a `harness.faults.FaultGuard` (retries for 429/503,
+error classes, the stop rules).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from harness.generation import Generation
 from harness.sglang_client import SGLangClient
 from harness.vocab import VocabInfo
 from harness.workloads.gsm8k import GSM8KItem, run_gsm8k
-
 
 FLUSH_RETRY_S = 5.0  # earlier requests have returned; SGLang may still be retiring them
 

@@ -4,8 +4,10 @@
     specsuite history list --results-db URL [--arm NAME] [--latest 20]
     specsuite history --results-db URL --out DIR [--arm NAME] [--latest 30] [--alpha 0.01]
 
-The database is `--results-db` (or env SPECSUITE_RESULTS_DB): a file path or sqlite:///FILE for
-SQLite (the default, specsuite-results/history.sqlite), postgresql://... for PostgreSQL.
+The database is `--results-db` (default: env SPECSUITE_RESULTS_DB, the same default as the
+pytest option): a file path or sqlite:///FILE for SQLite, postgresql://... for PostgreSQL. With
+neither given, this command uses the SQLite file specsuite-results/history.sqlite (a pytest
+session with neither given stores nothing).
 
 Rendering writes, under DIR: trends.json (every series, trend, segment and step), regressions.json
 and regressions.md (the regression list), and trends/<series>/<metric>.png.
@@ -28,10 +30,15 @@ EXIT_OK = 0
 EXIT_REGRESSION = 1
 
 
+def results_db_default() -> str | None:
+    """`--results-db`'s default under both `specsuite history` and pytest: env SPECSUITE_RESULTS_DB."""
+    return os.environ.get(RESULTS_DB_ENV) or None
+
+
 def _add_db_option(parser: argparse.ArgumentParser, default: Any) -> None:
     parser.add_argument("--results-db", default=default, metavar="URL",
                         help=f"file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB (env {RESULTS_DB_ENV}; "
-                             "default specsuite-results/history.sqlite)")
+                             "neither given: specsuite-results/history.sqlite)")
 
 
 def _add_render_options(parser: argparse.ArgumentParser) -> None:
@@ -53,7 +60,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `specsuite history` and its verbs."""
     history = subparsers.add_parser("history", help="nightly results database: ingest runs, list them, render trends and regressions",
                                     description="Without a verb: render trends and the regression list (--out DIR).")
-    _add_db_option(history, os.environ.get(RESULTS_DB_ENV))
+    _add_db_option(history, results_db_default())
     _add_render_options(history)
     verbs = history.add_subparsers(dest="history_verb", metavar="{ingest,list}")
     # Options repeated after a verb must not reset the parent's values: SUPPRESS leaves them alone.
@@ -135,7 +142,8 @@ def command_render(args: argparse.Namespace) -> int:
           f"{len(trends['regressions'])} regressions ({len(trends['open_regressions'])} open)")
     for step in trends["open_regressions"]:
         print(f"specsuite: open {step['kind']}: {step['label']} at {step['case_id']} from night {step['night']} "
-              f"({step.get('label_at_step')}, {step['started_utc']}): {format_effect(step, display_unit(step['unit'])[0])}, p_adj={step['p_adjusted']:.2g} [{step['series']}]")
+              f"({step.get('label_at_step')}, {step['started_utc']}): {format_effect(step, display_unit(step['unit'])[0])}, "
+              f"p_adj={step['p_adjusted']:.2g} [{step['series']}]")
     print(f"specsuite: wrote {out / 'regressions.md'}")
     return EXIT_REGRESSION if trends["open_regressions"] else EXIT_OK
 

@@ -160,7 +160,7 @@ def check_generate(payload: dict[str, Any], response: Any, context: IntegrityCon
     if len(answers) != len(items):
         return [Violation("response_shape", f"{len(answers)} answers for {len(items)} requested results")]
     found: list[Violation] = []
-    for item, answer in zip(items, answers):
+    for item, answer in zip(items, answers, strict=False):
         found.extend(check_response(item, answer, context))
     return found
 
@@ -229,7 +229,7 @@ def _logprob_alignment(ids: list[int], meta: dict[str, Any]) -> list[str]:
         if len(triples) not in allowed:
             problems.append(f"{len(triples)} output logprobs for {len(ids)} output ids")
         logprob_ids = [t[1] if isinstance(t, list) and len(t) >= 2 else None for t in triples]
-        differ = [p for p, (a, b) in enumerate(zip(ids, logprob_ids)) if a != b]
+        differ = [p for p, (a, b) in enumerate(zip(ids, logprob_ids, strict=False)) if a != b]
         if differ:
             p = differ[0]
             problems.append(f"logprob ids differ from output_ids at {len(differ)} positions, first {p}: {logprob_ids[p]!r} vs {ids[p]}")
@@ -356,7 +356,8 @@ def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[s
             completed_at = stop_seen_at(stop, ids, context)
             if completed_at is None or _list_order_wins(stop, completed_at, ids, finish, requested, context):
                 continue
-        problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {shorten(repr(text[max(0, position - 30):position + 30]), 90)}")
+        context = shorten(repr(text[max(0, position - 30):position + 30]), 90)
+        problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {context}")
     if finish.get("type") == "stop" and isinstance(matched, str) and matched != NAN_FINISH and not params.get("stop_regex") and matched not in requested:
         problems.append(f"stop finish matched {matched!r}, which is not a requested stop string {requested!r}")
     return problems
@@ -495,7 +496,7 @@ def check_stream(payload: dict[str, Any], chunks: list[dict[str, Any]], context:
             found.append(Violation("stream_index", f"chunk {position} of a {len(items)}-result batch stream has index {chunk.get('index')!r}"))
             continue
         per_item[index].append((position, chunk))
-    for index, (item, item_chunks) in enumerate(zip(items, per_item)):
+    for index, (item, item_chunks) in enumerate(zip(items, per_item, strict=True)):
         where = {"prompt_hash": item_prompt_hash(item)}
         if not item_chunks:
             found.append(Violation("stream_index", f"result {index} of {len(items)} never appeared in the stream", **where))
@@ -503,7 +504,7 @@ def check_stream(payload: dict[str, Any], chunks: list[dict[str, Any]], context:
         found.extend(Violation(check, message, **where) for check, message in _stream_rules(item_chunks, context.incremental_streaming))
     if any(v.check == "stream_index" for v in found):
         return found
-    for item, final in zip(items, stream_finals(payload, chunks, context.incremental_streaming)):
+    for item, final in zip(items, stream_finals(payload, chunks, context.incremental_streaming), strict=False):
         if final is not None:
             found.extend(check_response(item, final, context))
     return found
@@ -524,7 +525,7 @@ def _stream_rules(chunks: list[tuple[int, dict[str, Any]]], incremental: bool) -
         text = chunk.get("text") if isinstance(chunk.get("text"), str) else ""
         ids = chunk.get("output_ids") if isinstance(chunk.get("output_ids"), list) else []
         if not text.startswith(previous_text):
-            cut = next((i for i, (a, b) in enumerate(zip(previous_text, text)) if a != b), min(len(previous_text), len(text)))
+            cut = next((i for i, (a, b) in enumerate(zip(previous_text, text, strict=False)) if a != b), min(len(previous_text), len(text)))
             problems.append(("stream_cumulative", f"cumulative text at stream position {position} rewrites char {cut}: "
                              f"{shorten(repr(previous_text[cut:cut + 30]), 40)} became {shorten(repr(text[cut:cut + 30]), 40)} "
                              f"({len(previous_text)} -> {len(text)} chars)"))
@@ -545,11 +546,12 @@ def compare_answers(expected: dict[str, Any], actual: dict[str, Any]) -> list[st
     text_a, text_b = expected.get("text"), actual.get("text")
     if text_a != text_b:
         a, b = text_a or "", text_b or ""
-        cut = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        differences.append(f"text differs at char {cut} ({len(a)} vs {len(b)} chars): {shorten(repr(a[cut:cut + 30]), 40)} vs {shorten(repr(b[cut:cut + 30]), 40)}")
+        cut = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+        differences.append(f"text differs at char {cut} ({len(a)} vs {len(b)} chars): "
+                           f"{shorten(repr(a[cut:cut + 30]), 40)} vs {shorten(repr(b[cut:cut + 30]), 40)}")
     ids_a, ids_b = expected.get("output_ids") or [], actual.get("output_ids") or []
     if ids_a != ids_b:
-        cut = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b)) if x != y), min(len(ids_a), len(ids_b)))
+        cut = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y), min(len(ids_a), len(ids_b)))
         differences.append(f"output_ids differ at position {cut} ({len(ids_a)} vs {len(ids_b)} ids): {ids_a[cut:cut + 5]} vs {ids_b[cut:cut + 5]}")
     meta_a, meta_b = expected.get("meta_info") or {}, actual.get("meta_info") or {}
     for key in ("finish_reason", "completion_tokens"):

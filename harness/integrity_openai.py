@@ -179,7 +179,8 @@ def check_openai(api: str, body: dict[str, Any], response: Any, context: Integri
         if kind in PARSER_FINISHES:
             continue
         text = _choice_text(api, body, choice)
-        if api == CHAT and kind == "stop" and isinstance(choice.get("matched_stop"), str) and choice["matched_stop"] not in stop_strings(item["sampling_params"]):
+        if (api == CHAT and kind == "stop" and isinstance(choice.get("matched_stop"), str)
+                and choice["matched_stop"] not in stop_strings(item["sampling_params"])):
             # A conversation template adds its own stop strings (srt/entrypoints/openai/
             # serving_chat.py:1857-1970): a match the request did not list is not a finding.
             text = None

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 import threading
 from collections import Counter
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 

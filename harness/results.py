@@ -7,17 +7,34 @@ Layout of one run::
 
 ``run_id`` is the UTC start time plus a short suffix, e.g. ``20250101T120000Z-3f9a1c``.
 
-Top-level shape of ``results.json`` (``SCHEMA_VERSION`` 1; the harness fills the content,
-this module owns versioning, atomic writes and loading)::
+``results.json`` (``SCHEMA_VERSION`` 1; the harness fills the content, this module owns
+versioning, atomic writes and loading) always starts with ``schema_version, created_utc,
+specsuite_version, run_id, status``. The rest comes in two shapes.
 
-    {schema_version, created_utc, specsuite_version, run_id, status, seed, profile, command,
+A pytest session (``pytest suites``, suites/pytest_plugin.py) writes each arm's one session
+directly; a ``baseline`` arm appears with ``--baseline-url``, and a kernel session adds ``kernel``
+(and has no arms when no server is under test). ``specsuite gsm8k`` writes this shape too, with
+``workloads`` only::
+
+    {..., seed, profile, command, faults, warnings: [one line each, e.g. a refused /flush_cache],
      server_under_test: {embedded_reference, reference_emulation, source, url, version},
-     warnings: [one line each, e.g. a refused /flush_cache],
-     arms: {<arm_name>: {server_under_test: {...}, identity: {...ServerIdentity.to_dict()},
-                         cases: [{case_id, temperature, top_p, n_requests, n_tokens,
-                                  detectors: {...}, acceptance: {...}}],
-                         workloads: {gsm8k: {...}, bench: {...}}}},
-     comparisons: [...], summary: {...}}
+     arms: {<arm>: {server_under_test: {...}, identity: {...ServerIdentity.to_dict()}, vocab: {...},
+                    cases: [{case_id, temperature, top_p, n_requests, ..., detectors, acceptance}],
+                    workloads: {gsm8k: [one per temperature], bench: {...}}}},
+     kernel: {...}}
+
+``specsuite run`` (harness.cli, harness.ab_run) runs one pytest session per arm and repeat and
+merges them: each session's cases and workloads become one entry of ``repeats``, and the A/B
+analysis is stored under ``ab_compare`` (reports.document.ANALYSIS_KEY)::
+
+    {..., seed, profile, repeats, command, arm_order, baseline_arm, warnings, [error],
+     server_under_test: {embedded_reference, reference_emulation, source},
+     arms: {<arm>: {spec: {name, url, launch}, identity, vocab, server_under_test,
+                    repeats: [{repeat, seed, exit_code, session_dir, log, session_status, wall_time_s,
+                               cases: [...], workloads: {...}, warnings, [error]}]}},
+     ab_compare: {comparisons: [...], estimates, repeat_spread, ...}, [fail_on: {...}]}
+
+Readers that want the second shape from either file use ``session_arms_as_repeats``.
 
 ``server_under_test`` (added without a version bump: readers that ignore it are unaffected)
 says how the server was chosen (``source``: server-url, launch, embedded-reference) and whether

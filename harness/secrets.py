@@ -1,4 +1,4 @@
-"""API-key loading and redaction of secrets from results, logs and error messages.
+"""API-key loading and redaction of secrets from results, server-log tails and error messages.
 
 Two keys, each only from the environment or from a file the environment names:
 
@@ -23,7 +23,6 @@ Redaction works on three levels:
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -38,7 +37,6 @@ ADMIN_API_KEY_FILE_ENV = "SPECSUITE_ADMIN_API_KEY_FILE"
 REDACTED = "***"
 # Shorter strings would also match innocent text ("abc" in every other word).
 MIN_SECRET_LEN = 4
-LOGGER_NAME = "specsuite"
 
 # Whole snake-case words that make a key name secret wherever they appear.
 _SECRET_WORDS = frozenset({"key", "apikey", "secret", "password", "passwd", "authorization"})
@@ -161,55 +159,3 @@ def redact(obj: Any, secrets: Iterable[str | None] = ()) -> Any:
     arrays, objects) are returned as they are.
     """
     return _redact_value(obj, _usable_secrets(secrets))
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that redacts the formatted message and any exception text of a record."""
-
-    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
-        super().__init__()
-        self._secrets = _usable_secrets(secrets)
-
-    def add_secrets(self, secrets: Iterable[str | None]) -> None:
-        """Also redact these secrets from now on."""
-        self._secrets = _usable_secrets([*self._secrets, *secrets])
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed logging call: keep its parts so the redacted text survives
-            message = f"{record.msg} {record.args!r}"
-        record.msg = _redact_text(message, self._secrets)
-        record.args = None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = logging.Formatter().formatException(record.exc_info)
-        if record.exc_text:
-            record.exc_text = _redact_text(record.exc_text, self._secrets)
-        if record.stack_info:
-            record.stack_info = _redact_text(record.stack_info, self._secrets)
-        return True
-
-
-def install_redacting_filter(
-    secrets: Iterable[str | None] = (), logger: logging.Logger | None = None
-) -> RedactingFilter:
-    """Redact ``secrets`` from everything the ``specsuite`` logger (or ``logger``) emits.
-
-    A logger's own filters do not see records from its child loggers, so the filter is put on
-    the logger and on every handler that its records reach (its own and its ancestors', the
-    root's included). Handlers added later are not covered: call this again after configuring
-    logging. Calling it again reuses the installed filter and adds the new secrets.
-    """
-    target = logger if logger is not None else logging.getLogger(LOGGER_NAME)
-    existing = next((f for f in target.filters if isinstance(f, RedactingFilter)), None)
-    installed = existing if existing is not None else RedactingFilter()
-    installed.add_secrets(secrets)
-    holders: list[logging.Filterer] = [target]
-    current: logging.Logger | None = target
-    while current is not None:
-        holders.extend(current.handlers)
-        current = current.parent if current.propagate else None
-    for holder in holders:
-        if installed not in holder.filters:
-            holder.addFilter(installed)
-    return installed

@@ -47,7 +47,7 @@ def launch_url(command: str, explicit: str | None = None) -> str:
         return explicit.rstrip("/")
     words = shlex.split(command)
     host, port = "127.0.0.1", "30000"
-    for flag, value in zip(words, words[1:]):
+    for flag, value in zip(words, words[1:], strict=False):
         if flag == "--host":
             host = "127.0.0.1" if value in ("0.0.0.0", "::") else value
         elif flag == "--port":

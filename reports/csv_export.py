@@ -43,7 +43,7 @@ def csv_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     for metric, cases in (analysis.get("repeat_spread") or {}).items():
         for case_id, arms in cases.items():
             for arm, entry in arms.items():
-                for repeat, value in zip(entry["repeats"], entry["values"]):
+                for repeat, value in zip(entry["repeats"], entry["values"], strict=False):
                     rows.append({"section": "repeat", "metric": metric, "case_id": case_id, "temperature": entry["temperature"],
                                  "top_p": entry["top_p"], "arm": arm, "repeat": repeat, "value": value, "unit": entry["unit"]})
     for comp in analysis["comparisons"]:

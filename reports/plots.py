@@ -93,7 +93,7 @@ def _estimate_points(ax: Axes, analysis: dict[str, Any], metric: str, cases: lis
     arms = analysis["arm_order"]
     rows = {(r["arm"], r["temperature"], r["top_p"]): r for r in analysis["estimates"] if r["metric"] == metric}
     scale = _scale(metric)
-    for arm, offset in zip(arms, _offsets(len(arms))):
+    for arm, offset in zip(arms, _offsets(len(arms)), strict=True):
         xs, ys, low, high = [], [], [], []
         for i, (t, p) in enumerate(cases):
             row = rows.get((arm, t, p))
@@ -124,7 +124,7 @@ def plot_rates(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
     cases = _all_cases(analysis, metrics)
     colors = arm_colors(analysis["arm_order"])
     fig, axes = _grid(len(metrics))
-    for ax, metric in zip(axes, metrics):
+    for ax, metric in zip(axes, metrics, strict=False):
         _estimate_points(ax, analysis, metric, cases, colors)
         _case_axis(ax, cases)
         ax.set_title(PANEL_TITLES[metric])
@@ -144,7 +144,7 @@ def plot_accept_length(results: dict[str, Any], analysis: dict[str, Any], out_di
         return "Accept-length figure: no per-request accept lengths in these results (speculative decoding off?)."
     colors = arm_colors(analysis["arm_order"])
     top_ps = sorted({r["top_p"] for r in rows if r["temperature"] > 0}) or [1.0]
-    styles = dict(zip(reversed(top_ps), ("-", "--", ":", "-.")))
+    styles = dict(zip(reversed(top_ps), ("-", "--", ":", "-."), strict=False))
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
     ax = fig.subplots()
     for arm in analysis["arm_order"]:
@@ -194,7 +194,7 @@ def plot_itl_ecdf(results: dict[str, Any], analysis: dict[str, Any], out_dir: Pa
         return "ITL ECDF: not drawn, the bench results carry no per-token ITLs (`itls`)."
     colors = arm_colors(analysis["arm_order"])
     fig, axes = _grid(len(settings), (7.5, 4.8))
-    for ax, (title, arms) in zip(axes, settings.items()):
+    for ax, (title, arms) in zip(axes, settings.items(), strict=False):
         top = max(np.percentile(v, 99.5) for v in arms.values() if v)
         for arm in analysis["arm_order"]:
             values = np.sort(arms.get(arm) or [])
@@ -220,7 +220,7 @@ def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
     cases = _all_cases(analysis, metrics)
     colors = arm_colors(analysis["arm_order"])
     fig, axes = _grid(len(metrics))
-    for ax, metric in zip(axes, metrics):
+    for ax, metric in zip(axes, metrics, strict=False):
         _estimate_points(ax, analysis, metric, cases, colors)
         _case_axis(ax, cases)
         ax.set_title(PANEL_TITLES[metric])
@@ -241,11 +241,11 @@ def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path
     colors = arm_colors(analysis["arm_order"])
     fig, axes = _grid(len(metrics))
     most = 1
-    for ax, metric in zip(axes, metrics):
+    for ax, metric in zip(axes, metrics, strict=False):
         entries = spread[metric]
         cases = sorted({(e["temperature"], e["top_p"]) for arms in entries.values() for e in arms.values()})
         scale = _scale(metric)
-        for arm, offset in zip(analysis["arm_order"], _offsets(len(analysis["arm_order"]))):
+        for arm, offset in zip(analysis["arm_order"], _offsets(len(analysis["arm_order"])), strict=True):
             for i, case in enumerate(cases):
                 entry = next((arms[arm] for arms in entries.values() if arm in arms
                               and (arms[arm]["temperature"], arms[arm]["top_p"]) == case), None)

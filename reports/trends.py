@@ -126,7 +126,7 @@ def render_metric(series: dict[str, Any], metric: str, trends: list[dict[str, An
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(max(8.0, 0.75 * len(runs) + 3), 2.4 * len(trends) + 1.95), dpi=DPI)
         axes = fig.subplots(len(trends), 1, sharex=True, squeeze=False)[:, 0]
-        for ax, trend in zip(axes, trends):
+        for ax, trend in zip(axes, trends, strict=False):
             _panel(ax, trend, runs)
         axes[-1].set_xticks(range(1, len(runs) + 1))
         axes[-1].set_xticklabels(_tick_labels(runs))

@@ -5,8 +5,9 @@ The benchmark runs once per session against the server under test (results also 
 (`--bench-baseline-url`, else the session's `--baseline-url` when that option exists) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
 run-level values (Welch and TOST within `--bench-margin`, via harness.bench.ab and
-harness.ab_compare) and applies the `--fail-on` rules for the bench metrics (`--bench-fail-on`,
-else the session's `--fail-on` when that option exists, else `itl_median:+1%`).
+harness.ab_compare) and applies the fail-on rules for the bench metrics: `--bench-fail-on`, else
+`itl_median:+1%`. (pytest has no `--fail-on` option; that one belongs to `specsuite run`, which
+applies its rules to the merged results itself.)
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add("--bench-repeats", type=int, default=3, help="interleaved runs per arm when a baseline is given (default 3)")
     add("--bench-baseline-url", default=None, help="baseline server for the in-suite A/B (default: --baseline-url when present)")
     add("--bench-margin", type=float, default=0.01, help="equivalence margin for TOST, relative (default 0.01 = ±1%%)")
-    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: --fail-on when present, else {DEFAULT_FAIL_ON.replace('%', '%%')})")
+    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: {DEFAULT_FAIL_ON.replace('%', '%%')})")
 
 
 @dataclass
@@ -83,16 +84,8 @@ def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
 
 
 def fail_on_expression(config: pytest.Config) -> str:
-    """The bench's rules: --bench-fail-on, else the bench terms of the session's --fail-on, else the default."""
-    own = config.getoption("bench_fail_on")
-    if own:
-        return own
-    shared = config.getoption("fail_on", default=None)
-    if shared:
-        terms = [t.strip() for t in shared.split(",") if t.strip().split(":")[0].strip() in BENCH_FAIL_ON_METRICS]
-        if terms:
-            return ",".join(terms)
-    return DEFAULT_FAIL_ON
+    """The bench's rules: --bench-fail-on, else the default."""
+    return config.getoption("bench_fail_on") or DEFAULT_FAIL_ON
 
 
 @pytest.fixture(scope="session")

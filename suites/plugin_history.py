@@ -4,7 +4,9 @@ and put the server's identity into JUnit XML.
 Options (group "specsuite"):
 
 - `--results-db URL`: when the session ends with its checks run (exit 0 or 1), store its
-  results.json in the history (outcome "passed" or "failed"); env SPECSUITE_RESULTS_DB.
+  results.json in the history (outcome "passed" or "failed"); default env SPECSUITE_RESULTS_DB, as for
+  `specsuite history`. With neither given the session stores nothing (unlike `specsuite history`,
+  which then uses specsuite-results/history.sqlite), so `--compare-to` refuses to run (exit 4).
 - `--compare-to last-good|RUN_ID`: the baseline for suites/test_nightly_regression.py, from the
   history: the newest passed run of tonight's configuration and arm, or that run id (refused,
   exit 4, when its configuration differs).  Needs `--results-db`.
@@ -28,6 +30,7 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
+from harness.history_command import RESULTS_DB_ENV, results_db_default
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -37,9 +40,9 @@ STORED_EXIT_CODES = {int(pytest.ExitCode.OK): "passed", int(pytest.ExitCode.TEST
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specsuite")
-    group.addoption("--results-db", default=os.environ.get("SPECSUITE_RESULTS_DB"), metavar="URL",
-                    help="history database (file path, sqlite:///FILE or postgresql://...; env SPECSUITE_RESULTS_DB): "
-                         "store this session's results there when it finishes")
+    group.addoption("--results-db", default=results_db_default(), metavar="URL",
+                    help=f"history database (file path, sqlite:///FILE or postgresql://...; env {RESULTS_DB_ENV}, as for "
+                         "`specsuite history`): store this session's results there when it finishes; neither given: not stored")
     group.addoption("--compare-to", default=None, metavar="last-good|RUN_ID",
                     help="baseline from the history for the nightly regression test (needs --results-db)")
     group.addoption("--build-hash", default=os.environ.get("SPECSUITE_BUILD_HASH"),

@@ -285,8 +285,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if not state.targets_suites():
         return
     try:
-        state.grid  # validate grid options before collecting anything
-        state.gsm8k_temperatures
+        # Reading these properties validates the grid options before anything is collected.
+        _ = state.grid
+        _ = state.gsm8k_temperatures
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
 

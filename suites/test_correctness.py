@@ -13,7 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from harness.acceptance import accept_length_within_bounds, acceptance_rises_with_temperature, request_accept_length
+from harness.acceptance import (
+    SUSPICIOUS_ACCEPT_RATE,
+    SUSPICIOUS_MIN_TEMPERATURE,
+    accept_length_within_bounds,
+    acceptance_rises_with_temperature,
+    request_accept_length,
+    suspicious_acceptance_rate,
+)
 from harness.correctness import CaseResult, SamplingCase
 from harness.generation import prompt_hash
 from harness.stats import fisher_exact_2x2, rate_ratio_test
@@ -21,8 +28,6 @@ from harness.stats import fisher_exact_2x2, rate_ratio_test
 pytestmark = pytest.mark.correctness
 
 PROSE_KINDS = ("prose",)
-SUSPICIOUS_ACCEPT_RATE = 0.95
-SUSPICIOUS_MIN_TEMPERATURE = 0.7
 
 
 def _control(specsuite, case: SamplingCase) -> CaseResult:
@@ -43,7 +48,8 @@ def _assert_zero(result: CaseResult, detector: str, what: str) -> None:
 
 def test_requests_succeed(specsuite, sampling_case):
     result = specsuite.case_result(sampling_case)
-    assert not result.errors, f"{len(result.errors)} of {len(result.errors) + len(result.generations)} requests failed at {sampling_case.case_id}: {result.errors[0]}"
+    assert not result.errors, (f"{len(result.errors)} of {len(result.errors) + len(result.generations)} requests failed "
+                               f"at {sampling_case.case_id}: {result.errors[0]}")
 
 
 def test_no_invalid_token_ids(specsuite, sampling_case):
@@ -165,6 +171,7 @@ def test_acceptance_rate_not_suspicious_on_prose(specsuite, sampled_case):
     if not rates:
         pytest.skip("no prose requests with spec statistics")
     mean_rate = sum(rates) / len(rates)
-    assert mean_rate < SUSPICIOUS_ACCEPT_RATE, (f"acceptance rate {mean_rate:.3f} on {len(rates)} prose requests at "
-                                                f"{sampled_case.case_id} is >= {SUSPICIOUS_ACCEPT_RATE}: too good to be true")
+    assert not suspicious_acceptance_rate(mean_rate, sampled_case.temperature), (
+        f"acceptance rate {mean_rate:.3f} on {len(rates)} prose requests at {sampled_case.case_id} is >= {SUSPICIOUS_ACCEPT_RATE}: "
+        "too good to be true")
 

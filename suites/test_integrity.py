@@ -59,7 +59,7 @@ def _expect_prefix(answer: dict[str, Any], reference, count: int, text: str, fin
     problems = []
     ids = answer["output_ids"]
     if ids != reference.ids[:count]:
-        cut = next((i for i, (a, b) in enumerate(zip(ids, reference.ids)) if a != b), min(len(ids), count))
+        cut = next((i for i, (a, b) in enumerate(zip(ids, reference.ids, strict=False)) if a != b), min(len(ids), count))
         problems.append(f"{len(ids)} ids where {count} expected (first difference at {cut}); tail {ids[-4:]}")
     got_text = answer["text"]
     if got_text != text:
@@ -292,7 +292,7 @@ def _reassembly_failures(probe, payloads: list[dict[str, Any]]) -> list[str]:
         failures += [f"request {number}: {p}" for p in stream_problems(plain, finals[0])]
     batch = {"text": [p["text"] for p in payloads], "sampling_params": [p["sampling_params"] for p in payloads], "return_logprob": True}
     plain, finals = probe.both_ways(batch)
-    for number, (answer, streamed) in enumerate(zip(plain, finals)):
+    for number, (answer, streamed) in enumerate(zip(plain, finals, strict=False)):
         failures += [f"batch stream, index {number}: {p}" for p in stream_problems(answer, streamed)]
     return failures
 

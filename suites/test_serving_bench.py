@@ -33,7 +33,7 @@ def test_bench_output_lengths_match_request(bench_state, specsuite):
 def test_bench_itl_accounts_for_every_token(bench_state):
     """Per-token ITL entries cover the tokens after the first chunk, and never exceed the request's time."""
     run = bench_state.candidate[0]
-    for index, (itl, n) in enumerate(zip(run["itls"], run["output_lens"])):
+    for index, (itl, n) in enumerate(zip(run["itls"], run["output_lens"], strict=False)):
         assert len(itl) <= max(n - 1, 0), f"request {index}: {len(itl)} ITL entries for {n} output tokens"
         assert all(gap >= 0 for gap in itl), f"request {index}: negative inter-token gap"
 
@@ -41,7 +41,7 @@ def test_bench_itl_accounts_for_every_token(bench_state):
 def test_bench_accept_length_consistent(bench_state, specsuite):
     """The server-wide accept length after the flush agrees with the per-request values."""
     run = bench_state.candidate[0]
-    pairs = [(n, v) for n, v in zip(run["output_lens"], run["spec_verify_cts"]) if v]
+    pairs = [(n, v) for n, v in zip(run["output_lens"], run["spec_verify_cts"], strict=False) if v]
     if run.get("cache_flushed") is False:
         pytest.skip("; ".join(run.get("warnings") or ["the server refused /flush_cache"]))
     if run["accept_length"] is None or not pairs:

@@ -12,7 +12,7 @@ from harness.ab_compare import METRICS, compare_arms
 from harness.errors import SpecsuiteError
 from harness.results import load_results
 from harness.stats import holm
-from tests.helpers.ab_results import make_results, null_pair, nofix_vs_fix, with_workloads
+from tests.helpers.ab_results import make_results, nofix_vs_fix, null_pair, with_workloads
 
 REAL = Path(__file__).parent / "data" / "ab_results" / "nofix_vs_fix_smoke.json"
 

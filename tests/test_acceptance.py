@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from harness.acceptance import (
+    SUSPICIOUS_ACCEPT_RATE,
+    SUSPICIOUS_MIN_TEMPERATURE,
     accept_length_within_bounds,
     acceptance_rises_with_temperature,
     max_accept_length,
@@ -107,3 +109,12 @@ def test_rise_with_no_data_is_inconclusive():
 )
 def test_suspicious_acceptance_rate(rate, temperature, flag):
     assert suspicious_acceptance_rate(rate, temperature) is flag
+
+
+def test_suspicious_rate_gives_the_correctness_suites_former_verdicts():
+    """suites/test_correctness.py used to skip below T 0.7 and fail on a mean rate >= 0.95 with its own
+    constants; it now skips below SUSPICIOUS_MIN_TEMPERATURE and fails where this function flags."""
+    assert (SUSPICIOUS_ACCEPT_RATE, SUSPICIOUS_MIN_TEMPERATURE) == (0.95, 0.7)
+    for temperature in (0.7, 0.8, 1.0, 1.5):
+        for rate in (0.0, 0.5, 0.9499, 0.95, 0.951, 1.0):
+            assert suspicious_acceptance_rate(rate, temperature) is (rate >= 0.95)

@@ -120,7 +120,7 @@ def test_native_backend_counts_tokens_and_accept_length(refserver, tmp_path):
     record = run_benchmark(config, output_file=str(out_file))
     assert record["status"] == "complete" and record["completed"] == 3 and record["failed"] == 0
     assert record["output_lens"] == [96, 96, 96] and record["total_input_tokens"] == 3 * 48
-    for itl, tokens in zip(record["itls"], record["chunk_tokens"]):
+    for itl, tokens in zip(record["itls"], record["chunk_tokens"], strict=False):
         assert len(itl) == sum(tokens) <= 95
     assert record["accept_length"] is not None and record["accept_length"] >= 1.0
     assert all(a >= 1.0 for a in record["request_accept_lengths"])
@@ -135,7 +135,7 @@ def test_openai_backends_against_v1_routes(refserver, backend):
     assert record["completed"] == 3 and record["failed"] == 0, record["errors"]
     assert record["output_lens"] == [24, 24, 24]  # no usage chunk: bench_serving's fallback to max_tokens
     assert record["total_output_tokens_retokenized"] > 0
-    assert all(len(itl) == len(chunks) for itl, chunks in zip(record["itls"], record["chunk_itls"]))
+    assert all(len(itl) == len(chunks) for itl, chunks in zip(record["itls"], record["chunk_itls"], strict=False))
     assert record["mean_ttft_ms"] > 0 and record["run"]["model"]
 
 

@@ -24,7 +24,7 @@ def _evaluate(expression: str) -> Fraction:
     tokens = re.findall(r"\d+|[-+*/]", expression.replace(",", "").replace("$", ""))
     terms: list[Fraction] = [Fraction(tokens[0])]
     signs: list[str] = ["+"]
-    for operator, operand in zip(tokens[1::2], tokens[2::2]):
+    for operator, operand in zip(tokens[1::2], tokens[2::2], strict=False):
         if operator == "*":
             terms[-1] *= int(operand)
         elif operator == "/":
@@ -32,7 +32,7 @@ def _evaluate(expression: str) -> Fraction:
         else:
             terms.append(Fraction(operand))
             signs.append(operator)
-    return sum((t if sign == "+" else -t for t, sign in zip(terms, signs)), Fraction(0))
+    return sum((t if sign == "+" else -t for t, sign in zip(terms, signs, strict=False)), Fraction(0))
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +124,7 @@ def test_prose_is_varied_and_punctuated(documents) -> None:
 def test_committed_jsonl_rows_have_gsm8k_keys_and_matching_answers(committed_rows) -> None:
     regenerated = generate_problems(len(committed_rows), gsm8k_synth.COMMITTED_SEED)
     assert len(committed_rows) >= 300
-    for row, problem in zip(committed_rows, regenerated):
+    for row, problem in zip(committed_rows, regenerated, strict=False):
         assert list(row) == ["question", "answer"]
         assert row["answer"].endswith(f"\n#### {problem['final_answer']}")
 

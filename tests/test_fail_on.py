@@ -7,7 +7,7 @@ import pytest
 from harness.ab_compare import compare_arms
 from harness.errors import SpecsuiteError
 from harness.fail_on import evaluate_fail_on, parse_fail_on
-from tests.helpers.ab_results import null_pair, nofix_vs_fix, with_workloads
+from tests.helpers.ab_results import nofix_vs_fix, null_pair, with_workloads
 
 
 @pytest.fixture(scope="module")

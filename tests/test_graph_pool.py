@@ -113,7 +113,7 @@ def test_nofix_engine_hands_the_sampler_q_rows_with_the_three_signatures(monkeyp
     requests = [EngineRequest(f"r{i}", np.asarray(ids, dtype=np.int64),
                               SamplingConfig(max_new_tokens=budget, temperature=1.0, top_p=0.95, ignore_eos=True),
                               LogprobConfig(), i, np.random.default_rng(i))
-                for i, (ids, budget) in enumerate(zip(prompts, (60, 200)))]  # the second runs alone at the end
+                for i, (ids, budget) in enumerate(zip(prompts, (60, 200), strict=False))]  # the second runs alone at the end
     seen: list[tuple[np.ndarray, list[int]]] = []  # (q as the sampler read it, sequence lengths at verify)
     real_sampler = engine_module.chain_rejection_sample
 

@@ -143,6 +143,26 @@ def test_results_db_urls():
     assert mask_url("postgresql://u:secret@db:5432/x") == "postgresql://u:***@db:5432/x"
 
 
+@pytest.mark.parametrize("env", ["sqlite:////data/h.sqlite", None])
+def test_results_db_has_the_same_default_under_pytest_and_the_cli(monkeypatch, env):
+    """`--results-db` defaults to SPECSUITE_RESULTS_DB under `specsuite history` (and its verbs) and under pytest."""
+    from _pytest.config.argparsing import Parser
+
+    from harness.cli import build_parser
+    from suites import plugin_history
+
+    if env is None:
+        monkeypatch.delenv(history_command.RESULTS_DB_ENV, raising=False)
+    else:
+        monkeypatch.setenv(history_command.RESULTS_DB_ENV, env)
+    cli = [build_parser().parse_args(argv).results_db for argv in (["history"], ["history", "list"], ["history", "ingest", "r.json"])]
+    parser = Parser(_ispytest=True)
+    plugin_history.pytest_addoption(parser)
+    assert cli == [env, env, env]
+    assert parser.parse([]).results_db == env
+    assert build_parser().parse_args(["history", "list", "--results-db", "x.sqlite"]).results_db == "x.sqlite"
+
+
 def test_a_folder_is_not_a_database(tmp_path):
     with pytest.raises(SpecsuiteError, match="must name a file"):
         HistoryStore.open(str(tmp_path))

@@ -274,7 +274,8 @@ def test_retokenize_tolerance_and_skipped_specials():
     assert check_response(item(), answer(within + [EOS], TEXT, {"type": "stop", "matched": EOS}), CONTEXT) == []
     specials = sorted(TOKENIZER.special_ids - {EOS})[:1] * 6  # skipped by skip_special_tokens: no text expected
     assert check_response(item(), answer(IDS + specials + [EOS], TEXT, {"type": "stop", "matched": EOS}), CONTEXT) == []
-    assert "retokenize" in fired(check_response(item(skip_special_tokens=False), answer(IDS + specials + [EOS], TEXT, {"type": "stop", "matched": EOS}), CONTEXT))
+    assert "retokenize" in fired(check_response(item(skip_special_tokens=False),
+                                                answer(IDS + specials + [EOS], TEXT, {"type": "stop", "matched": EOS}), CONTEXT))
 
 
 def test_shape_problems_stop_the_other_checks():
@@ -285,7 +286,8 @@ def test_shape_problems_stop_the_other_checks():
 
 # --------------------------------------------------------------------------- payloads and batches
 def test_split_payload_handles_batches_n_and_lists():
-    assert split_payload({"text": "a", "sampling_params": {"max_new_tokens": 3}}) == [{"text": "a", "sampling_params": {"max_new_tokens": 3}, "return_logprob": False}]
+    assert split_payload({"text": "a", "sampling_params": {"max_new_tokens": 3}}) == [
+        {"text": "a", "sampling_params": {"max_new_tokens": 3}, "return_logprob": False}]
     batch = split_payload({"text": ["a", "b"], "sampling_params": [{"stop": ["x"]}, {}], "return_logprob": [True, False]})
     assert [(i["text"], i["sampling_params"], i["return_logprob"]) for i in batch] == [("a", {"stop": ["x"]}, True), ("b", {}, False)]
     assert [i["text"] for i in split_payload({"text": ["a", "b"], "sampling_params": {"n": 2}})] == ["a", "a", "b", "b"]
@@ -346,7 +348,7 @@ def test_finish_must_come_exactly_once_and_last():
 def test_batch_streams_need_valid_indexes_and_every_result():
     payload = {"text": ["a", "b"], "sampling_params": {}}
     first, second = cumulative_chunks(eos_answer(), STEPS, 0), cumulative_chunks(eos_answer(), STEPS, 1)
-    interleaved = [c for pair in zip(first, second) for c in pair]
+    interleaved = [c for pair in zip(first, second, strict=False) for c in pair]
     assert check_stream(payload, interleaved, CONTEXT) == []
     assert [f["output_ids"] for f in stream_finals(payload, interleaved)] == [eos_answer()["output_ids"]] * 2
     assert "never appeared" in check_stream(payload, first, CONTEXT)[0].message

@@ -141,7 +141,7 @@ def test_swapped_chunks_are_caught_in_a_batch_stream(checked, proxy, fault):
 def test_leaked_canary_is_found(checked, proxy, fault):
     client, recorder = checked
     canaries = make_canaries(4, seed=0)
-    batch = {"text": [f"Remember the code {c}. {p}" for c, p in zip(canaries, [PROMPT, *OTHER_PROMPTS])],
+    batch = {"text": [f"Remember the code {c}. {p}" for c, p in zip(canaries, [PROMPT, *OTHER_PROMPTS], strict=False)],
              "sampling_params": {"temperature": 0, "max_new_tokens": 24}}
     assert find_canary_leaks(canaries, [a["text"] for a in client.generate(batch)]) == []
     fault("leak_canary")

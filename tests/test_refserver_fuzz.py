@@ -164,7 +164,8 @@ def affordable_body(body: dict[str, Any]) -> bool:
 
 
 PROMPTS = st.one_of(st.text(min_size=1, max_size=30), st.lists(st.text(min_size=1, max_size=10), min_size=1, max_size=3),
-                    st.lists(st.integers(0, 8127), min_size=1, max_size=12), st.lists(st.lists(st.integers(0, 8127), min_size=1, max_size=6), min_size=1, max_size=2))
+                    st.lists(st.integers(0, 8127), min_size=1, max_size=12),
+                    st.lists(st.lists(st.integers(0, 8127), min_size=1, max_size=6), min_size=1, max_size=2))
 OPENAI_OPTIONS = {"temperature": st.floats(min_value=0, max_value=2), "top_p": st.floats(min_value=1e-9, max_value=1), "n": st.integers(1, 3),
                   "stop": STRINGS, "stream": st.booleans(), "stream_options": st.fixed_dictionaries({"include_usage": st.booleans()}),
                   "seed": st.integers(min_value=0, max_value=2**63 - 1), "model": st.text(max_size=8)}
@@ -173,7 +174,9 @@ VALID_COMPLETION = st.fixed_dictionaries({"prompt": PROMPTS, "max_tokens": st.in
 COMPLETION_BODY = st.one_of(VALID_COMPLETION, with_one_odd_field(VALID_COMPLETION, ["prompt", "max_tokens", *OPENAI_OPTIONS, "logprobs",
                                                                                    "return_token_ids"])).filter(affordable_body)
 MESSAGE = st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant"]),
-                                 "content": st.one_of(st.text(max_size=30), st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=10)}), max_size=2))})
+                                 "content": st.one_of(st.text(max_size=30),
+                                                      st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=10)}),
+                                                               max_size=2))})
 ODD_MESSAGE = st.one_of(st.fixed_dictionaries({"role": WILD, "content": WILD}), WILD)
 VALID_CHAT = st.fixed_dictionaries({"messages": st.lists(MESSAGE, min_size=1, max_size=3), "max_tokens": st.integers(0, 4)},
                                    optional={**OPENAI_OPTIONS, "logprobs": st.booleans(), "top_logprobs": st.integers(0, 3)})

@@ -22,11 +22,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 import requests
 from scipy import stats
-
-import numpy as np
 
 from fixtures.refserver.cli import build_parser, resolve_config
 from fixtures.refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
@@ -38,8 +37,8 @@ from harness.identity import ServerIdentity
 from harness.kernels.loader import KERNEL_MEMBER
 from harness.kernels.sglang_wheel import extract_member
 from harness.launcher import LaunchedServer, launch_reference_server
-from tests.helpers.workload_cache import cached_workloads
 from reports.summary_table import summary_markdown
+from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())

@@ -178,7 +178,7 @@ def _brute_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndarray) 
     """SGLang's verify path: top_k_renorm_prob, then top_p_renorm_prob on the renormalised row
     (keep the smallest most-probable prefix whose mass reaches top_p); no ties in the inputs."""
     out = np.zeros_like(probs)
-    for row, (p, k, nucleus) in enumerate(zip(probs, top_k, top_p)):
+    for row, (p, k, nucleus) in enumerate(zip(probs, top_k, top_p, strict=False)):
         order = np.argsort(-p)
         kept = p[order][: min(int(k), len(p))]
         kept = kept / kept.sum()

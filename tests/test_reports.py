@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
-import json
 import csv
 import io
+import json
 import re
 import struct
 from pathlib import Path

@@ -1,10 +1,8 @@
-"""Tests for harness.secrets: API-key loading, redaction of data and of log records."""
+"""Tests for harness.secrets: API-key loading, redaction of data and of text."""
 
 from __future__ import annotations
 
 import copy
-import io
-import logging
 
 import pytest
 
@@ -15,8 +13,6 @@ from harness.secrets import (
     API_KEY_ENV,
     API_KEY_FILE_ENV,
     REDACTED,
-    RedactingFilter,
-    install_redacting_filter,
     is_secret_key_name,
     load_admin_api_key,
     load_api_key,
@@ -156,40 +152,3 @@ def test_short_and_empty_secrets_are_ignored():
 
 def test_longer_secret_wins_over_its_substring():
     assert redact_text("token abcd1234wxyz", ["abcd", "abcd1234wxyz"]) == "token ***"
-
-
-@pytest.fixture
-def captured_logger():
-    stream = io.StringIO()
-    parent = logging.getLogger("specsuite_test_redaction")
-    handler = logging.StreamHandler(stream)
-    parent.addHandler(handler)
-    parent.setLevel(logging.INFO)
-    parent.propagate = False
-    yield parent, stream
-    parent.removeHandler(handler)
-    parent.filters.clear()
-
-
-def test_installed_filter_redacts_records_from_child_loggers(captured_logger):
-    parent, stream = captured_logger
-    install_redacting_filter([KEY], logger=parent)
-    child = logging.getLogger("specsuite_test_redaction.child")
-    child.info("polling with %s", KEY)
-    try:
-        raise RuntimeError(f"boom {KEY}")
-    except RuntimeError:
-        child.exception("failed --api-key %s", "literal-value")
-    text = stream.getvalue()
-    assert KEY not in text and "literal-value" not in text
-    assert "polling with ***" in text and "boom ***" in text and "--api-key ***" in text
-
-
-def test_installing_twice_reuses_the_filter_and_adds_secrets(captured_logger):
-    parent, stream = captured_logger
-    first = install_redacting_filter([KEY], logger=parent)
-    second = install_redacting_filter(["another-secret"], logger=parent)
-    assert first is second
-    assert sum(isinstance(f, RedactingFilter) for f in parent.filters) == 1
-    parent.info("%s and another-secret", KEY)
-    assert stream.getvalue().strip() == "*** and ***"

@@ -452,7 +452,7 @@ def test_mde_two_proportions_matches_cohen_table() -> None:
     assert h == pytest.approx(0.20, abs=1e-3)
     sizes = [100, 400, 1600, 6400]
     mdes = [mde_two_proportions(n, n, 0.05) for n in sizes]
-    assert all(x > y for x, y in zip(mdes, mdes[1:]))
+    assert all(x > y for x, y in zip(mdes, mdes[1:], strict=False))
     assert mde_two_proportions(3437, 3437, 0.0) > 0
     with pytest.raises(StatsInputError, match="detectable"):
         mde_two_proportions(1, 1, 0.9)

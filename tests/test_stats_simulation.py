@@ -118,12 +118,12 @@ def test_mann_whitney_size_and_power(record_property) -> None:
     """Regime: 40 vs 40 log-normal latencies (sigma 0.5), continuous so no ties."""
     rng = np.random.default_rng(20240604)
     a, b = rng.lognormal(0.0, 0.5, (1500, 40)), rng.lognormal(0.0, 0.5, (1500, 40))
-    size = float(np.mean([mann_whitney(x, y).p_value < ALPHA for x, y in zip(a, b)]))
+    size = float(np.mean([mann_whitney(x, y).p_value < ALPHA for x, y in zip(a, b, strict=True)]))
     _report(record_property, "mann_whitney_size", size)
     assert SIZE_BAND[0] <= size <= SIZE_BAND[1]
 
     a, b = rng.lognormal(np.log(1.2), 0.5, (500, 40)), rng.lognormal(0.0, 0.5, (500, 40))
-    power = float(np.mean([mann_whitney(x, y).p_value < ALPHA for x, y in zip(a, b)]))
+    power = float(np.mean([mann_whitney(x, y).p_value < ALPHA for x, y in zip(a, b, strict=True)]))
     _report(record_property, "mann_whitney_power_at_ratio_1.2", power)
 
 
@@ -135,13 +135,13 @@ def test_bootstrap_median_diff_coverage_and_power(record_property) -> None:
     """
     rng = np.random.default_rng(20240605)
     a, b = rng.lognormal(0.0, 0.5, (1000, 100)), rng.lognormal(0.0, 0.5, (1000, 100))
-    cis = [bootstrap_median_diff_ci(x, y, n_resamples=499, seed=i).ci for i, (x, y) in enumerate(zip(a, b))]
+    cis = [bootstrap_median_diff_ci(x, y, n_resamples=499, seed=i).ci for i, (x, y) in enumerate(zip(a, b, strict=True))]
     miss = float(np.mean([not (low <= 0.0 <= high) for low, high in cis]))
     _report(record_property, "bootstrap_median_noncoverage", miss)
     assert SIZE_BAND[0] <= miss <= SIZE_BAND[1]
 
     a, b = rng.lognormal(np.log(1.25), 0.5, (300, 100)), rng.lognormal(0.0, 0.5, (300, 100))
-    cis = [bootstrap_median_diff_ci(x, y, n_resamples=499, seed=i).ci for i, (x, y) in enumerate(zip(a, b))]
+    cis = [bootstrap_median_diff_ci(x, y, n_resamples=499, seed=i).ci for i, (x, y) in enumerate(zip(a, b, strict=True))]
     power = float(np.mean([low > 0.0 or high < 0.0 for low, high in cis]))
     _report(record_property, "bootstrap_median_power_at_ratio_1.25", power)
 
@@ -152,7 +152,7 @@ def test_hodges_lehmann_coverage_and_power(record_property) -> None:
     shift = 0.3
     a = rng.lognormal(0.0, 0.5, (3000, 40)) + shift
     b = rng.lognormal(0.0, 0.5, (3000, 40))
-    cis = [hodges_lehmann(x, y).ci for x, y in zip(a, b)]
+    cis = [hodges_lehmann(x, y).ci for x, y in zip(a, b, strict=True)]
     miss = float(np.mean([not (low <= shift <= high) for low, high in cis]))
     _report(record_property, "hodges_lehmann_noncoverage", miss)
     assert SIZE_BAND[0] <= miss <= SIZE_BAND[1]
@@ -168,14 +168,14 @@ def test_tost_size_at_margin_and_power(record_property, boundary: str) -> None:
     true_log_ratio = np.log1p(margin) if boundary == "upper" else -np.log1p(margin)
     a = rng.lognormal(true_log_ratio, spread, (4000, 20))
     b = rng.lognormal(0.0, spread, (4000, 20))
-    size = float(np.mean([tost_equivalence(x, y, margin).equivalent for x, y in zip(a, b)]))
+    size = float(np.mean([tost_equivalence(x, y, margin).equivalent for x, y in zip(a, b, strict=True)]))
     _report(record_property, f"tost_size_at_{boundary}_margin", size)
     assert SIZE_BAND[0] <= size <= SIZE_BAND[1]
 
     # Power where the true ratio is halfway to the margin (+2.5% or -2.5%).
     a = rng.lognormal(true_log_ratio / 2, spread, (500, 20))
     b = rng.lognormal(0.0, spread, (500, 20))
-    power = float(np.mean([tost_equivalence(x, y, margin).equivalent for x, y in zip(a, b)]))
+    power = float(np.mean([tost_equivalence(x, y, margin).equivalent for x, y in zip(a, b, strict=True)]))
     _report(record_property, f"tost_power_at_half_{boundary}_margin", power)
 
 
@@ -203,12 +203,12 @@ def test_welch_size_and_power_at_repeats_needed(record_property) -> None:
     sd, effect = 1.0, 0.8
     n = repeats_needed_for_mde(sd, effect)
     a, b = rng.normal(0.0, sd, (1000, n)), rng.normal(0.0, sd, (1000, n))
-    size = float(np.mean([welch_ttest(x, y).p_value < ALPHA for x, y in zip(a, b)]))
+    size = float(np.mean([welch_ttest(x, y).p_value < ALPHA for x, y in zip(a, b, strict=True)]))
     _report(record_property, "welch_size", size)
     assert SIZE_BAND[0] <= size <= SIZE_BAND[1]
 
     a = rng.normal(effect, sd, (800, n))
     b = rng.normal(0.0, sd, (800, n))
-    power = float(np.mean([welch_ttest(x, y).p_value < ALPHA for x, y in zip(a, b)]))
+    power = float(np.mean([welch_ttest(x, y).p_value < ALPHA for x, y in zip(a, b, strict=True)]))
     _report(record_property, f"welch_power_at_{n}_repeats", power)
     assert MDE_POWER_BAND[0] <= power <= MDE_POWER_BAND[1]

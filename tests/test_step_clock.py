@@ -98,11 +98,11 @@ def test_the_publisher_publishes_in_order_and_not_before_each_deadline() -> None
     try:
         start = time.perf_counter()
         deadlines = [start + 0.02, start + 0.04, start + 0.06]
-        for deadline, name in zip(deadlines, "abc"):
+        for deadline, name in zip(deadlines, "abc", strict=False):
             who = request(name)
             publisher.schedule(deadline, [(who, who.mark())])
         time.sleep(0.2)
     finally:
         publisher.stop()
     assert [name for _, name in seen] == ["a", "b", "c"]
-    assert all(at >= deadline for (at, _), deadline in zip(seen, deadlines))
+    assert all(at >= deadline for (at, _), deadline in zip(seen, deadlines, strict=False))

@@ -75,7 +75,7 @@ def run_one_request(model, step_ms: float, max_new_tokens: int = 24, engine_type
     # The engine computes ahead; what is visible must never run ahead of the published steps:
     # the prefill's token plus at most num_draft_tokens per published verify.
     width = engine.config.num_draft_tokens
-    assert all(n <= 1 + width * v for (_, n), v in zip(seen, verifies)), f"tokens visible ahead of their steps: {seen}, {verifies}"
+    assert all(n <= 1 + width * v for (_, n), v in zip(seen, verifies, strict=False)), f"tokens visible ahead of their steps: {seen}, {verifies}"
     return seen, engine, flush_ok_at_finish
 
 

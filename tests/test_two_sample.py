@@ -89,7 +89,7 @@ def test_early_ends_count_as_their_own_category():
 
 
 def _logliks(transitions: np.ndarray, target: np.ndarray, samples: list[list[list[int]]]) -> list[list[float]]:
-    return [[float(sum(np.log(target[a, b]) for a, b in zip([p % VOCAB] + s[:-1], s))) for s in prompt]
+    return [[float(sum(np.log(target[a, b]) for a, b in zip([p % VOCAB] + s[:-1], s, strict=False))) for s in prompt]
             for p, prompt in enumerate(samples)]
 
 

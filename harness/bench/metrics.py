@@ -60,7 +60,7 @@ def pooled_itl(outputs: Sequence[RequestOutput], backend: str, accept_length: fl
         if not split:
             pooled.extend(out.itl)
             continue
-        for gap, text in zip(out.itl, out.text_chunks):
+        for gap, text in zip(out.itl, out.text_chunks, strict=False):
             k = max(1, len(encode(text)))  # type: ignore[misc]
             pooled.extend([gap / k] * k)
     return pooled

@@ -128,6 +128,6 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
         "output_lens": record["output_lens"],
         "request_accept_lengths": record["request_accept_lengths"],
         "spec_verify_cts": record["spec_verify_cts"],
-        "ttft_ms": [t * 1000.0 for t, e in zip(record["ttfts"], record["errors"]) if not e],
+        "ttft_ms": [t * 1000.0 for t, e in zip(record["ttfts"], record["errors"], strict=False) if not e],
         "warnings": list(record.get("warnings") or []),
     }

@@ -105,7 +105,7 @@ def _trend(name: str, case_id: str, points: list[tuple[int, MetricRecord]], runs
     notes: list[str] = []
     usable = [(pos, rec) for pos, rec in points if rec.value is not None and math.isfinite(rec.value)]
     stretches = _stretches(usable)
-    for earlier, later in zip(stretches, stretches[1:]):
+    for earlier, later in zip(stretches, stretches[1:], strict=False):
         version_changes.append({"position": later[0][0], "from": earlier[-1][1].version, "to": later[0][1].version})
     for number, stretch in enumerate(stretches, start=1):
         values = [rec.value for _, rec in stretch]

@@ -149,14 +149,14 @@ def detect_steps(values: Sequence[float], *, alpha: float = DEFAULT_ALPHA, min_s
         for index in best.indices:
             found[index] = best
         bounds = [start, *best.indices, end]
-        pending += list(zip(bounds, bounds[1:]))
+        pending += list(zip(bounds, bounds[1:], strict=False))
     return _change_points(series, found)
 
 
 def _change_points(series: np.ndarray, found: dict[int, _Found]) -> list[ChangePoint]:
     bounds = [0, *sorted(found), series.size]
     points = []
-    for left, index, right in zip(bounds, bounds[1:], bounds[2:]):
+    for left, index, right in zip(bounds, bounds[1:], bounds[2:], strict=False):
         how = found[index]
         before, after = series[left:index], series[index:right]
         # A transient's second change point goes back the other way.
@@ -171,4 +171,4 @@ def segment_means(values: Sequence[float], change_points: Sequence[ChangePoint])
     """(start, end, mean) of each level between change points, for plotting."""
     series = np.asarray(values, dtype=float)
     bounds = [0, *(point.index for point in change_points), series.size]
-    return [(a, b, float(series[a:b].mean())) for a, b in zip(bounds, bounds[1:]) if b > a]
+    return [(a, b, float(series[a:b].mean())) for a, b in zip(bounds, bounds[1:], strict=False) if b > a]

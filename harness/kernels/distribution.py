@@ -148,7 +148,7 @@ def _binomial_detectable(n: int, rate: float, level: float) -> float:
     for sign, limit in ((1.0, 1.0 - rate), (-1.0, rate)):
         if limit <= 0 or power(rate + sign * limit) < POWER:
             continue
-        shifts.append(optimize.brentq(lambda d: power(rate + sign * d) - POWER, 1e-9, limit, xtol=1e-6))
+        shifts.append(optimize.brentq(lambda d, sign=sign: power(rate + sign * d) - POWER, 1e-9, limit, xtol=1e-6))
     return float(max(shifts)) if len(shifts) == 2 else float(shifts[0]) if shifts else float("nan")
 
 

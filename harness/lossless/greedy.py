@@ -43,7 +43,7 @@ class Divergence:
 
 def first_divergence(test: Sequence[int], reference: Sequence[int]) -> int | None:
     """0-based index of the first difference (a length difference counts), or None if equal."""
-    for index, (a, b) in enumerate(zip(test, reference)):
+    for index, (a, b) in enumerate(zip(test, reference, strict=False)):
         if a != b:
             return index
     return None if len(test) == len(reference) else min(len(test), len(reference))
@@ -115,7 +115,7 @@ def compare_greedy(
     if len(test_outputs) != len(references):
         raise SpecsuiteError(f"greedy equality: {len(test_outputs)} outputs against {len(references)} reference outputs")
     result = GreedyResult(concurrency, len(references), 0, numerics_gap)
-    for index, (test, reference) in enumerate(zip(test_outputs, references)):
+    for index, (test, reference) in enumerate(zip(test_outputs, references, strict=True)):
         divergence = classify(index, test, reference, numerics_gap)
         if divergence is None:
             result.equal += 1

@@ -109,7 +109,7 @@ def homogeneity_test(
     statistics, dofs, p_values = [], [], []
     for position in positions:
         total, dof = 0.0, 0
-        for test, reference in zip(test_samples, reference_samples):
+        for test, reference in zip(test_samples, reference_samples, strict=False):
             table = homogeneity_table([tokens_at(s, position) for s in test], [tokens_at(s, position) for s in reference])
             total += table.statistic
             dof += table.dof
@@ -117,7 +117,7 @@ def homogeneity_test(
         dofs.append(dof)
         p_values.append(float(stats.chi2.sf(total, dof)) if dof else 1.0)
     adjusted = holm(p_values, alpha=alpha)
-    smallest_arm = min(min(len(t), len(r)) for t, r in zip(test_samples, reference_samples))
+    smallest_arm = min(min(len(t), len(r)) for t, r in zip(test_samples, reference_samples, strict=False))
     tables = len(positions) * len(test_samples)
     return HomogeneityResult(
         positions=list(positions),

@@ -1,6 +1,10 @@
-"""GSM8K few-shot workload: the public entry point for loading, prompting, scoring and running.
+"""GSM8K few-shot workload: one import for loading, prompting and scoring, and the server-agnostic runner.
 
-The work lives in small modules, re-exported here:
+Nothing here talks to a server. The suites and the `specsuite` CLI run GSM8K against a server
+through `harness.gsm8k_workload.run_gsm8k_on_server`, which wraps `run_gsm8k` (given a `generate`
+callable) with the correctness detectors, the cache flush and the fault guard; from this module
+they take `load_gsm8k`. The work lives in small modules, re-exported here (some callers, e.g.
+`harness.ab_compare`, import from them directly):
 
 - ``gsm8k_data``: `load_gsm8k` (Hub, local JSONL/Parquet, or the bundled synthetic set) and `GSM8KItem`;
 - ``gsm8k_prompt``: the SGLang ``few_shot_gsm8k`` prompt, stop sequences, and the shot/eval split.

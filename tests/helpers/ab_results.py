@@ -117,7 +117,7 @@ def with_workloads(seed: int = 3, *, accuracy_drop: float = 0.12, itl_slowdown: 
     flips = rng.random(300) < accuracy_drop
     for name, is_candidate in (("nofix", True), ("fix", False)):
         for repeat in results["arms"][name]["repeats"]:
-            correct = [bool(c and not (is_candidate and f)) for c, f in zip(truth, flips)]
+            correct = [bool(c and not (is_candidate and f)) for c, f in zip(truth, flips, strict=False)]
             repeat["workloads"] = {
                 "gsm8k": gsm8k_run(correct, invalid=12 if is_candidate else 0),
                 "bench": bench_run(rng, 10.0 * (1 + itl_slowdown if is_candidate else 1.0),

@@ -128,7 +128,7 @@ def _request_functions(source: str) -> dict[str, str]:
     """ASYNC_REQUEST_FUNCS: backend name -> request function name."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ASYNC_REQUEST_FUNCS" for t in node.targets):
-            return {key.value: value.id for key, value in zip(node.value.keys, node.value.values)}
+            return {key.value: value.id for key, value in zip(node.value.keys, node.value.values, strict=False)}
     raise AssertionError("ASYNC_REQUEST_FUNCS not found")
 
 

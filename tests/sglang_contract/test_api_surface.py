@@ -107,7 +107,8 @@ def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumul
     its context defaults to cumulative, and the reference server reports the default."""
     fields = _class_fields(sglang_source("srt/arg_groups/fields/serving.py"), next(
         node.name for node in ast.walk(ast.parse(sglang_source("srt/arg_groups/fields/serving.py")))
-        if isinstance(node, ast.ClassDef) and any(isinstance(s, ast.AnnAssign) and getattr(s.target, "id", None) == "incremental_streaming_output" for s in node.body)))
+        if isinstance(node, ast.ClassDef)
+        and any(isinstance(s, ast.AnnAssign) and getattr(s.target, "id", None) == "incremental_streaming_output" for s in node.body)))
     default = ast.literal_eval(fields["incremental_streaming_output"])
     assert default is False
     assert IntegrityContext().incremental_streaming is default
