@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import requests
 from scipy import stats
 
 from harness.launcher import LaunchedServer, launch_reference_server
+from tests.helpers.arm_workload import ArmRun as BaseArmRun
+from tests.helpers.arm_workload import run_arm_workload
 from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,69 +41,17 @@ GUARD_REPLACEMENTS = "specsuite_refserver:sampler_guard_replacements_total"
 
 
 @dataclass
-class ArmRun:
-    """One workload's /generate results and the /metrics counters it moved."""
-
-    results: list[dict]
-    metric_deltas: dict[str, float]
-
-    @property
-    def output_ids(self) -> list[int]:
-        return [token for result in self.results for token in result["output_ids"]]
-
+class ArmRun(BaseArmRun):
     @property
     def bad_ids(self) -> list[int]:
         return [token for token in self.output_ids if token >= TOKENIZER_LENGTH]
 
-    @property
-    def spec_meta(self) -> list[dict]:
-        """meta_info of the requests that ran verify steps (one that ends at prefill has none)."""
-        return [r["meta_info"] for r in self.results if r["meta_info"].get("spec_verify_ct")]
-
-    @property
-    def pooled_accept_length(self) -> float:
-        """Tokens per verify step over all requests (SGLang's per-request formula, pooled)."""
-        return sum(m["completion_tokens"] for m in self.spec_meta) / sum(m["spec_verify_ct"] for m in self.spec_meta)
-
-    def texts(self) -> list[str]:
-        return [r["text"] for r in self.results]
-
-
-def _session() -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False  # never route localhost through a proxy
-    return session
-
-
-def read_metrics(base_url: str) -> dict[str, float]:
-    """/metrics as {name: value}; every series here has one label set."""
-    with _session() as session:
-        response = session.get(f"{base_url}/metrics", timeout=TIMEOUT_S)
-    response.raise_for_status()
-    values = {}
-    for line in response.text.splitlines():
-        if line and not line.startswith("#"):
-            name, value = line.split("{", 1)[0], line.rsplit(" ", 1)[1]
-            values[name] = float(value)
-    return values
-
 
 def run_workload(base_url: str, temperature: float) -> ArmRun:
     """All prompts, seeded, CONCURRENCY at a time; returns results in prompt order."""
-    before = read_metrics(base_url)
-
-    def one(index: int) -> dict:
-        params = {"temperature": temperature, "top_p": 0.95, "max_new_tokens": MAX_NEW_TOKENS, "sampling_seed": 1000 + index}
-        with _session() as session:
-            response = session.post(f"{base_url}/generate", json={"text": PROMPTS[index]["prompt"], "sampling_params": params},
-                                    timeout=TIMEOUT_S)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        results = list(pool.map(one, range(len(PROMPTS))))
-    after = read_metrics(base_url)
-    return ArmRun(results, {name: after[name] - before.get(name, 0.0) for name in after})
+    run = run_arm_workload(base_url, PROMPTS, temperature, max_new_tokens=MAX_NEW_TOKENS, seed_base=1000,
+                           concurrency=CONCURRENCY, timeout=TIMEOUT_S)
+    return ArmRun(run.results, run.metric_deltas)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import requests
 from scipy import stats
 
 from fixtures.refserver.cli import build_parser, resolve_config
@@ -38,6 +37,8 @@ from harness.kernels.loader import KERNEL_MEMBER
 from harness.kernels.sglang_wheel import extract_member
 from harness.launcher import LaunchedServer, launch_reference_server
 from reports.summary_table import summary_markdown
+from tests.helpers.arm_workload import ArmRun, run_arm_workload
+from tests.helpers.http_sessions import http_session
 from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -196,56 +197,20 @@ def test_numpy_nofix_sampler_accepts_an_inf_q_draft_as_0_5_20_does(kernel_files)
 
 # --------------------------------------------------------------------------- over HTTP
 @dataclass
-class Workload:
-    """One workload's /generate results and the /metrics counters it moved."""
-
-    results: list[dict]
-    metric_deltas: dict[str, float]
-
-    @property
-    def output_ids(self) -> list[int]:
-        return [token for result in self.results for token in result["output_ids"]]
-
+class Workload(ArmRun):
     @property
     def padded_or_invalid_ids(self) -> list[int]:
         return [token for token in self.output_ids if not 0 <= token < TOKENIZER_LENGTH]
-
-    @property
-    def accept_lengths(self) -> list[float]:
-        return [r["meta_info"]["spec_accept_length"] for r in self.results if r["meta_info"].get("spec_verify_ct")]
 
     @property
     def stray_count(self) -> int:
         return sum(stray_chars(r["text"], len(r["output_ids"])).count for r in self.results)
 
 
-def _session() -> requests.Session:
-    session = requests.Session()
-    session.trust_env = False  # never route localhost through a proxy
-    return session
-
-
-def read_metrics(base_url: str) -> dict[str, float]:
-    with _session() as session:
-        response = session.get(f"{base_url}/metrics", timeout=TIMEOUT_S)
-    response.raise_for_status()
-    return {line.split("{", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in response.text.splitlines() if line and not line.startswith("#")}
-
-
 def run_workload(base_url: str, temperature: float) -> Workload:
-    before = read_metrics(base_url)
-
-    def one(index: int) -> dict:
-        params = {"temperature": temperature, "top_p": 0.95, "max_new_tokens": MAX_NEW_TOKENS, "sampling_seed": 2000 + index}
-        with _session() as session:
-            response = session.post(f"{base_url}/generate", json={"text": PROMPTS[index]["prompt"], "sampling_params": params}, timeout=TIMEOUT_S)
-        assert response.status_code == 200, response.text
-        return response.json()
-
-    with ThreadPoolExecutor(CONCURRENCY) as pool:
-        results = list(pool.map(one, range(len(PROMPTS))))
-    after = read_metrics(base_url)
-    return Workload(results, {name: after[name] - before.get(name, 0.0) for name in after})
+    run = run_arm_workload(base_url, PROMPTS, temperature, max_new_tokens=MAX_NEW_TOKENS, seed_base=2000,
+                           concurrency=CONCURRENCY, timeout=TIMEOUT_S)
+    return Workload(run.results, run.metric_deltas)
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +240,7 @@ def runs(servers):
 @pytest.mark.parametrize("server", list(SERVERS))
 def test_server_info_and_identity_name_the_kernel_that_decided(servers, kernel_files, server):
     version = SERVERS[server][1][1].removeprefix("sglang==")
-    with _session() as session:
+    with http_session() as session:
         info = session.get(f"{servers[server]}/server_info", timeout=TIMEOUT_S).json()
     sampler = info["refserver_sampler"]
     assert sampler["sampler"] == f"sglang=={version}" and sampler["version"] == version
