@@ -356,8 +356,8 @@ def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[s
             completed_at = stop_seen_at(stop, ids, context)
             if completed_at is None or _list_order_wins(stop, completed_at, ids, finish, requested, context):
                 continue
-        context = shorten(repr(text[max(0, position - 30):position + 30]), 90)
-        problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {context}")
+        around = shorten(repr(text[max(0, position - 30):position + 30]), 90)
+        problems.append(f"stop string {stop!r} is in the text at char {position} of {len(text)}: {around}")
     if finish.get("type") == "stop" and isinstance(matched, str) and matched != NAN_FINISH and not params.get("stop_regex") and matched not in requested:
         problems.append(f"stop finish matched {matched!r}, which is not a requested stop string {requested!r}")
     return problems

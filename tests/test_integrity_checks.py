@@ -187,6 +187,13 @@ def test_stop_string_left_in_text():
     assert fired(kept) == {"stop_string"}
 
 
+def test_every_stop_string_left_in_text_is_reported():
+    """Two requested stop strings left in a length-finished text: two findings, not a crash."""
+    found = check_response(item(stop=[" farm", " and"]), answer(IDS, TEXT, {"type": "length", "length": len(IDS)}), CONTEXT)
+    messages = [v.message for v in found if v.check == "stop_string"]
+    assert len(messages) == 2 and "' farm'" in messages[0] and "' and'" in messages[1]
+
+
 def test_stop_string_completed_by_the_last_budgeted_token_is_a_violation():
     """SGLang checks stop strings before the budget: the last budgeted id completing a stop string
     gives a stop finish, so a length finish with the string in the text is wrong."""
