@@ -89,7 +89,7 @@ def test_sampler_defaults_to_numpy_and_accepts_kernel_sources():
 
 @pytest.mark.parametrize(("argv", "named"), [
     (["--sampler", "sglang=="], "name a release"),
-    (["--sampler", "cuda"], "expected installed, sglang==VERSION"),
+    (["--sampler", "cuda"], "expected numpy, installed, sglang==VERSION or a path to a .py file"),
     (["--sampler", "/nowhere/reject_sampling.py"], "no such file"),
     (["--sampler", "refserver:nofix"], "use --sampler numpy"),
     (["--sampler", "sglang==0.5.23", "--bias-accept", "0.1"], "--bias-accept is a knob of the numpy sampler"),
