@@ -4,7 +4,7 @@
 print: the run header, the seed's before/after tables per sampling case (values with 95 %
 intervals and the verdict against the baseline), the verdict table (effect, interval, p, Holm p,
 MDE), the spread between repeats, and the figures.  Everything is read from the results dict:
-the A/B analysis under `ANALYSIS_KEY` (written by harness.ab_compare.compare_arms) and the raw
+the A/B analysis under `ANALYSIS_KEY` (written by harness.compare.verdicts.compare_arms) and the raw
 arms.  Nothing here computes statistics; it only formats them.
 """
 

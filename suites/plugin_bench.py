@@ -4,8 +4,8 @@ The benchmark runs once per session against the server under test (results also 
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With a baseline URL
 (`--bench-baseline-url`, else the session's `--baseline-url` when that option exists) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
-run-level values (Welch and TOST within `--bench-margin`, via harness.bench.ab and
-harness.ab_compare) and applies the fail-on rules for the bench metrics: `--bench-fail-on`, else
+run-level values (Welch and TOST within `--bench-margin`, via harness.compare.bench_ab and
+harness.compare.verdicts) and applies the fail-on rules for the bench metrics: `--bench-fail-on`, else
 `itl_median:+1%`. (pytest has no `--fail-on` option; that one belongs to `specsuite run`, which
 applies its rules to the merged results itself.)
 """
@@ -56,8 +56,8 @@ class BenchSuiteState:
 
 
 def bench_config(specsuite, base_url: str):
-    from harness.bench.runner import BenchConfig
-    from harness.secrets import load_admin_api_key, load_api_key
+    from harness.server.secrets import load_admin_api_key, load_api_key
+    from harness.workloads.serving.runner import BenchConfig
 
     option = specsuite.option
     return BenchConfig(
@@ -72,8 +72,8 @@ def bench_config(specsuite, base_url: str):
 
 
 def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
-    from harness.bench.record import session_summary
-    from harness.bench.runner import run_benchmark
+    from harness.workloads.serving.record import session_summary
+    from harness.workloads.serving.runner import run_benchmark
 
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
     # The session's own server carries how it was chosen; the bench baseline is always a URL.
@@ -91,9 +91,9 @@ def fail_on_expression(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def bench_state(specsuite) -> BenchSuiteState:
     """Run the benchmark (and the baseline's interleaved repeats) once per session."""
-    from harness.ab_compare import compare_arms
-    from harness.bench.ab import bench_results_document, compare_records
-    from harness.fail_on import evaluate_fail_on, parse_fail_on
+    from harness.compare.bench_ab import bench_results_document, compare_records
+    from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
+    from harness.compare.verdicts import compare_arms
 
     config = specsuite.config
     state = BenchSuiteState(baseline_url=config.getoption("bench_baseline_url") or config.getoption("baseline_url", default=None))

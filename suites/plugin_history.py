@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.cli.history import RESULTS_DB_ENV, results_db_default
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
-from harness.history_command import RESULTS_DB_ENV, results_db_default
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession

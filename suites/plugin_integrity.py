@@ -2,7 +2,7 @@
 probe that the tests in suites/test_integrity.py drive.
 
 At session start (after the main plugin resolved the server) the session's client is replaced by a
-`CheckingClient`, so every /generate answer any suite receives runs through `harness.integrity`;
+`CheckingClient`, so every /generate answer any suite receives runs through `harness.workloads.integrity.sglang_rules`;
 violations are recorded with the id of the test that caused them, stored in results.json under
 `workloads.integrity_checks`, and asserted to be zero by the suite's session audit, which this
 plugin moves to the end of the run.
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.generated_text import text_context
-from harness.integrity import compare_answers, stop_seen_at, stream_finals
-from harness.integrity_wiring import CheckingClient, CheckingOpenAIClient, IntegrityRecorder, checking_client, checking_openai_client
+from harness.server.generated_text import text_context
+from harness.workloads.integrity.recorder import CheckingClient, CheckingOpenAIClient, IntegrityRecorder, checking_client, checking_openai_client
+from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -119,7 +119,7 @@ def integrity_openai(integrity_probe: IntegrityProbe) -> CheckingOpenAIClient:
 @dataclass
 class Reference:
     """A prompt's T=0 answer and the text of every prefix of its ids (prefix_texts[i]: ids[:i]),
-    decoded as SGLang decodes `text`: after the prompt's last few ids (harness.generated_text)."""
+    decoded as SGLang decodes `text`: after the prompt's last few ids (harness.server.generated_text)."""
 
     prompt: str
     answer: dict[str, Any]
@@ -190,7 +190,7 @@ class IntegrityProbe:
         """The id count at which a request with this stop string ends: the fewest reference ids
         whose text holds it, when SGLang's stop check can see it there (its tail holds about as
         many ids as the string encodes to, so a string the model spelled in more ids is never
-        seen, harness.integrity.stop_seen_at); None when it cannot, and a case placed there would
+        seen, harness.workloads.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
         only test our guess."""
         count = reference.tokens_to_contain(stop)
         if count is None or self.client.context.decode is None or self.client.context.encode is None:

@@ -24,7 +24,7 @@ from harness.errors import SpecsuiteError
 from harness.kernels.distribution import DEFAULT_ROWS
 from harness.kernels.inputs import DEFAULT_BATCH, DEFAULT_STEPS, DEFAULT_VOCAB, KernelShape
 from harness.kernels.suite import KernelSuiteRun
-from harness.results import RunDirectory
+from harness.results.store import RunDirectory
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession

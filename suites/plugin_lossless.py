@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.lossless.reference import ReferenceServer, open_reference
-from harness.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of, parse_settings
-from harness.secrets import load_api_key
+from harness.server.secrets import load_api_key
+from harness.workloads.lossless.reference import ReferenceServer, open_reference
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of, parse_settings
 
 DEFAULTS = LosslessConfig()
 

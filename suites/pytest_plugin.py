@@ -13,7 +13,7 @@ reference emulation), results.json carries `server_under_test`, and `--require-s
 `--profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
 (a refused /flush_cache, say) are listed in the terminal summary and stored in results.json.
 
-Requests share one `harness.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
+Requests share one `harness.server.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
 pytest stops after the current test and results.json says why.  SIGTERM is handled like Ctrl-C, so a
 terminated session still writes JUnit XML and results.json and stops a launched server.
 """
@@ -29,16 +29,16 @@ from typing import Any
 
 import pytest
 
-from harness.correctness import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
 from harness.errors import SpecsuiteError
-from harness.faults import FaultGuard, RunPolicy, process_alive_probe
-from harness.gsm8k_workload import run_gsm8k_on_server, temperature_key
-from harness.interrupts import terminate_as_interrupt
-from harness.prompts import PromptItem, load_prompts
-from harness.results import RecordWriter, RunDirectory
-from harness.secrets import load_admin_api_key, load_api_key, load_secrets
-from harness.server_session import ServerUnderTest, check_server_given, describe_server_under_test, open_server
+from harness.results.store import RecordWriter, RunDirectory
+from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
+from harness.server.interrupts import terminate_as_interrupt
+from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
+from harness.server.session import ServerUnderTest, check_server_given, describe_server_under_test, open_server
+from harness.workloads.correctness.prompts import PromptItem, load_prompts
+from harness.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
 from harness.workloads.gsm8k import load_gsm8k
+from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
 SUITES_DIR = Path(__file__).resolve().parent
 
@@ -259,7 +259,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--fault-policy", default="", metavar="SPEC",
         help="when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
-             "(the defaults; see harness/faults.py)")
+             "(the defaults; see harness/server/faults.py)")
     group.addoption(
         "--require-server-url", action="store_true",
         help="refuse to fall back to the embedded reference server when neither --server-url (SPECSUITE_SERVER_URL) "

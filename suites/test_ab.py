@@ -1,6 +1,6 @@
 """A/B suite (`--baseline-url`): the candidate must not be worse than the baseline on any metric.
 
-Both servers run the same cases with the same seeds; `harness.ab_compare` applies the exact tests
+Both servers run the same cases with the same seeds; `harness.compare.verdicts` applies the exact tests
 (rate ratio for event rates, Mann-Whitney/Hodges-Lehmann for accept length) with Holm's correction
 across the case's metrics, and "worse" needs significance and a practical effect (asv style).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ab_compare import compare_arms
+from harness.compare.verdicts import compare_arms
 
 pytestmark = pytest.mark.ab
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.acceptance import (
+from harness.server.generation import prompt_hash
+from harness.stats import fisher_exact_2x2, rate_ratio_test
+from harness.workloads.correctness.acceptance import (
     SUSPICIOUS_ACCEPT_RATE,
     SUSPICIOUS_MIN_TEMPERATURE,
     accept_length_within_bounds,
@@ -21,9 +23,7 @@ from harness.acceptance import (
     request_accept_length,
     suspicious_acceptance_rate,
 )
-from harness.correctness import CaseResult, SamplingCase
-from harness.generation import prompt_hash
-from harness.stats import fisher_exact_2x2, rate_ratio_test
+from harness.workloads.correctness.workload import CaseResult, SamplingCase
 
 pytestmark = pytest.mark.correctness
 

@@ -1,7 +1,7 @@
 """Integrity suite: stop/EOS/max_new_tokens boundaries, streaming reassembly, batch isolation and
 seeded determinism under speculation (bug classes C8–C13, C17, C18).
 
-Every request also goes through the accounting checks of `harness.integrity` (the session's client
+Every request also goes through the accounting checks of `harness.workloads.integrity.sglang_rules` (the session's client
 is a `CheckingClient`); each test asserts that its own requests broke none of them. Expectations
 come from a T=0 reference answer per prompt: greedy decoding is deterministic, so an answer with a
 stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says.
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.integrity import compare_answers, find_canary_leaks, make_canaries
+from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
 
 pytestmark = pytest.mark.integrity

@@ -57,7 +57,7 @@ def test_bench_accept_length_consistent(bench_state, specsuite):
 
 def test_bench_against_baseline(bench_state):
     """TOST equivalence and --fail-on rules against the baseline server."""
-    from harness.bench.ab import describe
+    from harness.compare.bench_ab import describe
 
     if bench_state.comparison is None:
         pytest.skip("no baseline server: pass --bench-baseline-url (or --baseline-url)")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ab_compare import METRICS, compare_arms
+from harness.compare.verdicts import METRICS, compare_arms
 from harness.errors import SpecsuiteError
-from harness.results import load_results
+from harness.results.store import load_results
 from harness.stats import holm
 from tests.helpers.ab_results import make_results, nofix_vs_fix, null_pair, with_workloads
 

@@ -1,4 +1,4 @@
-"""Tests for harness.acceptance: reading accept lengths and the checks built on them."""
+"""Tests for harness.workloads.correctness.acceptance: reading accept lengths and the checks built on them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from harness.acceptance import (
+from harness.workloads.correctness.acceptance import (
     SUSPICIOUS_ACCEPT_RATE,
     SUSPICIOUS_MIN_TEMPERATURE,
     accept_length_within_bounds,

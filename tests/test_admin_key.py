@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.bench.runner import BenchConfig, run_benchmark
-from harness.correctness import PROFILES, SamplingCase, run_case
-from harness.faults import ErrorClass, RequestFault
-from harness.launcher import launch_reference_server
-from harness.prompts import load_prompts
-from harness.sglang_client import SGLangClient
-from harness.vocab import load_vocab_info
+from harness.server.faults import ErrorClass, RequestFault
+from harness.server.launcher import launch_reference_server
+from harness.server.sglang_client import SGLangClient
+from harness.server.vocab import load_vocab_info
+from harness.workloads.correctness.prompts import load_prompts
+from harness.workloads.correctness.workload import PROFILES, SamplingCase, run_case
+from harness.workloads.serving.runner import BenchConfig, run_benchmark
 
 API_KEY = "api-key-for-admin-tests-31"
 ADMIN_KEY = "admin-key-for-admin-tests-47"
@@ -54,7 +54,7 @@ def test_flush_without_the_admin_key_names_the_variable_and_no_key(keyed) -> Non
 
 
 def test_a_refused_flush_is_an_outcome_with_the_reason(keyed) -> None:
-    from harness.cache_flush import flush_before_measurement
+    from harness.server.cache_flush import flush_before_measurement
 
     with SGLangClient(keyed.base_url, api_key=API_KEY) as client:
         outcome = flush_before_measurement(client, retry_s=5.0)
@@ -165,7 +165,7 @@ def test_without_an_admin_key_the_flush_carries_the_api_key(recorder) -> None:
 
 
 def test_a_flush_refused_with_400_is_retried_then_reported(recorder) -> None:
-    from harness.cache_flush import flush_before_measurement
+    from harness.server.cache_flush import flush_before_measurement
 
     url, handler = recorder
     handler.flush_status = 400
@@ -177,8 +177,8 @@ def test_a_flush_refused_with_400_is_retried_then_reported(recorder) -> None:
 
 def test_gsm8k_without_the_admin_key_warns_and_goes_on(keyed) -> None:
     """Before: the 401 on /flush_cache ended the GSM8K run before its first question."""
-    from harness.gsm8k_workload import run_gsm8k_on_server
     from harness.workloads.gsm8k import load_gsm8k
+    from harness.workloads.gsm8k.on_server import run_gsm8k_on_server
 
     vocab = load_vocab_info(str(_model_dir()))
     with SGLangClient(keyed.base_url, api_key=API_KEY) as client:

@@ -19,11 +19,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from harness.bench.client import RequestSettings, build_payload, send_request
-from harness.bench.datasets import DatasetRow
-from harness.bench.runner import BenchConfig, run_benchmark
 from harness.errors import SpecsuiteError
-from harness.launcher import find_free_port, launch_reference_server
+from harness.server.launcher import find_free_port, launch_reference_server
+from harness.workloads.serving.client import RequestSettings, build_payload, send_request
+from harness.workloads.serving.datasets import DatasetRow
+from harness.workloads.serving.runner import BenchConfig, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = DatasetRow([1, 2, 3], 3, 4)
@@ -165,7 +165,7 @@ def test_oai_sampling_sends_the_flags_on_the_openai_backends(refserver):
 def test_the_cli_flag_reaches_the_config():
     import argparse
 
-    from harness.bench_command import add_bench_arguments, config_from_args
+    from harness.cli.bench import add_bench_arguments, config_from_args
 
     parser = argparse.ArgumentParser()
     add_bench_arguments(parser)
@@ -182,7 +182,7 @@ def test_chat_backend_refuses_token_id_prompts(refserver):
 def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
     out_file = tmp_path / "partial.jsonl"
     code = (
-        "from harness.bench.runner import BenchConfig, run_benchmark\n"
+        "from harness.workloads.serving.runner import BenchConfig, run_benchmark\n"
         f"config = BenchConfig(base_url={refserver.base_url!r}, dataset_name='random-ids', num_prompts=400, random_input_len=32, "
         "random_output_len=96, random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=1, post_warmup_sleep_s=0.0)\n"
         "print('started', flush=True)\n"

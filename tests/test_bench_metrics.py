@@ -10,23 +10,23 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.bench.ab import compare_metric, describe, log_sd, robust_log_sd
-from harness.bench.client import RequestOutput, _StreamState
-from harness.bench.datasets import (
+from harness.compare.bench_ab import compare_metric, describe, log_sd, robust_log_sd
+from harness.errors import SpecsuiteError
+from harness.workloads.serving.client import RequestOutput, _StreamState
+from harness.workloads.serving.datasets import (
     BenchRandom,
     _ids_from_text,
     compute_random_lens,
     sample_random_requests,
 )
-from harness.bench.metrics import (
+from harness.workloads.serving.metrics import (
     calculate_metrics,
     distribution,
     peak_buckets,
     pooled_itl,
 )
-from harness.bench.record import session_summary
-from harness.bench.runner import arrival_offsets
-from harness.errors import SpecsuiteError
+from harness.workloads.serving.record import session_summary
+from harness.workloads.serving.runner import arrival_offsets
 
 
 def native_chunk(text: str, tokens: int) -> dict:

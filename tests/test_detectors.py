@@ -1,4 +1,4 @@
-"""Tests for harness.detectors: each detector fires on a planted defect and stays silent on clean input."""
+"""Tests for harness.workloads.correctness.detectors: each detector fires on a planted defect and stays silent on clean input."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import json
 import pytest
 from scipy import stats
 
-from harness.detectors import (
+from harness.server.generation import Generation, prompt_hash
+from harness.server.vocab import VocabInfo
+from harness.workloads.correctness.detectors import (
     DetectorConfig,
     FragmentRule,
     aggregate,
@@ -25,8 +27,6 @@ from harness.detectors import (
     stray_chars,
     text_fragments,
 )
-from harness.generation import Generation, prompt_hash
-from harness.vocab import VocabInfo
 
 TOKENIZER_LENGTH = 8117
 VOCAB_SIZE = 8192

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.ab_compare import compare_arms
+from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
+from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
-from harness.fail_on import evaluate_fail_on, parse_fail_on
 from tests.helpers.ab_results import nofix_vs_fix, null_pair, with_workloads
 
 

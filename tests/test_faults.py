@@ -1,5 +1,5 @@
 """Fault injection (issue 10, "Must show" 1): every fault becomes a recorded error class next to its
-request, the documented policy (harness/faults.py) decides whether the run goes on, results are still
+request, the documented policy (harness/server/faults.py) decides whether the run goes on, results are still
 written, and every scenario ends within a bound.
 
 Faults come from tests/helpers/misbehaving_server.py: in-process for the client and workload tests,
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.correctness import Profile, SamplingCase, run_case
 from harness.errors import SpecsuiteError
-from harness.faults import (
+from harness.results.store import load_results, read_records
+from harness.server.faults import (
     ErrorClass,
     FaultGuard,
     RequestFault,
@@ -32,14 +32,14 @@ from harness.faults import (
     classify,
     parse_retry_after,
 )
-from harness.gsm8k_workload import run_gsm8k_on_server
-from harness.interrupts import child_pids, terminate_as_interrupt, wait_for_exit
-from harness.launcher import find_free_port
-from harness.prompts import load_prompts
-from harness.results import load_results, read_records
-from harness.sglang_client import SGLangClient
-from harness.vocab import load_vocab_info
+from harness.server.interrupts import child_pids, terminate_as_interrupt, wait_for_exit
+from harness.server.launcher import find_free_port
+from harness.server.sglang_client import SGLangClient
+from harness.server.vocab import load_vocab_info
+from harness.workloads.correctness.prompts import load_prompts
+from harness.workloads.correctness.workload import Profile, SamplingCase, run_case
 from harness.workloads.gsm8k import load_gsm8k
+from harness.workloads.gsm8k.on_server import run_gsm8k_on_server
 from tests.helpers.misbehaving_server import MODEL_DIR, MisbehavingServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -394,7 +394,7 @@ def test_sigterm_to_pytest_writes_junit_results_and_stops_the_server(tmp_path):
 def test_sigterm_to_specsuite_run_lets_the_session_clean_up(tmp_path):
     pid_file, results = tmp_path / "server.pid", tmp_path / "results"
     command = _misbehaving_command(find_free_port(), pid_file, "--default", "slow", "--slow-s", "0.4")
-    run = [sys.executable, "-m", "harness.cli", "run", "--arm", f"slowarm={command}", "--results-dir", str(results),
+    run = [sys.executable, "-m", "harness.cli.main", "run", "--arm", f"slowarm={command}", "--results-dir", str(results),
            "--temperatures", "0", "--top-p", "1.0", "--no-report"]
     process = _start_and_wait_for_records(run, "*/sessions/*/arms/*/requests.jsonl", results)
     signalled = time.monotonic()

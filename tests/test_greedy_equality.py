@@ -1,4 +1,4 @@
-"""Greedy equality (harness/lossless/greedy.py): finding the first divergence and classifying it by
+"""Greedy equality (harness/workloads/lossless/greedy.py): finding the first divergence and classifying it by
 the reference's top-2 logprob gap, and the workload's comparison against a stand-in server."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.lossless.greedy import ReferenceOutput, classify, compare_greedy, first_divergence
-from harness.lossless.workload import LosslessConfig, LosslessWorkload
+from harness.workloads.lossless.greedy import ReferenceOutput, classify, compare_greedy, first_divergence
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload
 
 GAP = 1e-3
 

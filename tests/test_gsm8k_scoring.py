@@ -28,7 +28,7 @@ from harness.workloads.gsm8k import (
     run_gsm8k,
     score_output,
 )
-from harness.workloads.gsm8k_data import parse_label
+from harness.workloads.gsm8k.data import parse_label
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "gsm8k" / "recorded_responses.json").read_text("utf-8"))
 CASES = RECORDED["cases"]

@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from harness import history_command
+from harness.cli import history as history_command
 from harness.errors import SpecsuiteError
 from harness.history import (
     HistoryStore,
@@ -148,7 +148,7 @@ def test_results_db_has_the_same_default_under_pytest_and_the_cli(monkeypatch, e
     """`--results-db` defaults to SPECSUITE_RESULTS_DB under `specsuite history` (and its verbs) and under pytest."""
     from _pytest.config.argparsing import Parser
 
-    from harness.cli import build_parser
+    from harness.cli.main import build_parser
     from suites import plugin_history
 
     if env is None:

@@ -1,4 +1,4 @@
-"""Tests for harness.identity: the fields it keeps, and the secrets it must never keep."""
+"""Tests for harness.server.identity: the fields it keeps, and the secrets it must never keep."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.identity import ServerIdentity, collect_secrets, cuda_graph_state, redact_command
-from harness.vocab import VocabInfo
+from harness.server.identity import ServerIdentity, collect_secrets, cuda_graph_state, redact_command
+from harness.server.vocab import VocabInfo
 
 API_KEY = "sk-planted-4f9a-SECRET"
 ADMIN_KEY = "adm-planted-77c1"

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.integrity import (
+from harness.server.tokenizer import load_tokenizer
+from harness.workloads.integrity.recorder import IntegrityRecorder
+from harness.workloads.integrity.sglang_rules import (
     CHECKS,
     IntegrityContext,
     check_generate,
@@ -24,15 +26,21 @@ from harness.integrity import (
     split_payload,
     stream_finals,
 )
-from harness.integrity_wiring import IntegrityRecorder, load_local_tokenizer
 
 MODEL_DIR = Path(__file__).resolve().parents[1] / "fixtures/refserver/model"
 EOS = 8091
-TOKENIZER = load_local_tokenizer(str(MODEL_DIR))
-CONTEXT = IntegrityContext(eos_ids=frozenset({EOS}), skipped_ids=TOKENIZER.special_ids, encode=TOKENIZER.encode,
+TOKENIZER = load_tokenizer(str(MODEL_DIR))
+
+
+def encode(text: str) -> list[int]:
+    """Ids of `text` without special tokens, as the integrity checks re-encode it."""
+    return TOKENIZER.encode(text, add_special_tokens=False)
+
+
+CONTEXT = IntegrityContext(eos_ids=frozenset({EOS}), skipped_ids=TOKENIZER.special_ids, encode=encode,
                            decode=TOKENIZER.decode, num_draft_tokens=6)
 TEXT = " The farm was built in 1111 and rebuilt 84 years later."
-IDS = TOKENIZER.encode(TEXT)
+IDS = encode(TEXT)
 
 
 def item(**params) -> dict:
@@ -68,7 +76,7 @@ def test_well_formed_answers_pass_every_check(case):
         request, result = item(max_new_tokens=len(IDS)), answer(IDS, TEXT, {"type": "length", "length": len(IDS)})
     elif case == "stop_string":
         cut = TEXT.index(" and")
-        request, result = item(stop=[" and"]), answer(TOKENIZER.encode(TEXT[: cut + 4]), TEXT[:cut], {"type": "stop", "matched": " and"})
+        request, result = item(stop=[" and"]), answer(encode(TEXT[: cut + 4]), TEXT[:cut], {"type": "stop", "matched": " and"})
     elif case == "stop_id":
         request, result = item(stop_token_ids=[IDS[3]]), answer(IDS[:4], TOKENIZER.decode(IDS[:3], True), {"type": "stop", "matched": IDS[3]})
     else:
@@ -210,7 +218,7 @@ def test_no_stop_trim_text_ends_exactly_at_the_stop_string():
     """no_stop_trim: the text is cut right after the matched string (detokenizer_manager.py
     `trim_matched_stop`), not after the whole last token or further."""
     cut = TEXT.index(" and") + len(" and")
-    ids = TOKENIZER.encode(TEXT[:cut])
+    ids = encode(TEXT[:cut])
     finish = {"type": "stop", "matched": " and"}
     assert check_response(item(stop=[" and"], no_stop_trim=True), answer(ids, TEXT[:cut], finish), CONTEXT) == []
     found = check_response(item(stop=[" and"], no_stop_trim=True), answer(ids, TEXT[: cut + 3], finish), CONTEXT)
@@ -222,13 +230,13 @@ def test_stop_string_sglang_cannot_see_is_not_a_violation():
     """SGLang searches the last stop-length + 1 ids decoded with special tokens: a stop string
     spread over more ids (a non-canonical split) is never seen and generation goes on."""
     word = " rebuilt"
-    split = [TOKENIZER.encode(ch)[0] for ch in word]  # one id per character
-    assert len(TOKENIZER.encode(word)) + 1 < len(split)
+    split = [encode(ch)[0] for ch in word]  # one id per character
+    assert len(encode(word)) + 1 < len(split)
     ids = IDS[:3] + split + IDS[3:6]
     text = TOKENIZER.decode(ids, True)
     length = {"type": "length", "length": len(ids)}
     assert "stop_string" not in fired(check_response(item(stop=[word], max_new_tokens=len(ids)), answer(ids, text, length), CONTEXT))
-    canonical = IDS[:3] + TOKENIZER.encode(word) + IDS[3:6]
+    canonical = IDS[:3] + encode(word) + IDS[3:6]
     assert "stop_string" in fired(check_response(item(stop=[word], max_new_tokens=len(canonical)),
                                                  answer(canonical, TOKENIZER.decode(canonical, True), {"type": "length", "length": len(canonical)}), CONTEXT))
 
@@ -427,10 +435,10 @@ def test_recorder_counts_quotes_and_checkpoints():
 
 
 def test_local_tokenizer_loads_and_bad_folders_are_one_line_errors(tmp_path):
-    assert TOKENIZER.decode(TOKENIZER.encode(TEXT), True) == TEXT
+    assert TOKENIZER.decode(encode(TEXT), True) == TEXT
     assert EOS in TOKENIZER.special_ids and 8096 not in TOKENIZER.special_ids  # <think> is added but not special
     with pytest.raises(SpecsuiteError, match="tokenizer folder not found"):
-        load_local_tokenizer(str(tmp_path / "missing"))
+        load_tokenizer(str(tmp_path / "missing"))
     (tmp_path / "tokenizer.json").write_text("{not json")
     with pytest.raises(SpecsuiteError, match="cannot read .*tokenizer.json"):
-        load_local_tokenizer(str(tmp_path))
+        load_tokenizer(str(tmp_path))

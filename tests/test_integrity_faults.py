@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.integrity import compare_answers, find_canary_leaks, make_canaries, stream_finals
-from harness.integrity_wiring import IntegrityRecorder, checking_client
-from harness.launcher import launch_reference_server
-from harness.server_session import open_server
+from harness.server.launcher import launch_reference_server
+from harness.server.session import open_server
+from harness.workloads.integrity.recorder import IntegrityRecorder, checking_client
+from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries, stream_finals
 from tests.helpers.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[1]

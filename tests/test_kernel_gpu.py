@@ -1,6 +1,6 @@
 """The real kernels on a GPU, at GLM-5.2's shapes: 0.5.23 keeps every invariant and commits what the
 numpy fix arm commits; 0.5.20 emits the padded fallback id.  Skips, with its reason, where torch
-sees no GPU (CI has none); bench/kernel_gpu_session.sh runs the whole suite there."""
+sees no GPU (CI has none); tools/calibration/kernel_gpu_session.sh runs the whole suite there."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for harness.launcher against a stand-in server (tests/helpers/fake_server_cli.py)."""
+"""Tests for harness.server.launcher against a stand-in server (tests/helpers/fake_server_cli.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import launcher
 from harness.errors import SpecsuiteError
-from harness.launcher import LaunchedServer, find_free_port, launch_reference_server, reference_server_command
+from harness.server import launcher
+from harness.server.launcher import LaunchedServer, find_free_port, launch_reference_server, reference_server_command
 
 FAKE_SERVER = Path(__file__).resolve().parent / "helpers" / "fake_server_cli.py"
 KEY = "sk-launch-9f8e7d6c5b4a"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-from harness.launcher import find_free_port, launch_reference_server, reference_server_command
+from harness.server.launcher import find_free_port, launch_reference_server, reference_server_command
 
 REPO = Path(__file__).resolve().parents[1]
 PLANTED_KEY = "sk-planted-Zq8vR2mXk4LtW9cY"
@@ -63,7 +63,7 @@ def test_no_output_of_a_real_run_contains_the_key(tmp_path):
     results, junit = tmp_path / "results", tmp_path / "junit.xml"
     launch = shlex.join(reference_server_command("fix", port=find_free_port(),
                                                  extra_args=("--api-key", PLANTED_KEY, "--admin-api-key", PLANTED_ADMIN_KEY)))
-    command = [sys.executable, "-m", "harness.cli", "run", "--arm", f"keyed={launch}", "--results-dir", str(results),
+    command = [sys.executable, "-m", "harness.cli.main", "run", "--arm", f"keyed={launch}", "--results-dir", str(results),
                "-m", "correctness or gsm8k", "--temperatures", "0", "--top-p", "1.0",
                "--pytest-arg=--gsm8k-num-questions=4", "--pytest-arg=--gsm8k-num-shots=2", f"--pytest-arg=--junitxml={junit}",
                "--pytest-arg=-o", "--pytest-arg=junit_logging=all", "--pytest-arg=-rA", "--pytest-arg=--log-level=DEBUG"]

@@ -1,4 +1,4 @@
-"""Tests for harness.openai_client against a small OpenAI-compatible server started here."""
+"""Tests for harness.server.openai_client against a small OpenAI-compatible server started here."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.openai_client import OpenAICompletionsClient
+from harness.server.openai_client import OpenAICompletionsClient
 
 API_KEY = "sk-planted-openai-7d1b"
 

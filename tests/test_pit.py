@@ -1,4 +1,4 @@
-"""The PIT calibration test (harness/lossless/pit.py, scoring.py) on synthetic distributions.
+"""The PIT calibration test (harness/workloads/lossless/pit.py, scoring.py) on synthetic distributions.
 
 Under the null (tokens drawn from the scored distribution) the randomized PIT must be uniform and
 the test must pass at its nominal rate; under a known bias (a speculative sampler that accepts
@@ -16,7 +16,7 @@ import pytest
 from scipy import stats
 
 from harness.errors import SpecsuiteError
-from harness.lossless.pit import (
+from harness.workloads.lossless.pit import (
     chi_square_mde,
     chi_square_power,
     pit_bin_edges,
@@ -25,8 +25,8 @@ from harness.lossless.pit import (
     randomized_pit,
     uniformity_test,
 )
-from harness.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
-from harness.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
+from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
 
 VOCAB = 40
 TOP_K = 16

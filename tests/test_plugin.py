@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.launcher import launch_reference_server
+from harness.server.launcher import launch_reference_server
 
 pytest_plugins = ("pytester",)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from harness.launcher import launch_reference_server
+from harness.server.launcher import launch_reference_server
 from tests.helpers.http_sessions import http_session
 
 TIMEOUT_S = (5, 60)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from scipy import stats
 
-from harness.launcher import LaunchedServer, launch_reference_server
+from harness.server.launcher import LaunchedServer, launch_reference_server
 from tests.helpers.arm_workload import ArmRun as BaseArmRun
 from tests.helpers.arm_workload import run_arm_workload
 from tests.helpers.workload_cache import cached_workloads

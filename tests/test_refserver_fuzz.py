@@ -1,7 +1,7 @@
 """Reference-server hardening (issue 10, "Must show" 2): hypothesis fuzzes the request schema of
 /generate (and, more lightly, the OpenAI and tokenizer routes) against one launched server; 256
 concurrent streams all finish; clients that disconnect mid-stream are aborted and leave nothing running;
-a three-second run of bench/soak.py loses no record.
+a three-second run of tools/calibration/soak.py loses no record.
 
 The oracle: every answer is 200 or 400 (the refserver documents no other status for these routes),
 a 400 carries one of SGLang's error shapes, a 200 stream ends with `data: [DONE]`, nothing takes
@@ -35,9 +35,9 @@ import requests
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness.http_common import error_message_of
-from harness.launcher import launch_reference_server
-from harness.server_counters import parse_prometheus
+from harness.server.counters import parse_prometheus
+from harness.server.launcher import launch_reference_server
+from harness.server.transport import error_message_of
 
 GENERATE_EXAMPLES = int(os.environ.get("SPECSUITE_FUZZ_EXAMPLES", "1000"))
 OTHER_ROUTE_EXAMPLES = max(GENERATE_EXAMPLES // 15, 50)
@@ -353,7 +353,7 @@ def test_clients_disconnecting_mid_stream_are_aborted(server, http):
 
 
 def test_short_soak_loses_nothing(server, tmp_path):
-    """bench/soak.py in miniature: requests sent, records on disk and the server's counters agree."""
+    """tools/calibration/soak.py in miniature: requests sent, records on disk and the server's counters agree."""
     from bench.soak import parse_args, run_soak
 
     args = parse_args(["--duration", "3", "--concurrency", "32", "--max-new-tokens", "4"])

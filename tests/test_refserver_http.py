@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 import requests
 
-from harness.launcher import launch_reference_server
+from harness.server.launcher import launch_reference_server
 from tests.helpers.http_sessions import http_session
 
 ROOT = Path(__file__).resolve().parents[1]

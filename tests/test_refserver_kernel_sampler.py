@@ -29,13 +29,13 @@ from scipy import stats
 from fixtures.refserver.cli import build_parser, resolve_config
 from fixtures.refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
 from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample
-from harness.arms import resolve_arms
-from harness.detectors import stray_chars
+from harness.compare.arms import resolve_arms
 from harness.errors import SpecsuiteError
-from harness.identity import ServerIdentity
 from harness.kernels.loader import KERNEL_MEMBER
 from harness.kernels.sglang_wheel import extract_member
-from harness.launcher import LaunchedServer, launch_reference_server
+from harness.server.identity import ServerIdentity
+from harness.server.launcher import LaunchedServer, launch_reference_server
+from harness.workloads.correctness.detectors import stray_chars
 from reports.summary_table import summary_markdown
 from tests.helpers.arm_workload import ArmRun, run_arm_workload
 from tests.helpers.http_sessions import http_session

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ab_compare import compare_arms
-from harness.report_command import command_report
-from harness.results import load_results
+from harness.cli.report import command_report
+from harness.compare.verdicts import compare_arms
+from harness.results.store import load_results
 from reports.document import ANALYSIS_KEY
 from reports.render import render_report
 from tests.helpers.ab_results import with_workloads

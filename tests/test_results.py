@@ -1,4 +1,4 @@
-"""Tests for harness.results: flushed JSONL records, atomic results.json, run folders, loading."""
+"""Tests for harness.results.store: flushed JSONL records, atomic results.json, run folders, loading."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import results
 from harness.errors import SpecsuiteError
-from harness.results import (
+from harness.results import store as results
+from harness.results.store import (
     SCHEMA_VERSION,
     RecordWriter,
     RunDirectory,
@@ -44,7 +44,7 @@ def test_records_survive_a_killed_process(tmp_path):
     path = tmp_path / "crash.jsonl"
     script = (
         "import os, signal, sys\n"
-        "from harness.results import RecordWriter\n"
+        "from harness.results.store import RecordWriter\n"
         "writer = RecordWriter(sys.argv[1])\n"
         "for i in range(3):\n"
         "    writer.write({'i': i})\n"

@@ -1,4 +1,4 @@
-"""Tests for harness.secrets: API-key loading, redaction of data and of text."""
+"""Tests for harness.server.secrets: API-key loading, redaction of data and of text."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.secrets import (
+from harness.server.secrets import (
     ADMIN_API_KEY_ENV,
     ADMIN_API_KEY_FILE_ENV,
     API_KEY_ENV,

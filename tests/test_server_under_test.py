@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cli
-from harness.launcher import launch_reference_server
+from harness.cli import main as cli
+from harness.server.launcher import launch_reference_server
 from reports.render import render_report
 from reports.server_under_test import server_under_test_line
 

@@ -1,4 +1,4 @@
-"""Tests for harness.sglang_client against small HTTP servers started here (stdlib, one thread each).
+"""Tests for harness.server.sglang_client against small HTTP servers started here (stdlib, one thread each).
 
 Every failure must surface as a one-line SpecsuiteError, quickly, without the API key in it.
 """
@@ -17,9 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.generation import Generation, generations_from_sglang
-from harness.identity import ServerIdentity
-from harness.sglang_client import SGLangClient
+from harness.server.generation import Generation, generations_from_sglang
+from harness.server.identity import ServerIdentity
+from harness.server.sglang_client import SGLangClient
 
 API_KEY = "sk-planted-9c2e-SECRET"
 MODEL_INFO = {"model_path": "/models/tiny", "tokenizer_path": "/models/tiny", "served_model_name": "tiny"}

@@ -5,7 +5,7 @@ and counters also cross the process boundary.
 
 Only lower bounds on time are asserted (a slow machine makes steps longer, never shorter), so
 these hold on any CI runner; how close the steps come to the setting is measured by
-bench/step_time_ab.py, not here.
+tools/calibration/step_time_ab.py, not here.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from fixtures.refserver.engine_process import EngineProcess
 from fixtures.refserver.engine_request import EngineRequest
 from fixtures.refserver.model_loading import load_reference_model
 from fixtures.refserver.protocol import parse_generate
-from harness.launcher import launch_reference_server
-from harness.server_counters import parse_prometheus
+from harness.server.counters import parse_prometheus
+from harness.server.launcher import launch_reference_server
 
 STEP_MS = 20.0
 

@@ -1,4 +1,4 @@
-"""The two-sample tests (harness/lossless/two_sample.py) on synthetic token sequences.
+"""The two-sample tests (harness/workloads/lossless/two_sample.py) on synthetic token sequences.
 
 Samples come from small Markov chains: the same chain for both arms under the null (the test must
 pass, and reject at about its nominal rate over replicates), a chain whose transitions lean toward
@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from harness.errors import SpecsuiteError
-from harness.lossless.two_sample import END, homogeneity_table, homogeneity_test, loglik_calibration, tokens_at
+from harness.workloads.lossless.two_sample import END, homogeneity_table, homogeneity_test, loglik_calibration, tokens_at
 
 VOCAB = 12
 POSITIONS = list(range(2, 8))

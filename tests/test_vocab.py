@@ -1,4 +1,4 @@
-"""Tests for harness.vocab on tokenizers built here with the `tokenizers` library (no downloads)."""
+"""Tests for harness.server.vocab on tokenizers built here with the `tokenizers` library (no downloads)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from harness.errors import SpecsuiteError
-from harness.vocab import load_vocab_info
+from harness.server.vocab import load_vocab_info
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

@@ -1,11 +1,11 @@
 """Turn a results.json into history rows: one run per arm, with its metrics and its document.
 
-Two shapes are read (harness/results.py documents both):
+Two shapes are read (harness/results/store.py documents both):
 
 - a pytest session's file, `arms.<arm>.{identity, cases, workloads}`: one repeat per arm;
 - a `specsuite run` file, `arms.<arm>.{identity, repeats: [{repeat, exit_code, cases, workloads}]}`.
 
-Both are normalised to the `{"repeats": [...]}` document harness.ab_metrics reads, which is what
+Both are normalised to the `{"repeats": [...]}` document harness.compare.metrics reads, which is what
 the store keeps for exact re-comparison (`--compare-to`).  Only finished runs are stored: a file
 whose status is "running", "interrupted" or "failed" is refused with the reason.
 
@@ -25,7 +25,7 @@ from typing import Any
 from harness.errors import SpecsuiteError
 from harness.history.metrics import MetricRecord, extract_metrics
 from harness.history.runs import OUTCOMES, Outcome, RunRecord, config_from_identity, config_key
-from harness.results import load_results
+from harness.results.store import load_results
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?$")
 _SESSION_KEYS = ("repeat", "seed", "exit_code", "cases", "workloads", "session_status")

@@ -1,6 +1,6 @@
 """The metrics the history keeps for each run and sampling case, and what "worse" means for each.
 
-The names and readings are harness.ab_metrics' (the ones `--fail-on` and the A/B reports use):
+The names and readings are harness.compare.metrics' (the ones `--fail-on` and the A/B reports use):
 event rates from the detectors and server counters (`invalid_ids`, `fallback_ids`,
 `stray_per_1200`, ...), the per-request accept length (mean per case), GSM8K accuracy and
 invalid rate when that workload ran, and the bench's median ITL and output throughput when it ran.
@@ -17,8 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from harness.ab_compare import DEFAULT_THRESHOLDS
-from harness.ab_metrics import (
+from harness.compare.metrics import (
     EFFECT_SCALES,
     LABELS,
     METRICS,
@@ -33,6 +32,7 @@ from harness.ab_metrics import (
     rate_series,
     run_values,
 )
+from harness.compare.verdicts import DEFAULT_THRESHOLDS
 
 Direction = Literal["lower", "higher", "either"]
 

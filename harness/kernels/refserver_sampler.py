@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from harness.server import refserver_contract
+
 
 def refserver_chain_sampler(fix_arm: bool) -> Callable[..., None]:
     """A callable with `chain_speculative_sampling_triton`'s positional signature (chain
     verification, one retrive_index slot per position) that writes the same output tensors."""
-    from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample  # the fixture's own sampler
+    chain_rejection_sample, SamplerGuards = refserver_contract.numpy_chain_sampler()
 
     def sample(predicts: Any, accept_index: Any, accept_token_num: Any, candidates: Any, retrive_index: Any,
                _next_token: Any, _next_sibling: Any, uniform_samples: Any, uniform_final: Any,

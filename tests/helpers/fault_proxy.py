@@ -24,7 +24,7 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from harness.integrity import CANARY_PATTERN, is_batch_payload, split_payload
+from harness.workloads.integrity.sglang_rules import CANARY_PATTERN, is_batch_payload, split_payload
 
 FAULTS = {
     "eos_tail": "append two ids after the matched EOS/stop id (counts and logprobs kept consistent)",

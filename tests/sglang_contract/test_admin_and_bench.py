@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from fixtures.refserver.server import ADMIN_ROUTES, _bearer_matches, build_app, required_key
-from harness.bench.client import RequestSettings, build_payload
-from harness.bench.datasets import DatasetRow
+from harness.workloads.serving.client import RequestSettings, build_payload
+from harness.workloads.serving.datasets import DatasetRow
 
 HTTP_SERVER = "srt/entrypoints/http_server.py"
 AUTH = "srt/utils/auth.py"

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 
 from fixtures.refserver import protocol
-from harness.integrity import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
-from harness.integrity_openai import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
+from harness.workloads.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
+from harness.workloads.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_openai_bodies_map_to_contract_sampling_keys(sglang_source):
 def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumulative(sglang_source):
     """`incremental_streaming_output` defaults to False (srt/arg_groups/fields/serving.py:274-277):
     native streams are cumulative unless the server says otherwise in /server_info. The harness
-    reads that flag under the same field name (harness/integrity_wiring.py: context_for_server),
+    reads that flag under the same field name (harness/workloads/integrity/recorder.py: context_for_server),
     its context defaults to cumulative, and the reference server reports the default."""
     fields = _class_fields(sglang_source("srt/arg_groups/fields/serving.py"), next(
         node.name for node in ast.walk(ast.parse(sglang_source("srt/arg_groups/fields/serving.py")))
@@ -112,7 +112,7 @@ def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumul
     default = ast.literal_eval(fields["incremental_streaming_output"])
     assert default is False
     assert IntegrityContext().incremental_streaming is default
-    assert '"incremental_streaming_output"' in (ROOT / "harness/integrity_wiring.py").read_text()
+    assert '"incremental_streaming_output"' in (ROOT / "harness/workloads/integrity/recorder.py").read_text()
     refserver_args = ast.parse((ROOT / "fixtures/refserver/cli.py").read_text())
     reported = [node.values[i] for node in ast.walk(refserver_args) if isinstance(node, ast.Dict)
                 for i, k in enumerate(node.keys) if isinstance(k, ast.Constant) and k.value == "incremental_streaming_output"]
@@ -144,7 +144,7 @@ def harness_meta_keys() -> set[str]:
     keys: set[str] = set()
     for path in (ROOT / "harness").rglob("*.py"):
         keys |= set(META_READ.findall(path.read_text()))
-    from harness.faults import REQUIRED_META_FIELDS
+    from harness.server.faults import REQUIRED_META_FIELDS
 
     return keys | set(REQUIRED_META_FIELDS)
 
@@ -164,14 +164,14 @@ def test_meta_info_keys_the_harness_parses_exist_in_sglang(sglang_source):
 def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     """Every /generate body the harness builds carries only `sampling_params` keys the strict gate
     admits (api/v1/api_types.py:1256, 1319-1320): one more would be a 400 on a real server."""
-    from harness.bench.client import RequestSettings
-    from harness.bench.client import build_payload as bench_payload
-    from harness.bench.datasets import DatasetRow
-    from harness.correctness import SamplingCase
-    from harness.correctness import build_payload as correctness_payload
-    from harness.lossless.scoring import scoring_payload
-    from harness.prompts import PromptItem
-    from harness.workloads.gsm8k_prompt import build_payload as gsm8k_payload
+    from harness.workloads.correctness.prompts import PromptItem
+    from harness.workloads.correctness.workload import SamplingCase
+    from harness.workloads.correctness.workload import build_payload as correctness_payload
+    from harness.workloads.gsm8k.prompt import build_payload as gsm8k_payload
+    from harness.workloads.lossless.scoring import scoring_payload
+    from harness.workloads.serving.client import RequestSettings
+    from harness.workloads.serving.client import build_payload as bench_payload
+    from harness.workloads.serving.datasets import DatasetRow
     from suites.plugin_integrity import greedy_payload
 
     payloads = [

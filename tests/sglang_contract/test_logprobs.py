@@ -11,10 +11,10 @@ import pytest
 import requests
 
 from fixtures.refserver.model_loading import MODEL_DIR
-from harness.integrity import IntegrityContext, check_response
-from harness.integrity_wiring import load_local_tokenizer
-from harness.launcher import launch_reference_server
-from harness.lossless.scoring import parse_scoring, scoring_payload
+from harness.server.launcher import launch_reference_server
+from harness.server.tokenizer import load_tokenizer
+from harness.workloads.integrity.sglang_rules import IntegrityContext, check_response
+from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
 
 TIMEOUT_S = (5, 60)
 PROMPT = "Question: A baker makes 24 loaves a day and sells them in bags of 3. How many bags does she fill?\nAnswer:"
@@ -36,9 +36,9 @@ def post(url: str, path: str, body: dict) -> dict:
 
 
 def local_context() -> IntegrityContext:
-    tokenizer = load_local_tokenizer(str(MODEL_DIR))
+    tokenizer = load_tokenizer(str(MODEL_DIR))
     eos = json.loads((MODEL_DIR / "config.json").read_text())["eos_token_id"]
-    return IntegrityContext(eos_ids=frozenset({eos}), skipped_ids=tokenizer.special_ids, encode=tokenizer.encode,
+    return IntegrityContext(eos_ids=frozenset({eos}), skipped_ids=tokenizer.special_ids, encode=lambda text: tokenizer.encode(text, add_special_tokens=False),
                             decode=tokenizer.decode, num_draft_tokens=6)
 
 

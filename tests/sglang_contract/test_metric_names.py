@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness import ab_metrics, server_counters
+from harness.compare import metrics as ab_metrics
+from harness.server import counters as server_counters
 
 ROOT = Path(__file__).resolve().parents[2]
 METRIC_FILES = ("srt/observability/metrics_collector.py", "srt/observability/http_request_metrics.py")
@@ -40,7 +41,7 @@ def test_the_scan_finds_sglang_metrics(sglang_source):
 
 
 def test_counters_the_harness_reads_exist(sglang_source):
-    """harness/server_counters.py and harness/ab_metrics.py read these by name; a renamed metric
+    """harness/server/counters.py and harness/compare/metrics.py read these by name; a renamed metric
     would read as "no metrics" and silently drop the server-side evidence."""
     metrics = sglang_metrics(sglang_source)
     read = [name for name in server_counters.COUNTERS_OF_INTEREST if name.startswith("sglang:")] + [ab_metrics.GENERATED_TOKENS]

@@ -1,0 +1,151 @@
+"""`specsuite bench`: the serving benchmark against a running server, a launched one, or the
+embedded reference server.
+
+    specsuite bench --server-url http://node:30000 --dataset-name random --random-input-len 1024 \\
+        --random-output-len 512 --random-range-ratio 1.0 --max-concurrency 1 --num-prompts 64
+    specsuite bench --reference-arg=--step-time-ms=2.56 --num-prompts 16 --max-concurrency 1
+
+Flags carry bench_serving's names and defaults (see harness.workloads.serving.runner.BenchConfig). The
+result is appended as one JSONL line to --output-file (default: bench_serving's file name
+inside --results-dir) and bench_serving's table is printed. Exit 0 when every request
+succeeded, 1 when some failed, 2 on an error; Ctrl-C saves the finished requests first.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from harness.errors import SpecsuiteError
+
+EXIT_OK = 0
+EXIT_REQUESTS_FAILED = 1
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser("bench", help="serving benchmark with bench_serving's metrics (TTFT, ITL, TPOT, throughput, accept length)")
+    server = bench.add_argument_group("server")
+    server.add_argument("--server-url", help="a running server (default: launch the embedded reference server)")
+    server.add_argument("--launch", metavar="CMD", help="start this server command, wait until ready, stop it after")
+    server.add_argument("--launch-url", default=None, help="URL the --launch command serves on (default: from its --host/--port)")
+    server.add_argument("--reference-arm", default="fix", choices=("fix", "nofix", "copy-only", "guards-only"),
+                        help="arm of the embedded reference server (default fix)")
+    server.add_argument("--reference-arg", action="append", default=[], metavar="ARG",
+                        help="extra flag for the embedded reference server, e.g. --reference-arg=--step-time-ms=2.56 (repeatable)")
+    server.add_argument("--results-dir", default="specsuite-results", help="folder for the JSONL and server logs (default ./specsuite-results)")
+    server.add_argument("--output-file", default=None, help="JSONL file to append to (default: bench_serving's name in --results-dir)")
+    server.add_argument("--require-server-url", action="store_true",
+                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
+    add_bench_arguments(bench)
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's own flags (bench_serving's names and defaults)."""
+    group = parser.add_argument_group("benchmark (bench_serving's flags)")
+    add = group.add_argument
+    add("--backend", default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"))
+    add("--model", default=None, help="model name for the OpenAI backends (default: the first of /v1/models)")
+    add("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
+    add("--dataset-name", default="random", choices=("random", "random-ids", "sharegpt"))
+    add("--dataset-path", default=None, help="ShareGPT JSON/JSONL file, or 'hf'; default: the bundled prompts")
+    add("--num-prompts", type=int, default=1000)
+    add("--random-input-len", type=int, default=1024)
+    add("--random-output-len", type=int, default=1024)
+    add("--random-range-ratio", type=float, default=0.0,
+        help="lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed")
+    add("--tokenize-prompt", action="store_true", help="send token ids (exact prompt lengths) instead of decoded text")
+    add("--sharegpt-output-len", type=int, default=None)
+    add("--sharegpt-context-len", type=int, default=None)
+    add("--request-rate", type=float, default=math.inf, help="Poisson arrivals per second (default inf: all at once)")
+    add("--max-concurrency", type=int, default=None)
+    add("--warmup-requests", "--warmup", dest="warmup_requests", type=int, default=1)
+    add("--flush-cache", action="store_true",
+        help="POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY when set. "
+             "A refused flush is a warning and leaves accept_length out")
+    add("--seed", type=int, default=42)
+    add("--temperature", type=float, default=0.0,
+        help="native backend only, as in bench_serving: the OpenAI backends send temperature 0.0 (see --oai-sampling)")
+    add("--top-p", type=float, default=1.0,
+        help="native backend only, sent when below 1, as in bench_serving: the OpenAI backends send no top_p (see --oai-sampling)")
+    add("--oai-sampling", action="store_true",
+        help="specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
+             "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)")
+    add("--disable-ignore-eos", action="store_true")
+    add("--extra-request-body", default=None, metavar="JSON", help="merged into every request body (top level)")
+    add("--keep-alive", action="store_true", help="share keep-alive connections (default: a new connection per request, as bench_serving)")
+    add("--tag", default=None)
+    add("--output-details", action="store_true", help="also store the generated texts")
+    add("--disable-tqdm", action="store_true")
+
+
+def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):
+    """A BenchConfig from parsed flags."""
+    from harness.workloads.serving.runner import BenchConfig
+
+    extra = {}
+    if args.extra_request_body:
+        try:
+            extra = orjson.loads(args.extra_request_body)
+        except orjson.JSONDecodeError as exc:
+            raise SpecsuiteError(f"--extra-request-body is not JSON: {exc}") from None
+        if not isinstance(extra, dict):
+            raise SpecsuiteError("--extra-request-body must be a JSON object")
+    return BenchConfig(
+        base_url=base_url, backend=args.backend, model=args.model, tokenizer=args.tokenizer, dataset_name=args.dataset_name,
+        dataset_path=args.dataset_path, num_prompts=args.num_prompts, random_input_len=args.random_input_len,
+        random_output_len=args.random_output_len, random_range_ratio=args.random_range_ratio, tokenize_prompt=args.tokenize_prompt,
+        sharegpt_output_len=args.sharegpt_output_len, sharegpt_context_len=args.sharegpt_context_len, request_rate=args.request_rate,
+        max_concurrency=args.max_concurrency, warmup_requests=args.warmup_requests, flush_cache=args.flush_cache, seed=args.seed,
+        temperature=args.temperature, top_p=args.top_p, ignore_eos=not args.disable_ignore_eos, extra_request_body=extra,
+        oai_sampling=args.oai_sampling,
+        keep_alive=args.keep_alive, api_key=api_key, admin_api_key=admin_api_key, tag=args.tag, output_details=args.output_details,
+    )
+
+
+def default_output_file(args: argparse.Namespace) -> Path:
+    """bench_serving's automatic name, inside --results-dir."""
+    day = datetime.now().strftime("%m%d")
+    if args.dataset_name.startswith("random"):
+        name = f"{args.backend}_{day}_{args.num_prompts}_{args.random_input_len}_{args.random_output_len}.jsonl"
+    else:
+        name = f"{args.backend}_{day}_{args.num_prompts}_{args.dataset_name}.jsonl"
+    return Path(args.results_dir) / name
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.server.launcher import LaunchedServer, launch_reference_server
+    from harness.server.secrets import load_admin_api_key, load_api_key
+    from harness.server.session import SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given, describe_server_under_test, launch_url
+    from harness.workloads.serving.record import format_table
+    from harness.workloads.serving.runner import run_benchmark
+
+    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
+    api_key = load_api_key()
+    admin_api_key = load_admin_api_key()
+    output = Path(args.output_file) if args.output_file else default_output_file(args)
+    log_dir = Path(args.results_dir)
+    launched = None
+    url = args.server_url
+    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if args.launch else SOURCE_EMBEDDED
+    if url is None and args.launch:
+        url = launch_url(args.launch, args.launch_url)
+        launched = LaunchedServer(args.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=600.0, api_key=api_key).start()
+    elif url is None:
+        launched = launch_reference_server(args.reference_arm, log_dir=log_dir, extra_args=args.reference_arg, api_key=api_key)
+        url = launched.base_url
+    try:
+        config = config_from_args(args, url, api_key, admin_api_key)
+        record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output),
+                               server_under_test={"embedded_reference": source == SOURCE_EMBEDDED, "source": source})
+    finally:
+        if launched is not None:
+            launched.stop()
+    print(format_table(record))
+    print(f"specsuite: appended the result to {output}")
+    print(f"specsuite: {describe_server_under_test(record['server_under_test'])}")
+    return EXIT_OK if record["failed"] == 0 else EXIT_REQUESTS_FAILED

@@ -1,0 +1,277 @@
+"""The `specsuite` command line.
+
+    specsuite run                       # reference server, nofix vs fix, one results folder
+    specsuite run --server-url A --baseline-url B --repeats 3
+    specsuite serve-reference --arm nofix --port 30000 ...
+    specsuite gsm8k --server-url URL --num-questions 200
+
+Every error the harness can name is printed as one line (`specsuite: error: ...`) with exit
+code 2; Ctrl-C and SIGTERM exit 130 after saving what was measured (harness/server/interrupts.py: pytest
+sessions that `run` started get to finish their own cleanup first).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from harness.cli import bench as bench_command
+from harness.cli import history as history_command
+from harness.errors import SpecsuiteError
+from harness.server import refserver_contract
+from harness.server.interrupts import interrupt_after_children
+
+EXIT_OK = 0
+EXIT_CHECKS_FAILED = 1
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
+    run = subparsers.add_parser("run", help="run the suites against one or more arms and write one results folder")
+    run.add_argument("--server-url", help="candidate server URL (compared against --baseline-url when given)")
+    run.add_argument("--baseline-url", help="baseline server URL")
+    run.add_argument("--arm", action="append", default=[], metavar="NAME=LAUNCH_CMD", help="launch an arm per session (repeatable)")
+    run.add_argument("--reference-sampler", default=None, metavar="ARM=SAMPLER[,ARM=SAMPLER]",
+                     help="with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23")
+    run.add_argument("--repeats", type=int, default=1, help="interleaved repeats per arm (A B A B ...); launched arms restart each time")
+    run.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
+    run.add_argument("--run-id", default=None, help="name of the run folder (default: UTC time plus a suffix)")
+    run.add_argument("-m", "--markers", default="correctness", help="pytest marker expression for the suites (default correctness)")
+    run.add_argument("--profile", choices=("smoke", "nightly"), default="smoke")
+    run.add_argument("--temperatures", default="0,0.6,1.0")
+    run.add_argument("--top-p", default="0.95,1.0")
+    run.add_argument("--seed", type=int, default=0, help="base seed; repeat k uses seed + k - 1 (recorded)")
+    run.add_argument("--tokenizer", default=None)
+    run.add_argument("--vocab-size", type=int, default=None)
+    run.add_argument("--pytest-arg", action="append", default=[], metavar="ARG", help="extra argument passed to every pytest session")
+    run.add_argument("--fail-on", default=None, metavar="RULES",
+                     help="exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%%,gsm8k_accuracy:-2pt")
+    run.add_argument("--no-report", action="store_true", help="skip rendering report.md/report.html/PNGs")
+    run.add_argument("--require-server-url", action="store_true",
+                     help="refuse the embedded reference arms when no --server-url/--baseline-url/--arm is given; --profile nightly implies it")
+
+
+def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
+    report = subparsers.add_parser("report", help="re-render a run's report from its results.json (no server needed)")
+    report.add_argument("results", metavar="RESULTS.json", help="a results.json, or the run folder holding it")
+    report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html, results.csv and PNGs")
+
+
+def _add_server_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--server-url", help="a running server (default: launch the embedded reference server)")
+    parser.add_argument("--launch", metavar="CMD", help="start this server command, wait until ready, stop it after")
+    parser.add_argument("--reference-arm", default="fix", choices=("fix", "nofix", "copy-only", "guards-only"),
+                        help="arm of the embedded reference server when no server is given (default fix)")
+    parser.add_argument("--arm-name", default=None, help="label for this server in the results")
+    parser.add_argument("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
+    parser.add_argument("--vocab-size", type=int, default=None, help="the model's vocab_size; overrides config.json")
+    parser.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
+    parser.add_argument("--require-server-url", action="store_true",
+                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
+
+
+def _add_gsm8k_parser(subparsers: argparse._SubParsersAction) -> None:
+    gsm8k = subparsers.add_parser("gsm8k", help="few-shot GSM8K accuracy, invalid rate and accept length")
+    _add_server_options(gsm8k)
+    gsm8k.add_argument("--gsm8k-path", default="synthetic", help="'synthetic' (default), 'hf', or a local .jsonl/.parquet file")
+    gsm8k.add_argument("--num-questions", type=int, default=200)
+    gsm8k.add_argument("--num-shots", type=int, default=5)
+    gsm8k.add_argument("--temperatures", default="0", help="comma-separated (default 0)")
+    gsm8k.add_argument("--parallel", type=int, default=16)
+    gsm8k.add_argument("--seed", type=int, default=0)
+    gsm8k.add_argument("--shots-from-eval", action="store_true", help="take shots from the evaluated questions, as few_shot_gsm8k does")
+
+
+def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve-reference", help="run the embedded reference server (same flags as python -m fixtures.refserver)", add_help=False)
+    serve.add_argument("args", nargs=argparse.REMAINDER)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specsuite", description="Correctness tests and benchmarks for speculative-decoding servers.")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    _add_run_parser(subparsers)
+    _add_serve_parser(subparsers)
+    _add_gsm8k_parser(subparsers)
+    _add_report_parser(subparsers)
+    bench_command.add_parser(subparsers)
+    history_command.add_parser(subparsers)
+    return parser
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from harness.compare.arms import resolve_arms
+    from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
+    from harness.compare.runner import RunPlan, run_sessions
+    from harness.compare.verdicts import compare_arms
+    from harness.results.store import RunDirectory
+    from harness.server.launcher import find_free_port
+    from harness.server.secrets import load_secrets
+    from harness.server.session import check_server_given
+    from reports.document import ANALYSIS_KEY
+    from reports.render import render_report
+    from reports.server_under_test import server_under_test_line
+    from reports.summary_table import summary_markdown
+
+    if args.repeats < 1:
+        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
+    rules = parse_fail_on(args.fail_on) if args.fail_on else None  # a bad rule fails before any server starts
+    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
+    why = "--require-server-url" if args.require_server_url else "--profile nightly"
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port(), args.reference_sampler)
+    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
+    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *args.pytest_arg]
+    if args.tokenizer:
+        options += ["--tokenizer", args.tokenizer]
+    if args.vocab_size:
+        options += ["--vocab-size", str(args.vocab_size)]
+    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=args.markers, pytest_options=options)
+    run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
+    merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
+                                                         "source": "embedded-reference" if embedded else "arms"},
+              "seed": args.seed, "profile": args.profile, "repeats": args.repeats,
+              "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
+    print(f"specsuite: results in {run_dir.path}", flush=True)
+    try:
+        run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
+    except KeyboardInterrupt:
+        run_dir.mark_interrupted("during the pytest sessions")
+        print(f"specsuite: interrupted; partial results in {run_dir.results_path}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
+    merged["server_under_test"]["reference_emulation"] = embedded or any(
+        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    merged["warnings"] = [f"{name} r{r['repeat']}: {line}" for name, arm in merged["arms"].items() for r in arm["repeats"]
+                          for line in r.get("warnings") or []]
+    merged["status"] = "failed" if failed else "complete"
+    if failed:
+        merged["error"] = f"sessions without results: {', '.join(failed)}"
+    merged[ANALYSIS_KEY] = compare_arms(merged)
+    outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
+    if outcome is not None:
+        merged["fail_on"] = outcome.to_dict()
+    run_dir.write_results(merged)
+    summary = server_under_test_line(merged) + "\n\n" + summary_markdown(merged)
+    (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
+    print(summary)
+    if not args.no_report:
+        render_report(merged, run_dir.path / "report")
+        print(f"specsuite: report in {run_dir.path / 'report' / 'report.html'}")
+    print(f"specsuite: wrote {run_dir.results_path}")
+    if failed:
+        print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
+        return EXIT_ERROR
+    if outcome is not None:
+        for trigger in outcome.triggered:
+            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
+        for line in outcome.unevaluated:
+            print(f"specsuite: fail-on {line}")
+        if outcome.failed:
+            return EXIT_CHECKS_FAILED
+    return EXIT_OK
+
+
+def _temperatures(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise SpecsuiteError(f"--temperatures expects comma-separated numbers, got {text!r}") from None
+    if not values or any(t < 0 for t in values):
+        raise SpecsuiteError(f"--temperatures needs non-negative numbers, got {text!r}")
+    return values
+
+
+def command_gsm8k(args: argparse.Namespace) -> int:
+    from harness.results.store import RunDirectory
+    from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
+    from harness.server.session import check_server_given, describe_server_under_test, open_server
+    from harness.workloads.gsm8k import load_gsm8k
+    from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+
+    temperatures = _temperatures(args.temperatures)
+    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
+    items = load_gsm8k(args.gsm8k_path)
+    api_key = load_api_key()
+    run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
+    server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
+                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
+                         admin_api_key=load_admin_api_key())
+    print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
+    results: dict = {}
+    workloads: dict = {}
+    warnings: list[str] = []
+    document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
+                "command": " ".join(sys.argv),
+                "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
+                                      "vocab": server.vocab.to_dict(), "workloads": workloads}}}
+    try:
+        writer = run_dir.record_writer(server.arm, "gsm8k")
+        for temperature in temperatures:
+            results[temperature_key(temperature)] = run_gsm8k_on_server(
+                server.client, server.vocab, items, temperature=temperature, num_questions=args.num_questions, num_shots=args.num_shots,
+                parallel=args.parallel, seed=args.seed, shots_from_eval=args.shots_from_eval, progress=sys.stderr.isatty(),
+                record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
+            for line in results[temperature_key(temperature)].get("warnings") or []:
+                warnings.append(line)
+                print(f"specsuite: {line}", file=sys.stderr, flush=True)
+            workloads["gsm8k"] = list(results.values())  # one result per temperature
+            run_dir.write_results(document)
+    except KeyboardInterrupt:
+        run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
+        raise
+    finally:
+        server.close()
+        run_dir.close()
+    document["status"] = "complete"
+    run_dir.write_results(document)
+    print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key, result in results.items():
+        d = result["definitions"]
+        accept = result["accept_length"].get("mean")
+        acc = d["sglang"]["accuracy"]
+        print(f"| {key} | {acc['value']:.3f} ({acc['k']}/{acc['n']}) | {acc['ci_exact'][0]:.3f}-{acc['ci_exact'][1]:.3f} | "
+              f"{d['sglang']['invalid']['value']:.3f} | {d['lmeval_strict']['accuracy']['value']:.3f} | {d['lmeval_flexible']['accuracy']['value']:.3f} | "
+              f"{'-' if accept is None else f'{accept:.3f}'} | {result['detectors'].get('invalid_id', {}).get('count', 0)} | {result['wall_time_s']:.1f} |")
+    print(f"specsuite: wrote {run_dir.results_path}")
+    print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
+    return EXIT_OK
+
+
+def command_report(args: argparse.Namespace) -> int:
+    from harness.cli.report import command_report as render
+
+    return render(args.results, args.out)
+
+
+def command_serve_reference(args: argparse.Namespace) -> int:
+    return refserver_contract.serve(args.args, prog="specsuite serve-reference")
+
+
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k, "report": command_report,
+            "bench": bench_command.run, "history": history_command.run}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["serve-reference"]:  # every flag belongs to the reference server's own parser
+        return command_serve_reference(argparse.Namespace(args=argv[1:]))
+    args = build_parser().parse_args(argv)
+    restore_signals = interrupt_after_children()
+    try:
+        return COMMANDS[args.command](args)
+    except SpecsuiteError as exc:
+        print(f"specsuite: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("specsuite: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        restore_signals()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

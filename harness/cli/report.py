@@ -1,0 +1,37 @@
+"""`specsuite report RESULTS.json --out DIR`: re-render a run's report without a server.
+
+Loads the results file (a run folder works too), recomputes the A/B analysis from the raw data
+with the default thresholds, stores it in the results dict under the report's key, and writes
+report.md, report.html, results.csv and the figures into DIR.  The results file itself is left
+untouched.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from harness.compare.verdicts import compare_arms
+from harness.errors import SpecsuiteError
+from harness.results.store import load_results, session_arms_as_repeats
+from reports.document import ANALYSIS_KEY
+from reports.render import render_report
+
+EXIT_OK = 0
+EXIT_ERROR = 2
+
+
+def command_report(results_path: str, out_dir: str) -> int:
+    """Render the report; a missing or invalid file, or an unwritable folder, is one error line and exit 2."""
+    try:
+        results = session_arms_as_repeats(load_results(results_path))  # a pytest session's file too
+        results[ANALYSIS_KEY] = compare_arms(results)
+        written = render_report(results, Path(out_dir))
+    except SpecsuiteError as exc:
+        print(f"specsuite: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"specsuite: error: cannot write the report to {out_dir}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"specsuite: wrote {len(written)} files to {out_dir} (open {Path(out_dir) / 'report.html'})")
+    return EXIT_OK

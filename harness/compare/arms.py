@@ -1,0 +1,94 @@
+"""Arms of an A/B run: which servers `specsuite run` compares and how each is reached.
+
+An arm is either a running server (`--server-url`, `--baseline-url`) or a launch command
+(`--arm NAME=CMD`), which the pytest session starts and stops, so every repeat of a launched arm
+runs on a freshly started server.  With no server options the arms are the reference server's
+nofix and fix builds, the seed's before/after; `--reference-sampler nofix=sglang==0.5.20,...`
+gives each of them the reference server's `--sampler` (which chain sampler decides).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from harness.errors import SpecsuiteError
+from harness.server import refserver_contract
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+DEFAULT_REFERENCE_ARMS = refserver_contract.ARMS
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One arm: a name, and either a URL to reach or a command to launch (with its URL)."""
+
+    name: str
+    url: str | None = None
+    launch: str | None = None
+
+    def pytest_args(self) -> list[str]:
+        if self.launch:
+            return ["--launch", self.launch]
+        return ["--server-url", self.url or ""]
+
+
+def reference_arm(arm: str, port: int, extra_args: tuple[str, ...] = ()) -> ArmSpec:
+    """The embedded reference server as an arm (the seed's configuration)."""
+    command = refserver_contract.server_command(arm, port=port, extra_args=extra_args)
+    return ArmSpec(arm, launch=shlex.join(command))
+
+
+def parse_arm(text: str) -> ArmSpec:
+    """`NAME=LAUNCH_CMD` from the command line."""
+    name, sep, command = text.partition("=")
+    if not sep or not command.strip():
+        raise SpecsuiteError(f"--arm expects NAME=LAUNCH_CMD, got {text!r}")
+    if not _NAME.match(name):
+        raise SpecsuiteError(f"arm name {name!r} must be letters, digits, '.', '_' or '-'")
+    return ArmSpec(name, launch=command.strip())
+
+
+def parse_reference_samplers(text: str) -> dict[str, str]:
+    """`nofix=sglang==0.5.20,fix=sglang==0.5.23`: the `--sampler` of each default reference arm."""
+    from harness.kernels.loader import KernelSpec
+
+    samplers: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        arm, sep, sampler = item.partition("=")
+        if not sep or not sampler.strip():
+            raise SpecsuiteError(f"--reference-sampler expects ARM=SAMPLER[,ARM=SAMPLER], got {item!r}")
+        if arm not in DEFAULT_REFERENCE_ARMS:
+            raise SpecsuiteError(f"--reference-sampler: {arm!r} is not a default reference arm ({', '.join(DEFAULT_REFERENCE_ARMS)})")
+        sampler = sampler.strip()
+        if sampler != "numpy":
+            try:
+                spec = KernelSpec.parse(sampler)
+            except SpecsuiteError as exc:
+                raise SpecsuiteError(f"--reference-sampler {arm}={sampler}: {str(exc).partition(': ')[2]}") from None
+            if spec.kind == "refserver":
+                raise SpecsuiteError(f"--reference-sampler {arm}={sampler}: the reference server's own sampler is 'numpy'")
+        samplers[arm] = sampler
+    return samplers
+
+
+def resolve_arms(server_url: str | None, baseline_url: str | None, arm_texts: list[str], reference_port: int,
+                 reference_samplers: str | None = None) -> list[ArmSpec]:
+    """The arms in run order; the last one is the baseline the others are compared against."""
+    arms: list[ArmSpec] = []
+    if server_url:
+        arms.append(ArmSpec("candidate", url=server_url))
+    arms += [parse_arm(text) for text in arm_texts]
+    if baseline_url:
+        arms.append(ArmSpec("baseline", url=baseline_url))
+    samplers = parse_reference_samplers(reference_samplers) if reference_samplers else {}
+    if samplers and arms:
+        raise SpecsuiteError("--reference-sampler applies only with the default reference arms (no --server-url, --baseline-url or --arm)")
+    if not arms:
+        arms = [reference_arm(arm, reference_port, ("--sampler", samplers[arm]) if arm in samplers else ())
+                for arm in DEFAULT_REFERENCE_ARMS]
+    names = [arm.name for arm in arms]
+    if len(set(names)) != len(names):
+        raise SpecsuiteError(f"arm names must be unique, got {', '.join(names)}")
+    return arms

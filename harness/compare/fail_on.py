@@ -1,0 +1,163 @@
+"""`--fail-on` rules: which A/B outcomes turn into a failing exit code.
+
+An expression is a comma-separated list of `METRIC:CONDITION` terms, e.g.
+`invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt`.  Conditions:
+
+- `any`: a candidate arm has at least one event of the metric in any case (count metrics only:
+  the event rates and `gsm8k_invalid`).  With a single arm in the results, that arm is checked.
+- `worse`: a comparison of the metric got the verdict "worse" (Holm-adjusted significance AND
+  the practical threshold; see harness.compare.verdicts).
+- `+X%` / `-X%` (relative metrics and rates) and `+Xpt` / `-Xpt` (GSM8K proportions, points):
+  the whole 95 % interval of the effect lies beyond the threshold, i.e. the interval's lower
+  bound is above +X (or its upper bound below -X).  So a rule fires only when the data show, with
+  95 % confidence, a change at least that large; a point estimate past the threshold with a wide
+  interval does not fire.  For rates the effect is the rate ratio, so `+50%` means ratio > 1.5.
+  The interval is per comparison (not Holm-adjusted).
+
+A rule whose metric has no comparison in the results is reported as unevaluated, not as passing
+silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.compare.metrics import COUNT_METRICS, EFFECT_SCALES, METRICS
+from harness.errors import SpecsuiteError
+
+_THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
+
+
+@dataclass(frozen=True)
+class FailOnRule:
+    """One parsed term: the metric, the condition kind and, for thresholds, the signed limit."""
+
+    text: str
+    metric: str
+    kind: str  # "any", "worse" or "threshold"
+    limit: float | None = None  # signed, as a fraction (+1% -> 0.01, -2pt -> -0.02)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """A rule that fired, with a one-line reason."""
+
+    rule: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"rule": self.rule, "reason": self.reason}
+
+
+@dataclass
+class FailOnOutcome:
+    """What the rules found: fired rules, and rules the results had no data for."""
+
+    triggered: list[Trigger] = field(default_factory=list)
+    unevaluated: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.triggered)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"triggered": [t.to_dict() for t in self.triggered], "unevaluated": list(self.unevaluated)}
+
+
+def parse_fail_on(expression: str) -> list[FailOnRule]:
+    """Parse a `--fail-on` expression; a bad term raises SpecsuiteError naming it."""
+    if not isinstance(expression, str) or not expression.strip():
+        raise SpecsuiteError("--fail-on needs at least one METRIC:CONDITION term")
+    return [_parse_term(term.strip()) for term in expression.split(",")]
+
+
+def _parse_term(term: str) -> FailOnRule:
+    if not term:
+        raise SpecsuiteError("--fail-on has an empty term (two commas in a row, or a trailing comma)")
+    metric, sep, condition = (part.strip() for part in term.partition(":"))
+    if not sep or not condition:
+        raise SpecsuiteError(f"--fail-on term {term!r} must be METRIC:CONDITION, e.g. invalid_ids:any")
+    if metric not in METRICS:
+        raise SpecsuiteError(f"--fail-on term {term!r}: unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    if condition == "worse":
+        return FailOnRule(term, metric, "worse")
+    if condition == "any":
+        if metric not in COUNT_METRICS:
+            raise SpecsuiteError(f"--fail-on term {term!r}: 'any' applies to event counts ({', '.join(COUNT_METRICS)})")
+        return FailOnRule(term, metric, "any")
+    match = _THRESHOLD.match(condition)
+    if not match:
+        raise SpecsuiteError(f"--fail-on term {term!r}: condition must be any, worse, or a signed threshold such as +1% or -2pt")
+    sign, number, unit = match.groups()
+    wanted = "pt" if EFFECT_SCALES[metric] == "difference" else "%"
+    if unit != wanted:
+        raise SpecsuiteError(f"--fail-on term {term!r}: {metric} thresholds are in {wanted!r}, e.g. {metric}:{sign}1{wanted}")
+    limit = float(number) / 100.0
+    if limit == 0:
+        raise SpecsuiteError(f"--fail-on term {term!r}: a threshold of zero is not a threshold; use 'worse' or 'any'")
+    return FailOnRule(term, metric, "threshold", limit if sign == "+" else -limit)
+
+
+def evaluate_fail_on(expression: str | list[FailOnRule], comparison: dict[str, Any]) -> FailOnOutcome:
+    """Evaluate rules against `compare_arms` output; fired rules come with a one-line reason each."""
+    rules = parse_fail_on(expression) if isinstance(expression, str) else expression
+    outcome = FailOnOutcome()
+    for rule in rules:
+        if rule.kind == "any":
+            reasons, evaluated = _any_events(rule, comparison)
+        else:
+            rows = [row for row in comparison.get("comparisons") or [] if row.get("metric") == rule.metric]
+            evaluated = any(_evaluable(rule, row) for row in rows)
+            reasons = [reason for row in rows if (reason := _check_row(rule, row))]
+        if reasons:
+            outcome.triggered.append(Trigger(rule.text, "; ".join(reasons)))
+        elif not evaluated:
+            outcome.unevaluated.append(f"{rule.text}: no {rule.metric} comparison in these results")
+    return outcome
+
+
+def _any_events(rule: FailOnRule, comparison: dict[str, Any]) -> tuple[list[str], bool]:
+    """Events of the metric in the candidate arms (the only arm when there is no comparison)."""
+    candidates = comparison.get("candidates") or [a for a in comparison.get("arm_order") or [] if a != comparison.get("baseline")]
+    if not candidates:
+        candidates = list(comparison.get("arm_order") or [])
+    rows = [row for row in comparison.get("estimates") or [] if row.get("metric") == rule.metric and row.get("arm") in candidates]
+    reasons = [f"{row['arm']} {row['case_id']}: {row['k']} events ({_fmt(row.get('value'))} {row.get('unit', '')})".rstrip()
+               for row in rows if row.get("k")]
+    return reasons, bool(rows)
+
+
+def _evaluable(rule: FailOnRule, row: dict[str, Any]) -> bool:
+    if rule.kind == "worse":
+        return row.get("p_adjusted") is not None
+    ci = (row.get("effect") or {}).get("ci")
+    return ci is not None
+
+
+def _check_row(rule: FailOnRule, row: dict[str, Any]) -> str | None:
+    where = f"{row['candidate']} vs {row['baseline']} {row['case_id']}"
+    effect = row.get("effect") or {}
+    if rule.kind == "worse":
+        if row.get("verdict") != "worse":
+            return None
+        return f"{where}: worse ({effect.get('name')} {_fmt(effect.get('value'))}, p_adj={row['p_adjusted']:.3g})"
+    ci = effect.get("ci")
+    if not ci:
+        return None
+    offset = 1.0 if effect.get("scale") == "ratio" else 0.0  # a ratio's "no change" is 1
+    low, high = ci
+    if rule.limit > 0 and low is not None and low - offset > rule.limit:
+        return f"{where}: 95% CI lower bound {_fmt(low)} of the {effect.get('name')} exceeds {_limit(rule, offset)}"
+    if rule.limit < 0 and high is not None and high - offset < rule.limit:
+        return f"{where}: 95% CI upper bound {_fmt(high)} of the {effect.get('name')} is below {_limit(rule, offset)}"
+    return None
+
+
+def _limit(rule: FailOnRule, offset: float) -> str:
+    return _fmt(offset + rule.limit) if offset else f"{rule.limit:+g}"
+
+
+def _fmt(value: float | None) -> str:
+    return "∞" if value is None else f"{value:.4g}"

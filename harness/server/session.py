@@ -1,0 +1,143 @@
+"""Reach, identify and (when asked) launch the server under test; shared by the pytest plugin and
+the CLI so both resolve a server the same way: --server-url, else --launch CMD, else the embedded
+reference server on a free port.
+
+The embedded fallback keeps the README's one-line commands working, but it must never stand in
+for a real server unnoticed (a nightly job whose SPECSUITE_SERVER_URL is unset would test the CPU
+emulation and pass). So every resolved server carries `server_under_test`, a small record that
+says how it was chosen and whether it is the reference emulation, for the pytest header, the
+terminal summary, results.json and the reports; and `require_server_url=True` (pytest's
+--require-server-url and --profile nightly, the CLI's --require-server-url) refuses the fallback.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import SpecsuiteError
+from harness.server import refserver_contract
+from harness.server.identity import ServerIdentity
+from harness.server.launcher import LaunchedServer, launch_reference_server
+from harness.server.sglang_client import SGLangClient
+from harness.server.vocab import VocabInfo, load_vocab_info
+
+
+@dataclass
+class ServerUnderTest:
+    """The resolved server: client, vocabulary facts, identity and, when launched here, the process."""
+
+    client: SGLangClient
+    vocab: VocabInfo
+    identity: ServerIdentity
+    arm: str
+    launched: LaunchedServer | None = None
+    server_under_test: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.client.close()
+        if self.launched is not None:
+            self.launched.stop()
+
+
+def launch_url(command: str, explicit: str | None = None) -> str:
+    """Where a launched command will serve: --launch-url, else its --host/--port, else SGLang's default."""
+    if explicit:
+        return explicit.rstrip("/")
+    words = shlex.split(command)
+    host, port = "127.0.0.1", "30000"
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag == "--host":
+            host = "127.0.0.1" if value in ("0.0.0.0", "::") else value
+        elif flag == "--port":
+            port = value
+    return f"http://{host}:{port}"
+
+
+# How the server was chosen (`server_under_test["source"]`).
+SOURCE_SERVER_URL = "server-url"
+SOURCE_LAUNCH = "launch"
+SOURCE_EMBEDDED = "embedded-reference"
+REFUSED_FALLBACK = ("no server under test: {why} refuses the embedded reference server (a CPU emulation, not SGLang); "
+                    "pass --server-url URL (or set SPECSUITE_SERVER_URL) or --launch CMD")
+
+
+def is_reference_emulation(server_info: dict[str, Any]) -> bool:
+    """True when /server_info comes from specsuite's reference server, however it was reached."""
+    return refserver_contract.is_reference_server(server_info)
+
+
+def describe_server_under_test(record: dict[str, Any]) -> str:
+    """One line naming the server under test; it leads with the warning when it is the emulation."""
+    url = record.get("url", "?")
+    if record.get("embedded_reference"):
+        return (f"server under test: the EMBEDDED REFERENCE EMULATION at {url} (CPU fixtures.refserver, not a real "
+                "SGLang server; no --server-url/SPECSUITE_SERVER_URL was given)")
+    if record.get("reference_emulation"):
+        return f"server under test: the REFERENCE EMULATION at {url} (CPU fixtures.refserver, not a real SGLang server; via {record.get('source')})"
+    version = f", version {record['version']}" if record.get("version") else ""
+    return f"server under test: {url} (via {record.get('source')}{version})"
+
+
+def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str) -> None:
+    """Raise the one-line refusal when no server was given and the fallback is not allowed."""
+    if require_server_url and not server_url and not launch:
+        raise SpecsuiteError(REFUSED_FALLBACK.format(why=why))
+
+
+def open_server(
+    *,
+    server_url: str | None,
+    launch: str | None,
+    log_dir: Path,
+    api_key: str | None,
+    arm: str | None,
+    tokenizer: str | None = None,
+    vocab_size: int | None = None,
+    launch_url_override: str | None = None,
+    ready_timeout_s: float = 600.0,
+    reference_arm: str = "fix",
+    admin_api_key: str | None = None,
+    require_server_url: bool = False,
+    require_reason: str = "--require-server-url",
+) -> ServerUnderTest:
+    """Resolve the server, check it is SGLang-shaped, and probe its vocabulary (one-line errors).
+
+    `require_server_url` refuses the embedded fallback (`require_reason` names the option that
+    asked for it in the error line). `admin_api_key` goes only with /flush_cache.
+    """
+    check_server_given(server_url, launch, require_server_url, require_reason)
+    launched = None
+    url = server_url
+    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if launch else SOURCE_EMBEDDED
+    if url is None and launch:
+        url = launch_url(launch, launch_url_override)
+        launched = LaunchedServer(launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=ready_timeout_s, api_key=api_key).start()
+    elif url is None:
+        launched = launch_reference_server(reference_arm, log_dir=log_dir, ready_timeout_s=ready_timeout_s)
+        url = launched.base_url
+        arm = arm or reference_arm
+    arm = arm or "candidate"
+    try:
+        client = SGLangClient(url, api_key=api_key, admin_api_key=admin_api_key)
+        model_info = client.check_connection()
+        server_info = client.server_info()
+        tokenizer_dir = tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
+        if not tokenizer_dir or not Path(tokenizer_dir).is_dir():
+            raise SpecsuiteError(f"the server's tokenizer {tokenizer_dir!r} is not a folder on this machine: pass --tokenizer <local folder>")
+        vocab = load_vocab_info(tokenizer_dir, vocab_size)
+        identity = ServerIdentity.from_server(url, model_info, server_info, vocab, extra={"arm": arm})
+    except SpecsuiteError:
+        if launched is not None:
+            launched.stop()
+        raise
+    under_test = {
+        "embedded_reference": source == SOURCE_EMBEDDED,
+        "reference_emulation": is_reference_emulation(server_info),
+        "source": source,
+        "url": identity.base_url,
+        "version": identity.version,
+    }
+    return ServerUnderTest(client, vocab, identity, arm, launched, under_test)

@@ -1,0 +1,42 @@
+"""Prompt sets for the correctness workload: the project's default set, or a user JSONL file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import SpecsuiteError
+from harness.project_paths import DATA_DIR
+
+DEFAULT_PROMPTS = DATA_DIR / "correctness_prompts.jsonl"
+
+
+@dataclass(frozen=True)
+class PromptItem:
+    """One prompt: a stable id, its kind (prose, chat, math, ...) and the raw text sent."""
+
+    id: str
+    kind: str
+    prompt: str
+
+
+def load_prompts(path: str | Path | None = None) -> list[PromptItem]:
+    """Read a JSONL file of {"id", "kind", "prompt"} rows (only "prompt" is required)."""
+    source = Path(path) if path else DEFAULT_PROMPTS
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SpecsuiteError(f"cannot read prompt file {source}: {exc.strerror}") from None
+    items = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            items.append(PromptItem(str(row.get("id", f"line-{number}")), str(row.get("kind", "prose")), str(row["prompt"])))
+        except (ValueError, KeyError, AttributeError):
+            raise SpecsuiteError(f"{source}:{number}: expected a JSON object with a \"prompt\" field") from None
+    if not items:
+        raise SpecsuiteError(f"prompt file {source} holds no prompts")
+    return items

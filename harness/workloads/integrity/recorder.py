@@ -1,0 +1,218 @@
+"""Run the integrity checks on every answer a client receives, and record what breaks.
+
+`CheckingClient` is an `SGLangClient` (same transport, same connection pool) whose `generate` and
+`generate_stream` pass each answer through `harness.workloads.integrity.sglang_rules` before handing it back unchanged.
+`CheckingOpenAIClient` does the same for `/v1/completions` and `/v1/chat/completions` answers
+(streamed or not) through `harness.workloads.integrity.openai_rules`.
+Violations go to an `IntegrityRecorder` — counted per check and quoted — and are never raised, so
+a workload runs to the end; the suites assert the recorder is clean. One line wires any workload:
+
+    client = checking_client(server, recorder)        # server: a ServerUnderTest
+    openai = checking_openai_client(server, recorder)  # the same server's OpenAI routes
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any, Callable
+
+from harness.errors import SpecsuiteError
+from harness.server.openai_client import OpenAICompletionsClient
+from harness.server.session import ServerUnderTest
+from harness.server.sglang_client import SGLangClient
+from harness.server.tokenizer import load_tokenizer
+from harness.server.transport import HttpTransport, shorten
+from harness.workloads.integrity.openai_rules import check_openai, check_openai_stream
+from harness.workloads.integrity.sglang_rules import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
+
+DEFAULT_QUOTES_PER_CHECK = 5
+UNLABELLED = "unlabelled"
+
+
+class IntegrityRecorder:
+    """Thread-safe tally of integrity violations: exact counts per check and per source (the test or
+    workload that caused the request), every violation kept in order, a few quoted per check."""
+
+    def __init__(self, quotes_per_check: int = DEFAULT_QUOTES_PER_CHECK) -> None:
+        self._lock = threading.Lock()
+        self._quotes_per_check = quotes_per_check
+        self._log: list[tuple[str, Violation]] = []
+        self.answers_checked = 0
+        self.streams_checked = 0
+        self.source = UNLABELLED  # set by whoever drives the requests (e.g. the running test's id)
+
+    def record(self, violations: list[Violation], answers: int, stream: bool = False) -> None:
+        """Count `answers` checked answers (one per result) and keep their violations."""
+        with self._lock:
+            self.answers_checked += answers
+            self.streams_checked += int(stream)
+            self._log.extend((self.source, v) for v in violations)
+
+    def checkpoint(self) -> int:
+        """A mark to pass to `since`: violations recorded after it belong to the caller."""
+        with self._lock:
+            return len(self._log)
+
+    def since(self, mark: int = 0) -> list[Violation]:
+        with self._lock:
+            return [v for _, v in self._log[mark:]]
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return len(self._log)
+
+    def counts(self, mark: int = 0) -> dict[str, int]:
+        """Violations per check (only checks that fired), since `mark`."""
+        return dict(Counter(v.check for v in self.since(mark)))
+
+    def summary(self, mark: int = 0) -> str:
+        """One paragraph for an assertion message: counts, then a few quotes per check."""
+        with self._lock:
+            entries = self._log[mark:]
+            answers = self.answers_checked
+        if not entries:
+            return f"no integrity violations in {answers} checked answers"
+        counts = Counter(v.check for _, v in entries)
+        head = f"{len(entries)} integrity violations in {answers} checked answers (" + ", ".join(f"{c} {n}" for c, n in counts.most_common()) + ")"
+        quoted: list[str] = []
+        shown: Counter[str] = Counter()
+        for source, violation in entries:
+            if shown[violation.check] < self._quotes_per_check:
+                shown[violation.check] += 1
+                quoted.append(f"  - {violation.quote()} [from {source}]")
+        return "\n".join([head, *quoted])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly totals for results.json: counts per check and per source, and the quotes."""
+        with self._lock:
+            entries = list(self._log)
+            answers, streams = self.answers_checked, self.streams_checked
+        by_source: dict[str, Counter[str]] = {}
+        quotes: dict[str, list[dict[str, Any]]] = {}
+        for source, violation in entries:
+            by_source.setdefault(source, Counter())[violation.check] += 1
+            bucket = quotes.setdefault(violation.check, [])
+            if len(bucket) < self._quotes_per_check:
+                bucket.append({**violation.to_dict(), "source": source})
+        return {
+            "answers_checked": answers,
+            "streams_checked": streams,
+            "violations": len(entries),
+            "counts": {check: sum(c[check] for c in by_source.values()) for check in CHECKS if any(c[check] for c in by_source.values())},
+            "by_source": {source: dict(c) for source, c in by_source.items()},
+            "quotes": quotes,
+        }
+
+
+class CheckingClient(SGLangClient):
+    """An SGLangClient that checks every /generate answer (streamed or not) and records violations.
+
+    Answers come back exactly as the server sent them; a violation never raises. A stream is
+    checked once it has been read to `[DONE]` (a stream abandoned early is not checked).
+    """
+
+    def __init__(self, inner: SGLangClient, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
+        # No super().__init__: share the inner client's transport (session, auth, timeouts), so
+        # closing either closes both and no second connection pool is opened.
+        self._http = inner._http
+        self.inner = inner
+        self.recorder = recorder
+        self.context = context
+
+    def generate(self, payload: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
+        response = super().generate(payload)
+        self.recorder.record(self._guarded(lambda: check_generate(payload, response, self.context)), answers=_result_count(payload))
+        return response
+
+    def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        # super().generate_stream sends the request now; only the reading is deferred.
+        return self._checked(payload, super().generate_stream(payload))
+
+    def _checked(self, payload: dict[str, Any], chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        seen = []
+        for chunk in chunks:
+            seen.append(chunk)
+            yield chunk
+        self.recorder.record(self._guarded(lambda: check_stream(payload, seen, self.context)), answers=_result_count(payload), stream=True)
+
+    @staticmethod
+    def _guarded(run: Callable[[], list[Violation]]) -> list[Violation]:
+        return guarded_checks(run)
+
+
+def guarded_checks(run: Callable[[], list[Violation]]) -> list[Violation]:
+    """The checks guard every field they read; an answer shaped beyond that is itself a finding,
+    and must not end the caller's workload."""
+    try:
+        return run()
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        return [Violation("response_shape", f"answer has an unexpected structure: {shorten(repr(exc), 100)}")]
+
+
+class CheckingOpenAIClient(OpenAICompletionsClient):
+    """An OpenAI client whose every answer (completions or chat, streamed or not) is checked and
+    its violations recorded; answers are returned unchanged and a violation never raises."""
+
+    def __init__(self, transport: HttpTransport, model: str, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
+        # No super().__init__: share the native client's transport (session, auth, timeouts), as
+        # CheckingClient does, so closing either closes both.
+        self._http = transport
+        self.model = model
+        self.recorder = recorder
+        self.context = context
+
+    def answered(self, api: str, body: dict[str, Any], result: Any) -> None:
+        self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=_choice_count(result))
+
+    def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
+        self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=max(len(indexes), 1), stream=True)
+
+
+def _choice_count(result: Any) -> int:
+    choices = result.get("choices") if isinstance(result, dict) else None
+    return len(choices) if isinstance(choices, list) and choices else 1
+
+
+def _result_count(payload: dict[str, Any]) -> int:
+    try:
+        return len(split_payload(payload))
+    except (TypeError, AttributeError):
+        return 1
+
+
+def context_for_server(server: ServerUnderTest, tokenizer_dir: str | None = None) -> IntegrityContext:
+    """The check context for a resolved server: its EOS ids, tokenizer, draft length, stream mode."""
+    folder = tokenizer_dir or server.identity.tokenizer_path or server.identity.model_path
+    if not folder:
+        raise SpecsuiteError("the server reports no tokenizer_path: pass --tokenizer <local folder>")
+    tokenizer = load_tokenizer(folder)
+    spec = server.identity.speculative
+    draft = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
+    return IntegrityContext(
+        eos_ids=frozenset(server.vocab.eos_ids),
+        skipped_ids=tokenizer.special_ids,
+        encode=lambda text: tokenizer.encode(text, add_special_tokens=False),
+        decode=tokenizer.decode,
+        num_draft_tokens=draft if isinstance(draft, int) else None,
+        incremental_streaming=bool(server.identity.server_args.get("incremental_streaming_output")),
+    )
+
+
+def checking_openai_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None,
+                           context: IntegrityContext | None = None) -> CheckingOpenAIClient:
+    """An OpenAI client for the same server (its URL and API key), checked like `checking_client`;
+    pass `context` to reuse one already built (it loads the tokenizer)."""
+    inner = server.client.inner if isinstance(server.client, CheckingClient) else server.client
+    # SGLang echoes any `model` back without checking it; the served name reads best in logs.
+    model = server.identity.served_model_name or "default"
+    return CheckingOpenAIClient(inner._http, model, recorder, context or context_for_server(server, tokenizer_dir))
+
+
+def checking_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None) -> CheckingClient:
+    """`server.client`, checked: the one-line wiring for any workload (never checked twice)."""
+    inner = server.client.inner if isinstance(server.client, CheckingClient) else server.client
+    return CheckingClient(inner, recorder, context_for_server(server, tokenizer_dir))

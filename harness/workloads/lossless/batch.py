@@ -1,0 +1,60 @@
+"""Send many /generate requests at a fixed concurrency and get the results back in order, plus
+the per-request seeds the lossless tests use."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+
+from harness.errors import SpecsuiteError
+from harness.server.sglang_client import SGLangClient
+
+Item = TypeVar("Item")
+Outcome = TypeVar("Outcome")
+
+# Distinct streams per use, so no two tests (or arms of one test) share a sampling seed.
+SEED_STREAMS = {"pit": 1, "two-sample-test": 2, "two-sample-reference": 3, "pit-randomization": 4}
+
+
+def request_seed(base_seed: int, stream: str, case_index: int, request_index: int) -> int:
+    """A sampling_seed in [0, 2**62) that depends on every argument, reproducibly."""
+    state = np.random.SeedSequence([base_seed, SEED_STREAMS[stream], case_index, request_index]).generate_state(2, dtype=np.uint32)
+    return int(state[0]) << 30 ^ int(state[1])
+
+
+def parallel_map(function: Callable[[Item], Outcome], items: Sequence[Item], concurrency: int) -> list[Outcome]:
+    """`function` over `items` with `concurrency` requests in flight; results in input order. The
+    first SpecsuiteError stops the batch (pending requests are cancelled) and is raised."""
+    if concurrency < 1:
+        raise SpecsuiteError(f"concurrency must be at least 1, got {concurrency}")
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        futures = [pool.submit(function, item) for item in items]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+
+
+def generate_object(client: SGLangClient, payload: dict[str, Any]) -> dict[str, Any]:
+    """One single-prompt /generate call; a list answer (a batch) is an error here."""
+    result = client.generate(payload)
+    if not isinstance(result, dict):
+        raise SpecsuiteError(f"/generate on {client.base_url} answered a list to a single-prompt request")
+    return result
+
+
+def output_ids_of(result: dict[str, Any]) -> list[int]:
+    ids = result.get("output_ids")
+    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
+        raise SpecsuiteError("/generate result has no output_ids list of ints")
+    return ids
+
+
+def tokenize_prompts(client: SGLangClient, prompts: Sequence[str], concurrency: int = 8) -> list[list[int]]:
+    """Prompt ids from the server's own tokenizer, so generation and scoring share the exact ids."""
+    return parallel_map(client.tokenize, list(prompts), concurrency)

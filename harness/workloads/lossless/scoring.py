@@ -1,0 +1,84 @@
+"""The scoring request: the target's own distribution at every generated position.
+
+A generated continuation is sent back as part of the prompt (`input_ids` = prompt + output) with
+`max_new_tokens` 0, `return_logprob`, `logprob_start_len` = the prompt length and
+`top_logprobs_num` K, at the generation's temperature. Prefill never speculates, so what comes
+back is the target's log_softmax(logits / T) at each generated position (sglang_api.md §1.5, §4).
+SGLang reports the first entry from `logprob_start_len` as null, which is position 1 (the token
+sampled in prefill): only positions ≥ 2 get a distribution, and those are the ones speculation
+produces.
+
+The reported logprobs of the generation itself are not used: they come from the server's verify
+path, which a bug can corrupt together with the sample.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from harness.errors import SpecsuiteError
+from harness.server.transport import shorten
+
+
+@dataclass(frozen=True)
+class ScoredPosition:
+    """The target's top-K at one generated position, most likely first, and the token drawn there.
+
+    `token_logprob` is the drawn token's own logprob (None when the server gave none).
+    """
+
+    token_id: int
+    top_ids: tuple[int, ...]
+    top_logprobs: tuple[float, ...]
+    token_logprob: float | None
+
+    @property
+    def top_probs(self) -> list[float]:
+        return [math.exp(value) for value in self.top_logprobs]
+
+
+def scoring_payload(prompt_ids: list[int], output_ids: list[int], temperature: float, top_k: int) -> dict[str, Any]:
+    """Prefill-only /generate request scoring `output_ids` as prompt, at `temperature`."""
+    return {
+        "input_ids": [*prompt_ids, *output_ids],
+        "sampling_params": {"temperature": temperature, "max_new_tokens": 0},
+        "return_logprob": True,
+        "logprob_start_len": len(prompt_ids),
+        "top_logprobs_num": top_k,
+    }
+
+
+def parse_scoring(response: Any, output_ids: list[int]) -> list[ScoredPosition | None]:
+    """One entry per generated token: None at position 1 (SGLang's null first entry), else the
+    target's top-K there. Raises a one-line SpecsuiteError when the response has the wrong shape."""
+    meta = response.get("meta_info") if isinstance(response, dict) else None
+    if not isinstance(meta, dict):
+        raise SpecsuiteError("scoring request: the /generate result has no meta_info object")
+    tops = meta.get("input_top_logprobs")
+    tokens = meta.get("input_token_logprobs")
+    if not isinstance(tops, list) or len(tops) != len(output_ids):
+        count = len(tops) if isinstance(tops, list) else "no"
+        raise SpecsuiteError(
+            f"scoring request: expected {len(output_ids)} input_top_logprobs entries (one per generated token), got {count}"
+        )
+    if not isinstance(tokens, list) or len(tokens) != len(output_ids):
+        raise SpecsuiteError(f"scoring request: input_token_logprobs does not have {len(output_ids)} entries")
+    positions: list[ScoredPosition | None] = [None]
+    for index in range(1, len(output_ids)):
+        positions.append(_position(output_ids[index], tops[index], tokens[index], index))
+    return positions
+
+
+def _position(token_id: int, top: Any, token_entry: Any, index: int) -> ScoredPosition:
+    if not isinstance(top, list) or not top:
+        raise SpecsuiteError(f"scoring request: input_top_logprobs[{index}] is {shorten(repr(top), 60)}, not a list of triples")
+    ids, logprobs = [], []
+    for triple in top:
+        if not (isinstance(triple, list) and len(triple) >= 2 and isinstance(triple[0], (int, float)) and isinstance(triple[1], int)):
+            raise SpecsuiteError(f"scoring request: input_top_logprobs[{index}] holds {shorten(repr(triple), 60)}, not [logprob, id, text]")
+        logprobs.append(float(triple[0]))
+        ids.append(triple[1])
+    own = token_entry[0] if isinstance(token_entry, list) and token_entry else None
+    return ScoredPosition(token_id, tuple(ids), tuple(logprobs), float(own) if isinstance(own, (int, float)) else None)

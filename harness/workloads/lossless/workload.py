@@ -1,0 +1,275 @@
+"""The losslessness workload: sends the requests of the PIT, two-sample and greedy-equality tests
+and turns the answers into JSON-ready results. The pytest suite and the false-alarm bench call it.
+
+The server under test samples; the reference is the same model with speculation off. PIT scoring
+runs on the server under test (its prefill is the target); the two-sample log-likelihood is
+scored on the reference, for both arms alike.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from harness.errors import SpecsuiteError
+from harness.server.sglang_client import SGLangClient
+from harness.workloads.lossless.batch import generate_object, output_ids_of, parallel_map, request_seed, tokenize_prompts
+from harness.workloads.lossless.greedy import DEFAULT_NUMERICS_GAP, ReferenceOutput, compare_greedy
+from harness.workloads.lossless.pit import pit_values, uniformity_test
+from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
+from harness.workloads.lossless.two_sample import homogeneity_test, loglik_calibration
+
+DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
+
+
+@dataclass(frozen=True)
+class SamplingSetting:
+    """One sampled setting of the lossless tests."""
+
+    temperature: float
+    top_p: float = 1.0
+
+    @property
+    def key(self) -> str:
+        return f"t={self.temperature:g}-top_p={self.top_p:g}"
+
+    def params(self) -> dict[str, float]:
+        return {"temperature": self.temperature, "top_p": self.top_p}
+
+
+def parse_settings(text: str) -> list[SamplingSetting]:
+    """"1.0,0.7:0.9" -> T=1.0 (top_p 1) and T=0.7 with top_p 0.9."""
+    settings = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        temperature_text, _, top_p_text = part.partition(":")
+        try:
+            setting = SamplingSetting(float(temperature_text), float(top_p_text) if top_p_text else 1.0)
+        except ValueError:
+            raise SpecsuiteError(f"--lossless-temperatures expects T or T:TOP_P items, got {part!r}") from None
+        if not setting.temperature > 0.0:
+            raise SpecsuiteError(f"--lossless-temperatures: the lossless tests need T > 0 (greedy has its own test), got {part!r}")
+        if not 0.0 < setting.top_p <= 1.0:
+            raise SpecsuiteError(f"--lossless-temperatures: top_p must be in (0, 1], got {part!r}")
+        settings.append(setting)
+    if not settings:
+        raise SpecsuiteError("--lossless-temperatures is empty")
+    return settings
+
+
+@dataclass(frozen=True)
+class LosslessConfig:
+    """Sizes and knobs. The defaults are the CI sizes (the package docstring gives their power)."""
+
+    settings: tuple[SamplingSetting, ...] = (SamplingSetting(1.0), SamplingSetting(0.7, 0.9))
+    pit_requests: int = 300
+    pit_max_new_tokens: int = 16
+    top_k: int = 20
+    two_sample_prompts: int = 4
+    two_sample_size: int = 200
+    greedy_prompts: int = 24
+    greedy_max_new_tokens: int = 64
+    greedy_concurrencies: tuple[int, ...] = (1, 8, 32)
+    concurrency: int = 48
+    numerics_gap: float = DEFAULT_NUMERICS_GAP
+    alpha: float = 0.001
+    seed: int = 0
+
+    def check(self) -> None:
+        for name in ("pit_requests", "pit_max_new_tokens", "top_k", "two_sample_prompts", "two_sample_size",
+                     "greedy_prompts", "greedy_max_new_tokens", "concurrency"):
+            if getattr(self, name) < 1:
+                raise SpecsuiteError(f"lossless {name.replace('_', ' ')} must be at least 1, got {getattr(self, name)}")
+        if self.pit_max_new_tokens < 2:
+            raise SpecsuiteError("the PIT needs at least 2 new tokens per request (position 1 comes from prefill)")
+        if not self.greedy_concurrencies or min(self.greedy_concurrencies) < 1:
+            raise SpecsuiteError("greedy concurrencies must be positive integers")
+        if not 0.0 < self.alpha < 1.0:
+            raise SpecsuiteError(f"alpha must be in (0, 1), got {self.alpha}")
+
+
+@dataclass
+class SpecCoverage:
+    """How much of what was tested came from accepted drafts (positions >= 2)."""
+
+    verify_steps: int = 0
+    accepted_drafts: int = 0
+    positions_after_first: int = 0
+
+    @classmethod
+    def of(cls, results: Sequence[tuple[dict[str, Any], list[int]]]) -> SpecCoverage:
+        """From (meta_info, output_ids) pairs; SGLang reports the spec counts on finished responses."""
+        coverage = cls()
+        for meta, output in results:
+            coverage.verify_steps += int(meta.get("spec_verify_ct") or 0)
+            coverage.accepted_drafts += int(meta.get("spec_num_correct_drafts") or 0)
+            coverage.positions_after_first += max(0, len(output) - 1)
+        return coverage
+
+    def to_dict(self) -> dict[str, Any]:
+        share = self.accepted_drafts / self.positions_after_first if self.positions_after_first else None
+        return {**asdict(self), "accepted_draft_share": share}
+
+
+def draft_steps_of(speculative: dict[str, Any]) -> int:
+    """k, the drafts per verify step, from the server's speculative settings."""
+    steps = speculative.get("speculative_num_steps")
+    drafts = speculative.get("speculative_num_draft_tokens")
+    if isinstance(drafts, int) and drafts > 1:
+        return drafts - 1
+    if isinstance(steps, int) and steps > 0:
+        return steps
+    return DEFAULT_DRAFT_STEPS
+
+
+@dataclass
+class LosslessWorkload:
+    """Runs the lossless tests of one server under test against one reference."""
+
+    test: SGLangClient
+    reference: SGLangClient | None
+    prompts: Sequence[str]
+    config: LosslessConfig = field(default_factory=LosslessConfig)
+    draft_steps: int = DEFAULT_DRAFT_STEPS
+    _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.config.check()
+        if not self.prompts:
+            raise SpecsuiteError("the lossless tests need at least one prompt")
+
+    @property
+    def prompt_ids(self) -> list[list[int]]:
+        if self._prompt_ids is None:
+            self._prompt_ids = tokenize_prompts(self.test, self.prompts)
+        return self._prompt_ids
+
+    def _reference(self) -> SGLangClient:
+        if self.reference is None:
+            raise SpecsuiteError("this test needs a speculation-off reference server (--reference-url, or the embedded one)")
+        return self.reference
+
+    def _sample(self, client: SGLangClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> dict[str, Any]:
+        payload = {"input_ids": prompt, "sampling_params": {**setting.params(), "max_new_tokens": max_new_tokens, "sampling_seed": seed}}
+        return generate_object(client, payload)
+
+    def _score(self, client: SGLangClient, prompt: list[int], output: list[int], setting: SamplingSetting) -> list:
+        return parse_scoring(generate_object(client, scoring_payload(prompt, output, setting.temperature, self.config.top_k)), output)
+
+    # -- PIT ---------------------------------------------------------------------------------
+
+    def pit(self, setting: SamplingSetting, case_index: int = 0) -> dict[str, Any]:
+        """Generate, score on the server under test, and test the PIT of positions >= 2."""
+        config, prompts = self.config, self.prompt_ids
+        started = time.perf_counter()
+
+        def one(index: int) -> tuple[dict[str, Any], list[int], list]:
+            prompt = prompts[index % len(prompts)]
+            seed = request_seed(config.seed, "pit", case_index, index)
+            result = self._sample(self.test, prompt, setting, config.pit_max_new_tokens, seed)
+            output = output_ids_of(result)
+            scored = self._score(self.test, prompt, output, setting)[1:] if len(output) > 1 else []
+            return result.get("meta_info") or {}, output, scored
+
+        results = parallel_map(one, range(config.pit_requests), config.concurrency)
+        coverage = SpecCoverage.of([(meta, output) for meta, output, _ in results])
+        positions = [p for _, _, scored in results for p in scored if p is not None]
+        values = pit_values(positions, setting.top_p, request_seed(config.seed, "pit-randomization", case_index, 0))
+        test = uniformity_test(values.values, config.alpha)
+        return {
+            "setting": asdict(setting),
+            "requests": config.pit_requests,
+            "max_new_tokens": config.pit_max_new_tokens,
+            "top_k": config.top_k,
+            "positions": values.positions,
+            "unresolved_nucleus": values.unresolved,
+            "outside_support": values.outside_support,
+            "coverage": coverage.to_dict(),
+            "test": test.to_dict(),
+            "passed": test.passed,
+            "wall_time_s": time.perf_counter() - started,
+        }
+
+    # -- two-sample --------------------------------------------------------------------------
+
+    def two_sample(self, setting: SamplingSetting, case_index: int = 0) -> dict[str, Any]:
+        """Same prompts on both servers; chi-square per position 2..k+2 and log-likelihood z."""
+        config, reference = self.config, self._reference()
+        started = time.perf_counter()
+        chosen = self.prompt_ids[: config.two_sample_prompts]
+        positions = list(range(2, self.draft_steps + 3))
+        max_new_tokens = positions[-1]
+        size = config.two_sample_size
+
+        def arm(client: SGLangClient, stream: str) -> list[tuple[dict[str, Any], list[int], float]]:
+            def one(job: int) -> tuple[dict[str, Any], list[int], float]:
+                prompt = chosen[job // size]
+                result = self._sample(client, prompt, setting, max_new_tokens, request_seed(config.seed, stream, case_index, job))
+                output = output_ids_of(result)
+                scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
+                return result.get("meta_info") or {}, output, sum(_own_logprob(p) for p in scored[1:])
+
+            return parallel_map(one, range(len(chosen) * size), config.concurrency)
+
+        def by_prompt(results: list, column: int) -> list[list[Any]]:
+            return [[row[column] for row in results[p * size : (p + 1) * size]] for p in range(len(chosen))]
+
+        test_results = arm(self.test, "two-sample-test")
+        reference_results = arm(reference, "two-sample-reference")
+        coverage = SpecCoverage.of([(meta, output) for meta, output, _ in test_results])
+        test_outputs, test_loglik = by_prompt(test_results, 1), by_prompt(test_results, 2)
+        reference_outputs, reference_loglik = by_prompt(reference_results, 1), by_prompt(reference_results, 2)
+        homogeneity = homogeneity_test(test_outputs, reference_outputs, positions, config.alpha)
+        calibration = loglik_calibration(test_loglik, reference_loglik, config.alpha)
+        return {
+            "setting": asdict(setting),
+            "prompts": len(chosen),
+            "samples_per_prompt": config.two_sample_size,
+            "positions": positions,
+            "coverage": coverage.to_dict(),
+            "homogeneity": homogeneity.to_dict(),
+            "calibration": calibration.to_dict(),
+            "passed": homogeneity.passed and calibration.passed,
+            "wall_time_s": time.perf_counter() - started,
+        }
+
+    # -- greedy ------------------------------------------------------------------------------
+
+    def greedy(self) -> dict[str, Any]:
+        """T=0 outputs of the server under test at each concurrency against the reference's."""
+        config, reference = self.config, self._reference()
+        started = time.perf_counter()
+        prompts = [self.prompt_ids[i % len(self.prompt_ids)] for i in range(config.greedy_prompts)]
+        params = {"temperature": 0.0, "max_new_tokens": config.greedy_max_new_tokens}
+
+        def reference_one(prompt: list[int]) -> ReferenceOutput:
+            result = generate_object(reference, {"input_ids": prompt, "sampling_params": params, "return_logprob": True, "top_logprobs_num": 2})
+            tops = (result.get("meta_info") or {}).get("output_top_logprobs") or []
+            top2 = [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]] for entry in tops]
+            return ReferenceOutput(output_ids_of(result), top2)
+
+        references = parallel_map(reference_one, prompts, config.concurrency)
+        by_concurrency = []
+        for concurrency in config.greedy_concurrencies:
+            outputs = parallel_map(lambda p: output_ids_of(generate_object(self.test, {"input_ids": p, "sampling_params": params})), prompts, concurrency)
+            by_concurrency.append(compare_greedy(concurrency, outputs, references, config.numerics_gap).to_dict())
+        return {
+            "prompts": len(prompts),
+            "max_new_tokens": config.greedy_max_new_tokens,
+            "concurrencies": by_concurrency,
+            "passed": all(c["passed"] for c in by_concurrency),
+            "wall_time_s": time.perf_counter() - started,
+        }
+
+
+LOGPROB_FLOOR = -100.0  # SGLang clamps impossible tokens to about -3.4e38; squaring that overflows
+
+
+def _own_logprob(position: Any) -> float:
+    """The scored token's target logprob, floored (a missing one would make the log-likelihood meaningless)."""
+    if position is None or position.token_logprob is None:
+        raise SpecsuiteError("scoring request: a generated token came back without its logprob")
+    return max(LOGPROB_FLOOR, position.token_logprob)

@@ -1,0 +1,304 @@
+"""Streaming request functions with bench_serving's timing rules, for three backends.
+
+Backends (bench_serving's names): `sglang` (native POST /generate, cumulative chunks),
+`sglang-oai` (POST /v1/completions) and `sglang-oai-chat` (POST /v1/chat/completions).
+
+Timing, per request, all from `time.perf_counter()`:
+- `start_time` is taken just before the POST; a per-request connection (the default, as
+  bench_serving opens one ClientSession per request) puts the TCP connect inside TTFT.
+- Each received buffer is stamped once on arrival and every SSE line it completes gets that
+  stamp (bench_serving stamps a line when it gets round to parsing it, which adds parse time of
+  earlier lines in the same buffer).
+- `ttft`: the first chunk whose text is non-empty (native `text`, completions `choices[0].text`,
+  chat `delta.content` + `delta.reasoning_content`).
+- `latency` (E2E): the last non-empty line, `data: [DONE]` included.
+- `itl`: native backend: a later chunk carrying n = completion_tokens - previous > 0 new tokens
+  adds n entries of gap / n (gap since the previous counted chunk); a chunk with n = 0 is skipped
+  and its gap merges into the next. OpenAI backends: one entry per non-empty chunk (the
+  per-token split for sglang-oai happens in `metrics`, as in bench_serving). Tokens of the first
+  chunk produce no entry.
+- `chunk_itl`: one gap per counted chunk after the first, never split; `chunk_tokens` holds the
+  tokens each of those chunks carried (native only).
+- `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
+  chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
+
+Sampling fields, as bench_serving 0.5.23 sends them (`benchmark/serving.py`): the native backend
+puts `--temperature` in `sampling_params` and `top_p` only when `--top-p` < 1 (lines 699-706);
+the OpenAI backends ignore both flags and send `temperature: 0.0` and no `top_p` unless the extra
+body has them (completions lines 311-313, chat 471-473; bench_serving's vllm and lmdeploy backends
+use the same two functions). That is the default here too. `oai_sampling=True` (`specsuite bench
+--oai-sampling`, ours) sends `--temperature` and a `--top-p` below 1 on the OpenAI backends as
+well: a deliberate difference, recorded in the run's `sampling_sent`.
+
+Deliberate differences from bench_serving, all on failure paths: an in-stream error object fails
+the request (bench_serving counts it a success with no text), a usage-only chunk with
+`choices: []` is read instead of failing the completions request, and a stream that ends before
+`data: [DONE]` fails the request.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+
+from harness.errors import SpecsuiteError
+from harness.server.transport import error_message_of, shorten
+from harness.workloads.serving.datasets import DatasetRow
+
+BACKENDS = ("sglang", "sglang-oai", "sglang-oai-chat")
+API_PATHS = {"sglang": "/generate", "sglang-oai": "/v1/completions", "sglang-oai-chat": "/v1/chat/completions"}
+READ_BUFSIZE = 10 * 1024**2  # cumulative native chunks grow long; bench_serving uses the same 10 MB
+_DONE = b"[DONE]"
+
+
+@dataclass(frozen=True)
+class RequestSettings:
+    """What every request of one run shares."""
+
+    backend: str
+    base_url: str
+    model: str = "default"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    ignore_eos: bool = True
+    extra_request_body: dict[str, Any] = field(default_factory=dict)
+    api_key: str | None = None
+    oai_sampling: bool = False  # ours: apply temperature/top_p on the OpenAI backends too
+    connect_timeout_s: float = 30.0
+    read_timeout_s: float = 600.0  # the longest silence inside one stream
+    total_timeout_s: float = 6 * 3600.0  # bench_serving's per-request limit
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise SpecsuiteError(f"unknown backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
+
+    @property
+    def url(self) -> str:
+        return self.base_url.rstrip("/") + API_PATHS[self.backend]
+
+    def headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        return headers
+
+    def timeout(self) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(total=self.total_timeout_s, sock_connect=self.connect_timeout_s, sock_read=self.read_timeout_s)
+
+
+@dataclass
+class RequestOutput:
+    """One request's measurements (bench_serving's RequestFuncOutput plus per-chunk data)."""
+
+    prompt_len: int
+    success: bool = False
+    start_time: float = 0.0
+    ttft: float = 0.0
+    latency: float = 0.0
+    itl: list[float] = field(default_factory=list)
+    chunk_itl: list[float] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    text_chunks: list[str] = field(default_factory=list)
+    generated_text: str = ""
+    output_len: int = 0
+    server_prompt_len: int | None = None
+    spec_accept_length: float | None = None
+    spec_verify_ct: int | None = None
+    error: str = ""
+
+
+OAI_DEFAULT_TEMPERATURE = 0.0  # what bench_serving's OpenAI request functions send whatever --temperature says
+
+
+def sampling_sent(settings: RequestSettings) -> dict[str, Any]:
+    """The sampling fields every request of the run carries, before the extra body is merged
+    (which may still override them); top_p is absent when not sent."""
+    native = settings.backend == "sglang"
+    if native or settings.oai_sampling:
+        sent: dict[str, Any] = {"temperature": settings.temperature}
+        if settings.top_p < 1.0:
+            sent["top_p"] = settings.top_p
+        return sent
+    return {"temperature": OAI_DEFAULT_TEMPERATURE}
+
+
+def ignored_sampling_flags(settings: RequestSettings) -> list[str]:
+    """The --temperature/--top-p values that bench_serving (and so, by default, we) do not send."""
+    if settings.backend == "sglang" or settings.oai_sampling:
+        return []
+    ignored = []
+    if settings.temperature != OAI_DEFAULT_TEMPERATURE and "temperature" not in settings.extra_request_body:
+        ignored.append(f"--temperature {settings.temperature:g}")
+    if settings.top_p < 1.0 and "top_p" not in settings.extra_request_body:
+        ignored.append(f"--top-p {settings.top_p:g}")
+    return ignored
+
+
+def build_payload(settings: RequestSettings, row: DatasetRow) -> dict[str, Any]:
+    """The request body bench_serving sends for this backend (extra_request_body merged last)."""
+    extra = settings.extra_request_body
+    sampling_fields = sampling_sent(settings)
+    if settings.backend == "sglang":
+        sampling: dict[str, Any] = {"temperature": settings.temperature, "max_new_tokens": row.output_len, "ignore_eos": settings.ignore_eos}
+        if "top_p" in sampling_fields:
+            sampling["top_p"] = sampling_fields["top_p"]
+        key = "text" if isinstance(row.prompt, str) else "input_ids"
+        return {key: row.prompt, "sampling_params": sampling, "stream": True, **extra}
+    common = {"model": settings.model, "stream": True}
+    if "temperature" not in extra:
+        common["temperature"] = sampling_fields["temperature"]
+    if "ignore_eos" not in extra:
+        common["ignore_eos"] = settings.ignore_eos
+    if "top_p" in sampling_fields and "top_p" not in extra:
+        common["top_p"] = sampling_fields["top_p"]
+    if settings.backend == "sglang-oai":
+        return {**common, "prompt": row.prompt, "best_of": 1, "max_tokens": row.output_len, **extra}
+    if not isinstance(row.prompt, str):
+        raise SpecsuiteError("the chat backend needs text prompts: drop --tokenize-prompt")
+    return {**common, "messages": [{"role": "user", "content": row.prompt}], "max_completion_tokens": row.output_len, **extra}
+
+
+class _StreamState:
+    """Per-request parser state; `feed` handles one JSON chunk stamped with its arrival time."""
+
+    def __init__(self, backend: str, output: RequestOutput, requested_len: int) -> None:
+        self.backend = backend
+        self.out = output
+        self.out.output_len = requested_len
+        self.last_stamp = output.start_time
+        self.last_tokens = 0
+        self.first_seen = False
+        self.texts: list[str] = []
+
+    def feed(self, data: dict[str, Any], stamp: float) -> None:
+        message = error_message_of(data)
+        if message is not None:
+            raise _StreamError(f"server error in stream: {shorten(message)}")
+        if self.backend == "sglang":
+            self._native(data, stamp)
+        else:
+            self._openai(data, stamp)
+
+    def _native(self, data: dict[str, Any], stamp: float) -> None:
+        meta = data.get("meta_info") or {}
+        if meta.get("prompt_tokens"):
+            self.out.server_prompt_len = meta["prompt_tokens"]
+        if meta.get("spec_accept_length") is not None:
+            self.out.spec_accept_length = float(meta["spec_accept_length"])
+        if meta.get("spec_verify_ct") is not None:
+            self.out.spec_verify_ct = int(meta["spec_verify_ct"])
+        text = data.get("text")
+        if not text:
+            return
+        tokens = int(meta["completion_tokens"])
+        self.out.generated_text = text  # cumulative
+        self.out.output_len = tokens
+        if not self.first_seen:
+            self.first_seen = True
+            self.out.ttft = stamp - self.out.start_time
+        else:
+            new = tokens - self.last_tokens
+            if new == 0:
+                return  # no token: the gap merges into the next chunk's
+            gap = stamp - self.last_stamp
+            self.out.itl.extend([gap / new] * new)
+            self.out.chunk_itl.append(gap)
+            self.out.chunk_tokens.append(new)
+        self.last_stamp = stamp
+        self.last_tokens = tokens
+
+    def _openai(self, data: dict[str, Any], stamp: float) -> None:
+        usage = data.get("usage") or {}
+        if usage.get("completion_tokens") is not None:
+            self.out.output_len = int(usage["completion_tokens"])
+        if usage.get("prompt_tokens"):
+            self.out.server_prompt_len = usage["prompt_tokens"]
+        choices = data.get("choices") or []
+        if not choices:
+            return
+        choice = choices[0]
+        if self.backend == "sglang-oai":
+            text = choice.get("text") or ""
+        else:
+            delta = choice.get("delta") or {}
+            text = (delta.get("reasoning_content") or delta.get("reasoning") or "") + (delta.get("content") or "")
+        if not text:
+            return
+        if not self.first_seen:
+            self.first_seen = True
+            self.out.ttft = stamp - self.out.start_time
+        else:
+            gap = stamp - self.last_stamp
+            self.out.itl.append(gap)
+            self.out.chunk_itl.append(gap)
+            self.out.text_chunks.append(text)
+        self.last_stamp = stamp
+        self.texts.append(text)
+
+    def finish(self) -> None:
+        if self.backend != "sglang":
+            self.out.generated_text = "".join(self.texts)
+
+
+class _StreamError(Exception):
+    """A stream that cannot be measured: becomes the request's error text."""
+
+
+async def send_request(session: aiohttp.ClientSession, settings: RequestSettings, row: DatasetRow) -> RequestOutput:
+    """Send one streaming request and measure it; failures are recorded in the output, not raised."""
+    body = orjson.dumps(build_payload(settings, row))
+    output = RequestOutput(prompt_len=row.prompt_len)
+    state = _StreamState(settings.backend, output, row.output_len)
+    output.start_time = time.perf_counter()
+    try:
+        async with session.post(settings.url, data=body, headers=settings.headers(), timeout=settings.timeout()) as response:
+            if response.status != 200:
+                output.error = f"HTTP {response.status} {response.reason or ''}: {shorten(await response.text())}"
+                return output
+            done = await _read_stream(response, state)
+        if not done:
+            raise _StreamError("stream ended without data: [DONE]")
+        state.finish()
+        output.success = True
+    except _StreamError as exc:
+        output.error = str(exc)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        output.error = f"{type(exc).__name__}: {shorten(str(exc)) or 'timed out'}"
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        output.error = f"unparseable chunk: {type(exc).__name__}: {shorten(str(exc))}"
+    return output
+
+
+async def _read_stream(response: aiohttp.ClientResponse, state: _StreamState) -> bool:
+    """Feed every `data:` line to `state`; True when `[DONE]` arrived. Sets the E2E latency."""
+    pending = b""
+    done = False
+    start = state.out.start_time
+    async for buffer in response.content.iter_any():
+        stamp = time.perf_counter()
+        if b"\n" not in buffer:
+            pending += buffer
+            continue
+        lines = (pending + buffer).split(b"\n")
+        pending = lines.pop()
+        for raw in lines:
+            line = raw.strip()
+            if not line:
+                continue
+            state.out.latency = stamp - start
+            payload = line[6:] if line.startswith(b"data: ") else line[5:] if line.startswith(b"data:") else None
+            if payload is None:
+                continue  # SSE comment or another field
+            payload = payload.strip()
+            if payload == _DONE:
+                done = True
+                continue
+            data = orjson.loads(payload)
+            if not isinstance(data, dict):
+                raise _StreamError(f"chunk is not a JSON object: {shorten(payload.decode(errors='replace'), 80)}")
+            state.feed(data, stamp)
+    return done
