@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import SpecsuiteError
+from harness.project_paths import PROJECT_ROOT
 from harness.server import launcher
 from harness.server.launcher import LaunchedServer, find_free_port, launch_reference_server, reference_server_command
 
@@ -204,6 +205,6 @@ def test_launch_reference_server_wires_port_log_and_pythonpath(tmp_path, monkeyp
         port = int(server.base_url.rsplit(":", 1)[1])
         assert server.log_path == tmp_path / "logs" / f"refserver-fix-{port}.log"
         assert health_status(server.base_url) == 200
-    assert f"PYTHONPATH={Path(launcher.__file__).resolve().parents[1]}" in server.log_path.read_text()
+    assert f"PYTHONPATH={PROJECT_ROOT}" in server.log_path.read_text()
     with pytest.raises(SpecsuiteError, match="invalid arm name"):
         launch_reference_server("../x", tmp_path)

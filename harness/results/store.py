@@ -307,6 +307,14 @@ class RunDirectory:
         self.close()
 
 
+def _parse_json(raw: bytes, where: str) -> Any:
+    """Parsed JSON, or one line naming where the bad JSON is."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise SpecsuiteError(f"{where} is not valid JSON: {exc}") from None
+
+
 def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a ``results.json`` (or the run folder holding one) and check its schema version."""
     target = Path(path)
@@ -316,10 +324,7 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
         raw = target.read_bytes()
     except OSError as exc:
         raise SpecsuiteError(f"cannot read results file {target}: {exc.strerror}") from None
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise SpecsuiteError(f"results file {target} is not valid JSON: {exc}") from None
+    data = _parse_json(raw, f"results file {target}")
     if not isinstance(data, dict):
         raise SpecsuiteError(f"results file {target} does not hold a JSON object")
     version = data.get("schema_version")
@@ -365,10 +370,7 @@ def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     for number, line in enumerate(complete_lines, start=1):
         if not line.strip():
             continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise SpecsuiteError(f"record file {target} line {number} is not valid JSON: {exc}") from None
+        record = _parse_json(line, f"record file {target} line {number}")
         if not isinstance(record, dict):
             raise SpecsuiteError(f"record file {target} line {number} is not a JSON object")
         records.append(record)

@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation, prompt_hash
-from harness.server.transport import HttpTransport, int_list, shorten
+from harness.server.transport import ServerClient, int_list, shorten
 
 # logprobs=0: the sampled token's logprob at every position, no alternatives.
 DEFAULT_LOGPROBS = 0
@@ -29,32 +29,12 @@ COMPLETIONS_PATH, CHAT_PATH = "/v1/completions", "/v1/chat/completions"
 COMPLETIONS, CHAT = "completions", "chat"  # the `api` names harness.workloads.integrity.openai_rules uses
 
 
-class OpenAICompletionsClient:
+class OpenAICompletionsClient(ServerClient):
     """One OpenAI-compatible server. Same timeouts, auth and one-line errors as `SGLangClient`."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        timeout_s: float = 120.0,
-        connect_timeout_s: float = 5.0,
-        model: str = "default",
-    ) -> None:
-        self._http = HttpTransport(base_url, api_key, timeout_s, connect_timeout_s)
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0, model: str = "default") -> None:
+        super().__init__(base_url, api_key, timeout_s, connect_timeout_s)
         self.model = model
-
-    @property
-    def base_url(self) -> str:
-        return self._http.display_url
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> OpenAICompletionsClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def models(self) -> list[dict[str, Any]]:
         """GET /v1/models: the model cards (`data`)."""
@@ -179,13 +159,10 @@ def _generation_from_chat(messages: list[dict[str, Any]], params: dict[str, Any]
     finish_reason = None if finish is None else {"type": finish, **({"matched": choice["matched_stop"]} if choice.get("matched_stop") is not None else {})}
     completion_tokens = usage.get("completion_tokens", len(output_ids) if output_ids is not None else None)
     prompt = json.dumps(messages, separators=(",", ":"), sort_keys=True)
-    return Generation(
-        prompt=prompt, prompt_ids=None, prompt_hash=prompt_hash(prompt, None), params=dict(params),
-        output_ids=output_ids, text=message.get("content") or "",
-        output_logprobs=[entry.get("logprob") for entry in content] if isinstance(content, list) else None,
-        logprob_ids=None, finish_reason=finish_reason, completion_tokens=completion_tokens,
-        meta_info={"api": "openai-chat", "usage": usage},
-    )
+    return Generation(prompt=prompt, prompt_ids=None, prompt_hash=prompt_hash(prompt, None), params=dict(params),
+                      output_ids=output_ids, text=message.get("content") or "",
+                      output_logprobs=[entry.get("logprob") for entry in content] if isinstance(content, list) else None,
+                      logprob_ids=None, finish_reason=finish_reason, completion_tokens=completion_tokens, meta_info={"api": "openai-chat", "usage": usage})
 
 
 def _empty_choice() -> dict[str, Any]:
@@ -230,16 +207,7 @@ def _generation_from_choice(
         completion_tokens = len(output_ids)
     text_prompt = prompt if isinstance(prompt, str) else None
     ids_prompt = prompt if isinstance(prompt, list) else None
-    return Generation(
-        prompt=text_prompt,
-        prompt_ids=ids_prompt,
-        prompt_hash=prompt_hash(text_prompt, ids_prompt),
-        params=dict(params),
-        output_ids=output_ids,
-        text=choice["text"],
-        output_logprobs=list(token_logprobs) if token_logprobs is not None else None,
-        logprob_ids=None,
-        finish_reason=finish_reason,
-        completion_tokens=completion_tokens,
-        meta_info={"api": "openai-completions", "usage": usage, "logprob_tokens": logprobs.get("tokens")},
-    )
+    return Generation(prompt=text_prompt, prompt_ids=ids_prompt, prompt_hash=prompt_hash(text_prompt, ids_prompt), params=dict(params), output_ids=output_ids,
+                      text=choice["text"], output_logprobs=list(token_logprobs) if token_logprobs is not None else None, logprob_ids=None,
+                      finish_reason=finish_reason, completion_tokens=completion_tokens,
+                      meta_info={"api": "openai-completions", "usage": usage, "logprob_tokens": logprobs.get("tokens")})

@@ -12,35 +12,11 @@ from typing import Any
 import requests
 
 from harness.errors import SpecsuiteError
-from harness.server.transport import HttpTransport, int_list, shorten
+from harness.server.transport import ServerClient, int_list, shorten
 
 
-class SGLangClient:
+class SGLangClient(ServerClient):
     """One SGLang server. Every request carries a (connect, read) timeout; errors are one line."""
-
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        timeout_s: float = 120.0,
-        connect_timeout_s: float = 5.0,
-        admin_api_key: str | None = None,
-    ) -> None:
-        self._http = HttpTransport(base_url, api_key, timeout_s, connect_timeout_s, admin_api_key=admin_api_key)
-
-    @property
-    def base_url(self) -> str:
-        """The server URL as it may be shown or stored: no credentials."""
-        return self._http.display_url
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> SGLangClient:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     # -- generation -------------------------------------------------------------------------
 

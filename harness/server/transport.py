@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit, urlunsplit
 
 import orjson
@@ -88,14 +88,8 @@ def is_refused(exc: BaseException) -> bool:
 class HttpTransport:
     """A requests.Session bound to one server, with timeouts, bearer auth and one-line errors."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        timeout_s: float = 120.0,
-        connect_timeout_s: float = 5.0,
-        admin_api_key: str | None = None,
-    ) -> None:
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,
+                 admin_api_key: str | None = None) -> None:
         parts = urlsplit(base_url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SpecsuiteError(
@@ -206,11 +200,8 @@ class HttpTransport:
                 status=response.status_code,
             )
         if admin:
-            return RequestFault(
-                ErrorClass.HTTP_AUTH,
-                f"admin API key rejected by {self.display_url} (HTTP {response.status_code} on {path})",
-                status=response.status_code,
-            )
+            return RequestFault(ErrorClass.HTTP_AUTH, f"admin API key rejected by {self.display_url} (HTTP {response.status_code} on {path})",
+                                status=response.status_code)
         if not self.has_api_key:
             return RequestFault(
                 ErrorClass.HTTP_AUTH,
@@ -235,12 +226,8 @@ class HttpTransport:
             detail = self.scrub(shorten(server_error_text(response)))
         except requests.exceptions.RequestException:
             detail = "(the error body broke off)"
-        return RequestFault(
-            status_class(response.status_code),
-            f"{method} {path} on {self.display_url} failed with HTTP {response.status_code}: {detail}",
-            status=response.status_code,
-            retry_after_s=parse_retry_after(response.headers.get("Retry-After")),
-        )
+        return RequestFault(status_class(response.status_code), f"{method} {path} on {self.display_url} failed with HTTP {response.status_code}: {detail}",
+                            status=response.status_code, retry_after_s=parse_retry_after(response.headers.get("Retry-After")))
 
     def json_or_raise(self, method: str, path: str, response: requests.Response) -> Any:
         """The decoded JSON body of a 2xx answer; anything else becomes a one-line SpecsuiteError."""
@@ -313,3 +300,25 @@ def int_list(value: Any, what: str) -> list[int]:
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         raise SpecsuiteError(f"{what} is not a list of token ids: {shorten(repr(value), 80)}")
     return value
+
+
+class ServerClient:
+    """Base of the server clients: one `HttpTransport`, the URL it may show, `close` and `with`."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,
+                 admin_api_key: str | None = None) -> None:
+        self._http = HttpTransport(base_url, api_key, timeout_s, connect_timeout_s, admin_api_key=admin_api_key)
+
+    @property
+    def base_url(self) -> str:
+        """The server URL as it may be shown or stored: no credentials."""
+        return self._http.display_url
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -51,14 +51,7 @@ class RateComparison(Result):
     confidence: float
 
 
-def rate_ratio_test(
-    k1: int,
-    e1: float,
-    k2: int,
-    e2: float,
-    alternative: Alternative = "two-sided",
-    confidence: float = 0.95,
-) -> RateComparison:
+def rate_ratio_test(k1: int, e1: float, k2: int, e2: float, alternative: Alternative = "two-sided", confidence: float = 0.95) -> RateComparison:
     """Exact conditional test of two Poisson rates, k1 events in exposure e1 vs k2 in e2.
 
     Under H0 (equal rates) k1 given k1 + k2 is Binomial(k1 + k2, e1 / (e1 + e2)); the p-value
@@ -147,15 +140,8 @@ class ProportionComparison(Result):
     confidence: float
 
 
-def fisher_exact_2x2(
-    a_events: int,
-    a_n: int,
-    b_events: int,
-    b_n: int,
-    alternative: Alternative = "two-sided",
-    confidence: float = 0.95,
-    odds_ratio_ci: bool = True,
-) -> ProportionComparison:
+def fisher_exact_2x2(a_events: int, a_n: int, b_events: int, b_n: int, alternative: Alternative = "two-sided", confidence: float = 0.95,
+                     odds_ratio_ci: bool = True) -> ProportionComparison:
     """Fisher's exact test of a_events/a_n vs b_events/b_n.
 
     p-value: scipy.stats.fisher_exact. Odds ratio: conditional MLE with its exact
@@ -179,21 +165,9 @@ def fisher_exact_2x2(
     diff_ci = newcombe_difference_interval(
         a_events, a_n, b_events, b_n, two_sided_level(confidence, alternative)
     )
-    return ProportionComparison(
-        a_events=a_events,
-        a_n=a_n,
-        b_events=b_events,
-        b_n=b_n,
-        proportion_a=a_events / a_n,
-        proportion_b=b_events / b_n,
-        odds_ratio=float(odds.statistic),
-        odds_ratio_ci=or_ci,
-        risk_difference=a_events / a_n - b_events / b_n,
-        risk_difference_ci=open_side(diff_ci, alternative, -1.0, 1.0),
-        p_value=p_value,
-        alternative=alternative,
-        confidence=confidence,
-    )
+    return ProportionComparison(a_events=a_events, a_n=a_n, b_events=b_events, b_n=b_n, proportion_a=a_events / a_n, proportion_b=b_events / b_n,
+                                odds_ratio=float(odds.statistic), odds_ratio_ci=or_ci, risk_difference=a_events / a_n - b_events / b_n,
+                                risk_difference_ci=open_side(diff_ci, alternative, -1.0, 1.0), p_value=p_value, alternative=alternative, confidence=confidence)
 
 
 @dataclass(frozen=True)
@@ -214,13 +188,7 @@ class PairedComparison(Result):
     confidence: float
 
 
-def mcnemar_exact(
-    b: int,
-    c: int,
-    n_pairs: int,
-    alternative: Alternative = "two-sided",
-    confidence: float = 0.95,
-) -> PairedComparison:
+def mcnemar_exact(b: int, c: int, n_pairs: int, alternative: Alternative = "two-sided", confidence: float = 0.95) -> PairedComparison:
     """Exact McNemar test from the discordant counts b (A right, B wrong) and c (B right, A wrong).
 
     p-value: b | b + c ~ Binomial(b + c, 1/2) under H0 (scipy.stats.binomtest); p = 1 when
@@ -244,16 +212,8 @@ def mcnemar_exact(
     centre = (b_adj - c_adj) / n_adj
     half = z * math.sqrt((b_adj + c_adj) - (b_adj - c_adj) ** 2 / n_adj) / n_adj
     ci = open_side((max(-1.0, centre - half), min(1.0, centre + half)), alternative, -1.0, 1.0)
-    return PairedComparison(
-        a_only=b,
-        b_only=c,
-        n_pairs=n_pairs,
-        difference=(b - c) / n_pairs,
-        difference_ci=ci,
-        p_value=p_value,
-        alternative=alternative,
-        confidence=confidence,
-    )
+    return PairedComparison(a_only=b, b_only=c, n_pairs=n_pairs, difference=(b - c) / n_pairs, difference_ci=ci, p_value=p_value, alternative=alternative,
+                            confidence=confidence)
 
 
 def mcnemar_from_pairs(

@@ -63,21 +63,16 @@ def tost_equivalence(
     p_upper = float(stats.t.cdf((diff - high) / se, df))
     half = float(stats.t.ppf(1.0 - alpha, df)) * se
     scale = math.expm1 if relative else float
+    return _tost_result(scale(diff), (scale(diff - half), scale(diff + half)), (scale(low), scale(high)), p_lower, p_upper,
+                        alpha, relative, "welch-t", int(x.size), int(y.size))
+
+
+def _tost_result(estimate: float, ci: tuple[float, float], bounds: tuple[float, float], p_lower: float, p_upper: float,
+                 alpha: float, relative: bool, method: Literal["welch-t", "agresti-caffo-z"], n_a: int, n_b: int) -> EquivalenceResult:
+    """The TOST outcome: equivalent when the larger of the two one-sided p-values is below alpha."""
     p_value = max(p_lower, p_upper)
-    return EquivalenceResult(
-        estimate=scale(diff),
-        ci=(scale(diff - half), scale(diff + half)),
-        bounds=(scale(low), scale(high)),
-        p_value=p_value,
-        p_lower=p_lower,
-        p_upper=p_upper,
-        alpha=alpha,
-        equivalent=p_value < alpha,
-        relative=relative,
-        method="welch-t",
-        n_a=int(x.size),
-        n_b=int(y.size),
-    )
+    return EquivalenceResult(estimate=estimate, ci=ci, bounds=bounds, p_value=p_value, p_lower=p_lower, p_upper=p_upper,
+                             alpha=alpha, equivalent=p_value < alpha, relative=relative, method=method, n_a=n_a, n_b=n_b)
 
 
 def _welch(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -114,18 +109,5 @@ def tost_proportions(
     p_lower = float(stats.norm.sf((centre + margin) / se))
     p_upper = float(stats.norm.cdf((centre - margin) / se))
     z = float(stats.norm.ppf(1.0 - alpha))
-    p_value = max(p_lower, p_upper)
-    return EquivalenceResult(
-        estimate=a_events / a_n - b_events / b_n,
-        ci=(centre - z * se, centre + z * se),
-        bounds=(-margin, margin),
-        p_value=p_value,
-        p_lower=p_lower,
-        p_upper=p_upper,
-        alpha=alpha,
-        equivalent=p_value < alpha,
-        relative=False,
-        method="agresti-caffo-z",
-        n_a=a_n,
-        n_b=b_n,
-    )
+    return _tost_result(a_events / a_n - b_events / b_n, (centre - z * se, centre + z * se), (-margin, margin), p_lower, p_upper,
+                        alpha, False, "agresti-caffo-z", a_n, b_n)

@@ -22,15 +22,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats
 
-from harness.stats._common import (
-    Alternative,
-    Result,
-    StatsInputError,
-    check_alternative,
-    check_confidence,
-    check_count,
-    check_sample,
-)
+from harness.stats._common import Alternative, Result, StatsInputError, check_alternative, check_confidence, check_count, check_sample
 
 BootstrapMethod = Literal["percentile", "basic", "BCa"]
 
@@ -66,14 +58,8 @@ def mann_whitney(a: Sequence[float], b: Sequence[float], alternative: Alternativ
     x, y = check_sample(a, "a"), check_sample(b, "b")
     alternative = check_alternative(alternative)
     res = stats.mannwhitneyu(x, y, alternative=alternative, method="auto")
-    return MannWhitneyResult(
-        n_a=int(x.size),
-        n_b=int(y.size),
-        u_statistic=float(res.statistic),
-        prob_superiority=float(res.statistic) / (x.size * y.size),
-        p_value=float(res.pvalue),
-        alternative=alternative,
-    )
+    return MannWhitneyResult(n_a=int(x.size), n_b=int(y.size), u_statistic=float(res.statistic), prob_superiority=float(res.statistic) / (x.size * y.size),
+                             p_value=float(res.pvalue), alternative=alternative)
 
 
 @dataclass(frozen=True)
@@ -110,17 +96,9 @@ def welch_ttest(
     res = stats.ttest_ind(x, y, equal_var=False, alternative=alternative)
     ci = res.confidence_interval(confidence_level=confidence)
     to_scale = _log_to_relative if relative else float
-    return MeanComparison(
-        estimate=to_scale(float(np.mean(x) - np.mean(y))),
-        ci=(to_scale(float(ci.low)), to_scale(float(ci.high))),
-        p_value=float(res.pvalue),
-        df=float(res.df),
-        n_a=int(x.size),
-        n_b=int(y.size),
-        relative=relative,
-        alternative=alternative,
-        confidence=confidence,
-    )
+    return MeanComparison(estimate=to_scale(float(np.mean(x) - np.mean(y))), ci=(to_scale(float(ci.low)), to_scale(float(ci.high))),
+                          p_value=float(res.pvalue), df=float(res.df), n_a=int(x.size), n_b=int(y.size), relative=relative, alternative=alternative,
+                          confidence=confidence)
 
 
 def welch_inputs(a: Sequence[float], b: Sequence[float], relative: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -153,14 +131,8 @@ class BootstrapResult(Result):
     n_b: int
 
 
-def bootstrap_median_diff_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    confidence: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
-    method: BootstrapMethod = "percentile",
-) -> BootstrapResult:
+def bootstrap_median_diff_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0,
+                             method: BootstrapMethod = "percentile") -> BootstrapResult:
     """Bootstrap interval for median(a) - median(b), resampling each arm independently.
 
     scipy.stats.bootstrap with numpy's default_rng(seed). The percentile method is the default:
@@ -170,14 +142,8 @@ def bootstrap_median_diff_ci(
     return _bootstrap("median_diff", _median_diff, x, y, confidence, n_resamples, seed, method)
 
 
-def relative_median_diff_ci(
-    a: Sequence[float],
-    b: Sequence[float],
-    confidence: float = 0.95,
-    n_resamples: int = 9999,
-    seed: int = 0,
-    method: BootstrapMethod = "percentile",
-) -> BootstrapResult:
+def relative_median_diff_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, n_resamples: int = 9999, seed: int = 0,
+                            method: BootstrapMethod = "percentile") -> BootstrapResult:
     """Bootstrap interval for median(a) / median(b) - 1, e.g. +0.004 for "median ITL +0.4%".
 
     Samples must be positive. Same resampling as bootstrap_median_diff_ci.
@@ -195,16 +161,8 @@ def _relative_median_diff(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.nd
     return np.median(x, axis=axis) / np.median(y, axis=axis) - 1.0
 
 
-def _bootstrap(
-    name: str,
-    statistic: Callable[..., np.ndarray],
-    x: np.ndarray,
-    y: np.ndarray,
-    confidence: float,
-    n_resamples: int,
-    seed: int,
-    method: BootstrapMethod,
-) -> BootstrapResult:
+def _bootstrap(name: str, statistic: Callable[..., np.ndarray], x: np.ndarray, y: np.ndarray, confidence: float, n_resamples: int, seed: int,
+               method: BootstrapMethod) -> BootstrapResult:
     confidence = check_confidence(confidence)
     n_resamples = check_count(n_resamples, "n_resamples")
     seed = check_count(seed, "seed")
@@ -233,17 +191,8 @@ def _bootstrap(
             f"bootstrap {method} interval for {name} is undefined on these samples (too little variation); "
             "try method='percentile'"
         )
-    return BootstrapResult(
-        statistic=name,
-        estimate=float(statistic(x, y)),
-        ci=(low, high),
-        confidence=confidence,
-        method=method,
-        n_resamples=n_resamples,
-        seed=seed,
-        n_a=int(x.size),
-        n_b=int(y.size),
-    )
+    return BootstrapResult(statistic=name, estimate=float(statistic(x, y)), ci=(low, high), confidence=confidence, method=method, n_resamples=n_resamples,
+                           seed=seed, n_a=int(x.size), n_b=int(y.size))
 
 
 @dataclass(frozen=True)
@@ -298,16 +247,7 @@ def hodges_lehmann(
     ci = (float(part[k - 1]), float(part[total - k])) if k >= 1 else (-math.inf, math.inf)
     if relative:
         estimate, ci = _log_to_relative(estimate), (_log_to_relative(ci[0]), _log_to_relative(ci[1]))
-    return ShiftEstimate(
-        estimate=estimate,
-        ci=ci,
-        confidence=confidence,
-        achieved_confidence=achieved,
-        n_a=m,
-        n_b=n,
-        relative=relative,
-        method=method,
-    )
+    return ShiftEstimate(estimate=estimate, ci=ci, confidence=confidence, achieved_confidence=achieved, n_a=m, n_b=n, relative=relative, method=method)
 
 
 @functools.lru_cache(maxsize=256)

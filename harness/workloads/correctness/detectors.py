@@ -116,15 +116,15 @@ def stray_chars(
         if in_run or after.isalnum() or before == "" or before.isspace():
             positions.append(i)
     per_1200 = len(positions) * TOKENS_PER_STRAY_UNIT / generated_tokens if generated_tokens > 0 else None
-    return DetectorResult(
-        name="stray_char",
-        count=len(positions),
-        total=generated_tokens,
-        unit="tokens",
-        positions=positions[:MAX_POSITIONS],
-        examples=[text[max(0, i - 8) : i + 9] for i in positions[:MAX_POSITIONS]],
-        details={"char": char, "per_1200_tokens": per_1200},
-    )
+    return _text_positions("stray_char", text, positions, generated_tokens, {"char": char, "per_1200_tokens": per_1200})
+
+
+def _text_positions(name: str, text: str, positions: list[int], generated_tokens: int,
+                    details: dict[str, Any] | None = None) -> DetectorResult:
+    """A detector result over character positions in `text`, per generated token, with examples."""
+    shown = positions[:MAX_POSITIONS]
+    return DetectorResult(name=name, count=len(positions), total=generated_tokens, unit="tokens", positions=shown,
+                          examples=[text[max(0, i - 8) : i + 9] for i in shown], details=details or {})
 
 
 @dataclass(frozen=True)
@@ -218,15 +218,7 @@ def id_fragments(
 
 def replacement_chars(text: str, generated_tokens: int) -> DetectorResult:
     """U+FFFD in the text: bytes that did not form valid UTF-8 where the server stopped decoding."""
-    positions = [i for i, c in enumerate(text) if c == "\ufffd"]
-    return DetectorResult(
-        name="replacement_char",
-        count=len(positions),
-        total=generated_tokens,
-        unit="tokens",
-        positions=positions[:MAX_POSITIONS],
-        examples=[text[max(0, i - 8) : i + 9] for i in positions[:MAX_POSITIONS]],
-    )
+    return _text_positions("replacement_char", text, [i for i, c in enumerate(text) if c == "\ufffd"], generated_tokens)
 
 
 def repetition_loop(

@@ -25,15 +25,7 @@ from harness.errors import SpecsuiteError
 from harness.server.faults import RunStopped, classify
 from harness.workloads.gsm8k.data import GSM8KItem, one_line
 from harness.workloads.gsm8k.metrics import accept_length_summary, definition_summary, latency_summary
-from harness.workloads.gsm8k.prompt import (
-    DEFAULT_MAX_NEW_TOKENS,
-    STOP_SEQUENCES,
-    FewShotPlan,
-    build_payload,
-    build_prompt,
-    plan_few_shot,
-    prompt_hash,
-)
+from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_payload, build_prompt, plan_few_shot, prompt_hash
 from harness.workloads.gsm8k.scoring import DEFINITIONS, score_output
 
 __all__ = ["GSM8KResult", "PairedOutcomes", "paired_outcomes", "run_gsm8k"]

@@ -22,13 +22,14 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy import optimize, stats
 
 from harness.errors import SpecsuiteError
+from harness.stats._common import Result
 from harness.workloads.lossless.scoring import ScoredPosition
 
 # Float32 logprobs and different summation orders move a prefix sum by far less than this.
@@ -178,7 +179,7 @@ def pit_values_needed(epsilon: float, bin_probability: float, bins: int, alpha: 
 
 
 @dataclass(frozen=True)
-class UniformityResult:
+class UniformityResult(Result):
     """KS and binned chi-square of PIT values against U(0, 1), combined by Bonferroni (each at
     alpha / 2; passed when p_value >= alpha).
 
@@ -205,9 +206,6 @@ class UniformityResult:
     mde_tv_body: float
     mde_tv_tail: float
     ks_critical_distance: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def uniformity_test(values: Sequence[float] | np.ndarray, alpha: float) -> UniformityResult:

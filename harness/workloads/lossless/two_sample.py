@@ -17,14 +17,14 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
 from harness.errors import SpecsuiteError
 from harness.stats import holm, mde_two_proportions
+from harness.stats._common import Result
 
 END = -1  # category for "the sample ended before this position"
 MIN_POOLED_COUNT = 10  # expected count >= 5 per cell when both arms have the same size
@@ -71,7 +71,7 @@ def homogeneity_table(test_tokens: Sequence[int], reference_tokens: Sequence[int
 
 
 @dataclass(frozen=True)
-class HomogeneityResult:
+class HomogeneityResult(Result):
     """Per-position chi-square (summed over prompts), Holm-adjusted across positions."""
 
     positions: list[int]
@@ -85,9 +85,6 @@ class HomogeneityResult:
     samples_per_arm: int
     prompts: int
     mde_token_probability: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def homogeneity_test(
@@ -143,7 +140,7 @@ def _mde_or_none(n: int, alpha: float) -> float | None:
 
 
 @dataclass(frozen=True)
-class CalibrationResult:
+class CalibrationResult(Result):
     """Log-likelihood calibration: z > 0 means the test arm's tokens are likelier under the
     target than the reference's. `mde_nats` is the smallest per-sample shift of the mean
     log-likelihood (the same on every prompt) detected with 80% power."""
@@ -155,9 +152,6 @@ class CalibrationResult:
     mean_difference_nats: float
     mde_nats: float
     prompts: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def loglik_calibration(

@@ -132,18 +132,8 @@ def _download_sharegpt() -> str:
         raise SpecsuiteError(f"cannot fetch ShareGPT from the Hugging Face hub ({type(exc).__name__}); pass --dataset-path to a local copy") from None
 
 
-def sample_random_requests(
-    tokenizer: LocalTokenizer,
-    rng: BenchRandom,
-    *,
-    num_prompts: int,
-    input_len: int,
-    output_len: int,
-    range_ratio: float,
-    random_ids: bool,
-    tokenize_prompt: bool,
-    dataset_path: str | None = None,
-) -> list[DatasetRow]:
+def sample_random_requests(tokenizer: LocalTokenizer, rng: BenchRandom, *, num_prompts: int, input_len: int, output_len: int, range_ratio: float,
+                           random_ids: bool, tokenize_prompt: bool, dataset_path: str | None = None) -> list[DatasetRow]:
     """bench_serving's `random` (ids of real text) or `random-ids` (consecutive ids) request set."""
     input_lens = compute_random_lens(rng.numpy, input_len, range_ratio, num_prompts)
     output_lens = compute_random_lens(rng.numpy, output_len, range_ratio, num_prompts)
@@ -179,15 +169,8 @@ def _ids_from_text(tokenizer: LocalTokenizer, rng: BenchRandom, pairs: list[tupl
     return id_lists
 
 
-def sample_sharegpt_requests(
-    tokenizer: LocalTokenizer,
-    rng: BenchRandom,
-    *,
-    num_prompts: int,
-    dataset_path: str | None,
-    fixed_output_len: int | None = None,
-    context_len: int | None = None,
-) -> list[DatasetRow]:
+def sample_sharegpt_requests(tokenizer: LocalTokenizer, rng: BenchRandom, *, num_prompts: int, dataset_path: str | None, fixed_output_len: int | None = None,
+                             context_len: int | None = None) -> list[DatasetRow]:
     """bench_serving's `sharegpt` request set: real prompts, reply-length outputs."""
     if fixed_output_len is not None and fixed_output_len < 4:
         raise SpecsuiteError(f"--sharegpt-output-len must be at least 4, got {fixed_output_len}")

@@ -67,30 +67,28 @@ def _row(label: str, value: Any) -> str:
     return f"{label:<40} {value!s:<10}"
 
 
+# bench_serving's table rows that print one record field as it is, in its order.
+_TOTALS_ROWS = (
+    ("Successful requests:", "completed"), ("Failed requests:", "failed"), ("Benchmark duration (s):", "duration"),
+    ("Total input tokens:", "total_input_tokens"), ("Total generated tokens:", "total_output_tokens"),
+    ("Total generated tokens (retokenized):", "total_output_tokens_retokenized"),
+    ("Request throughput (req/s):", "request_throughput"), ("Input token throughput (tok/s):", "input_throughput"),
+    ("Output token throughput (tok/s):", "output_throughput"), ("Peak output token throughput (tok/s):", "max_output_tokens_per_s"),
+    ("Peak concurrent requests:", "max_concurrent_requests"), ("Total token throughput (tok/s):", "total_throughput"),
+    ("Concurrency:", "concurrency"),
+)
+
+
 def format_table(record: dict[str, Any]) -> str:
     """bench_serving's "Serving Benchmark Result" table, with our per-chunk and per-request lines."""
     rate = record["request_rate"]
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     if record.get("status") != "complete":
         lines.append(_row("Status:", record.get("status")))
-    lines += [
-        _row("Backend:", record["backend"]),
-        _row("Traffic request rate:", rate),
-        _row("Max request concurrency:", record["max_concurrency"] or "not set"),
-        _row("Successful requests:", record["completed"]),
-        _row("Failed requests:", record["failed"]),
-        _row("Benchmark duration (s):", record["duration"]),
-        _row("Total input tokens:", record["total_input_tokens"]),
-        _row("Total generated tokens:", record["total_output_tokens"]),
-        _row("Total generated tokens (retokenized):", record["total_output_tokens_retokenized"]),
-        _row("Request throughput (req/s):", record["request_throughput"]),
-        _row("Input token throughput (tok/s):", record["input_throughput"]),
-        _row("Output token throughput (tok/s):", record["output_throughput"]),
-        _row("Peak output token throughput (tok/s):", record["max_output_tokens_per_s"]),
-        _row("Peak concurrent requests:", record["max_concurrent_requests"]),
-        _row("Total token throughput (tok/s):", record["total_throughput"]),
-        _row("Concurrency:", record["concurrency"]),
-    ]
+    lines.append(_row("Backend:", record["backend"]))
+    lines.append(_row("Traffic request rate:", rate))
+    lines.append(_row("Max request concurrency:", record["max_concurrency"] or "not set"))
+    lines += [_row(label, record[key]) for label, key in _TOTALS_ROWS]
     if record.get("accept_length"):
         lines.append(_row("Accept length:", record["accept_length"]))
     if record.get("mean_request_accept_length") is not None:
