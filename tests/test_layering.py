@@ -1,0 +1,93 @@
+"""The import layering the project promises, checked on the source: imports go one way.
+
+- `harness/` never imports pytest or `suites/`; only its command line (`harness.cli`) calls the
+  renderers of `reports/`; of `fixtures/` only the reference server's contract module
+  (harness/server/refserver_contract.py) imports anything;
+- `reports/` reads results only: it imports nothing of `harness/`, `suites/` or `fixtures/`;
+- the modules of `harness/` form no import cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTRACT = "harness.server.refserver_contract"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every absolute module a file imports, wherever the import statement sits."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def _package_imports(package: str) -> dict[str, set[str]]:
+    return {_module_name(path): set(_imports(path)) for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _top(name: str) -> str:
+    return name.partition(".")[0]
+
+
+def test_harness_imports_no_test_framework_or_suites_and_only_its_cli_renders():
+    def forbidden(module: str) -> set[str]:
+        return {"pytest", "_pytest", "suites"} | (set() if module.startswith("harness.cli") else {"reports"})
+
+    offenders = {module: sorted(name for name in names if _top(name) in forbidden(module))
+                 for module, names in _package_imports("harness").items()}
+    assert not {module: names for module, names in offenders.items() if names}
+
+
+def test_only_the_contract_module_imports_the_reference_server():
+    offenders = {module: sorted(name for name in names if _top(name) == "fixtures")
+                 for module, names in _package_imports("harness").items() if module != CONTRACT}
+    assert not {module: names for module, names in offenders.items() if names}
+
+
+def test_reports_read_results_only():
+    offenders = {module: sorted(name for name in names if _top(name) in {"harness", "suites", "fixtures", "pytest"})
+                 for module, names in _package_imports("reports").items()}
+    assert not {module: names for module, names in offenders.items() if names}
+
+
+def test_harness_has_no_import_cycle():
+    graph = _package_imports("harness")
+    modules = set(graph)
+    # An import of `harness.a.b` (or of name `b` from `harness.a`) depends on the module `harness.a.b`
+    # when it is one, else on `harness.a`.
+    edges = {module: {name if name in modules else name.rpartition(".")[0] for name in names
+                      if _top(name) == "harness"} & modules - {module}
+             for module, names in graph.items()}
+    # A package's __init__ that re-exports its submodules is not a cycle with them: drop the
+    # edges from a package to its own children.
+    edges = {module: {dep for dep in deps if not dep.startswith(module + ".")} for module, deps in edges.items()}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = 1
+        stack.append(module)
+        for dep in sorted(edges[module]):
+            if state.get(dep) == 1:
+                return stack[stack.index(dep):] + [dep]
+            if dep not in state and (cycle := visit(dep)):
+                return cycle
+        stack.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(modules):
+        if module not in state:
+            cycle = visit(module)
+            assert cycle is None, " -> ".join(cycle or [])
