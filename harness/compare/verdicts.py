@@ -518,8 +518,10 @@ def describe_run_level(row: dict[str, Any]) -> str:
     """One comparison row of a run-level metric in words: effect, 95 % CI, p, TOST, then the rank pair."""
     name = f"{row['metric']}" + (f" {row['case_id']}" if row.get("case_id") else "")
     effect = row.get("effect") or {}
-    if effect.get("ci") is None or row.get("p_value") is None:
+    if row.get("p_value") is None:
         return f"{name}: no test ({row.get('note') or 'needs two or more repeats per arm'})"
+    if effect.get("ci") is None:
+        return f"{name}: {row['verdict']} (identical run values: no interval)"
     low, high = effect["ci"]
     line = f"{name}: {_signed(effect.get('value'))} [95% CI {_signed(low)}, {_signed(high)}], p={row['p_value']:.3g}"
     if row.get("p_adjusted") is not None:
