@@ -33,9 +33,9 @@ alpha AND an effect past the practical threshold (the registry's, overridable pe
 rates the threshold is on the rate ratio, except that from a zero-event baseline any increase
 counts (and a drop to zero from a non-zero baseline is a full drop).  GSM8K thresholds are in
 absolute proportion (0.02 = 2 points), the rest relative (0.02 = 2 %).  One more verdict,
-"suspect": an accept-length row that would be "better" while the same candidate and case are
-"worse" on a corruption sign (invalid, fallback or padded-row ids, stray rate, sampler
-fallbacks) is the founding bug's signature, not a speed-up.
+"suspect": an accept-length row that would be "better" for a candidate arm that is "worse", in
+any case, on a corruption sign (invalid, fallback or padded-row ids, stray rate, sampler
+fallbacks) is the founding bug's signature, not a speed-up (`_mark_suspect`).
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def robust_log_sd(*samples: Sequence[float]) -> float | None:
 
 def _relative_mde(sd_log: float | None, n1: int, n2: int, target: float, repeats: bool) -> dict[str, Any]:
     """MDE at the sample size in hand; with repeats, also the repeats per arm `target` needs."""
-    mde: dict[str, Any] = {"scale": "relative", "value": None, "power": POWER, "note": None, "sd_log": sd_log}
+    mde: dict[str, Any] = {"scale": "relative", "value": None, "power": POWER, "note": None, "sd_log": None if sd_log is None else num(sd_log)}
     if not sd_log or min(n1, n2) < 2:
         mde["note"] = "no variation to scale it by" if not sd_log else "too few values"
         return mde
