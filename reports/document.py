@@ -5,7 +5,10 @@ print: the run header, the seed's before/after tables per sampling case (values 
 intervals and the verdict against the baseline), the verdict table (effect, interval, p, Holm p,
 MDE), the spread between repeats, and the figures.  Everything is read from the results dict:
 the A/B analysis under `ANALYSIS_KEY` (written by harness.compare.verdicts.compare_arms) and the raw
-arms.  Nothing here computes statistics; it only formats them.
+arms.  Nothing here computes statistics; it only formats them.  Which rows there are, their labels
+and display formats are the metric registry's, read from the analysis (`metrics`, `report_rows`,
+`spread_rows`), since the reports import nothing from the harness.  Verdicts are shown as given,
+"suspect" (a higher accept length in an arm that emits invalid ids) with its note.
 """
 
 from __future__ import annotations
@@ -20,22 +23,15 @@ from reports.summary_table import summary_markdown
 ANALYSIS_KEY = "ab_compare"
 NOT_RUN = "not run"
 
-# Rows of the seed's before/after tables, in its order: metric -> (row label, display kind).
-BEFORE_AFTER_ROWS = (
-    ("nonfinite_draft_probs", "non-finite draft_probs entries per batch", "per_batch"),
-    ("sampler_fallbacks", "sampler fallback emissions / committed tokens", "token_rate"),
-    ("stray_per_1200", "stray tokens per 1200 generated", "per_1200"),
-    ("invalid_ids", "invalid ids / generated tokens", "token_rate"),
-    ("fallback_ids", "fallback ids (vocab_size-1) / generated tokens", "token_rate"),
-    ("accept_length", "accept length (mean of requests)", "plain"),
-    ("gsm8k_accuracy", "GSM8K accuracy", "proportion"),
-    ("gsm8k_invalid", "GSM8K invalid rate", "proportion"),
-    ("itl_median", "median ITL", "ms"),
-    ("output_throughput", "output throughput", "tok_s"),
-)
-KINDS = {metric: kind for metric, _, kind in BEFORE_AFTER_ROWS} | {"padded_row_ids": "token_rate", "fragment_excess": "token_rate"}
-SERVER_COUNTER_METRICS = ("nonfinite_draft_probs", "sampler_fallbacks")
-WORKLOAD_OF = {"gsm8k_accuracy": "gsm8k", "gsm8k_invalid": "gsm8k", "itl_median": "bench", "output_throughput": "bench"}
+VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive")  # the order the verdict counts are given in
+
+# Only for reports/plots.py, which reads these two at import time: the registry's display format per
+# metric and its spread rows (this module reads them from the analysis instead).
+# tests/test_metric_registry.py fails when they drift from harness.compare.metric_registry.
+KINDS = {"invalid_ids": "token_rate", "fallback_ids": "token_rate", "padded_row_ids": "token_rate", "stray_per_1200": "per_1200",
+         "fragment_excess": "token_rate", "nonfinite_draft_probs": "per_batch", "sampler_fallbacks": "token_rate",
+         "accept_length": "plain", "gsm8k_accuracy": "proportion", "gsm8k_invalid": "proportion", "itl_median": "ms",
+         "output_throughput": "tok_s"}
 SPREAD_METRICS = ("accept_length", "invalid_ids", "stray_per_1200", "sampler_fallbacks", "gsm8k_accuracy", "itl_median",
                   "output_throughput")
 
@@ -163,17 +159,21 @@ def _points(value: float | None) -> str:
     return "∞" if value is None else f"{value * 100:+.3g}"
 
 
-def mde_text(comparison: dict[str, Any]) -> str:
+def mde_text(comparison: dict[str, Any], kind: str) -> str:
     mde = comparison.get("mde") or {}
     value, scale = mde.get("value"), mde.get("scale")
     if value is None:
         return "–"
-    kind = KINDS.get(comparison["metric"], "plain")
     text = {"ratio": f"ratio {fmt(value)}", "relative": f"±{pct(value)}", "difference": f"{fmt(value * 100)} pt",
             "absolute": f"{pct(value) if kind == 'token_rate' else fmt(value)} from 0"}.get(scale, fmt(value))
     if mde.get("repeats_needed"):
         text += f" (threshold needs {mde['repeats_needed']} repeats)"
     return text
+
+
+def kind_of(analysis: dict[str, Any], metric: str) -> str:
+    """The display format the registry gives a metric ("plain" for one it does not know)."""
+    return (analysis.get("metrics") or {}).get(metric, {}).get("report_format", "plain")
 
 
 # ---------------------------------------------------------------- the document
@@ -259,20 +259,23 @@ def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
     estimates = {(r["arm"], r["metric"], r["temperature"], r["top_p"]): r for r in analysis["estimates"]}
     comparisons = {(c["candidate"], c["metric"], c["temperature"], c["top_p"]): c for c in analysis["comparisons"]}
     present = {r["metric"] for r in analysis["estimates"]}
+    metrics = analysis["metrics"]
+    counters = [m for m in analysis["report_rows"] if metrics[m]["server_counter"]]
     doc.heading(2, "Before / after, per sampling case")
     doc.paragraph("Each cell: the arm's pooled value over its repeats with a 95% interval (Clopper–Pearson for "
                   "proportions, t for the mean accept length, order statistics for the median ITL). The verdict column "
                   "compares the candidate with the baseline; see the verdict table for effects and p-values. A higher "
                   "accept length in an arm that also emits invalid ids is the founding bug's signature (corrupt draft "
-                  "probabilities accepted), not a speed-up.")
+                  "probabilities accepted), not a speed-up: its verdict is **suspect**, not better.")
     header = ["metric"] + [f"{arm} ({'baseline' if arm == baseline else 'candidate'})" for arm in arms]
     header += [f"verdict {c} vs {baseline}" for c in candidates]
     for temperature, top_p in _cases(analysis):
         rows = []
-        for metric, label, kind in BEFORE_AFTER_ROWS:
-            if metric in SERVER_COUNTER_METRICS and metric not in present:
+        for metric in analysis["report_rows"]:
+            label, kind = metrics[metric]["report_label"], metrics[metric]["report_format"]
+            if metric in counters and metric not in present:
                 continue  # the server does not export this counter
-            workload = WORKLOAD_OF.get(metric)
+            workload = None if metrics[metric]["source"] == "cases" else metrics[metric]["source"]
             if workload and analysis["workloads"].get(workload) != "run":
                 rows.append([label] + [NOT_RUN] * (len(arms) + len(candidates)))
                 continue
@@ -286,7 +289,7 @@ def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
             rows.append(cells)
         doc.heading(3, case_title(temperature, top_p))
         doc.table(Table(header, rows))
-    missing = [m for m in SERVER_COUNTER_METRICS if m not in present]
+    missing = [m for m in counters if m not in present]
     if missing:
         doc.paragraph(f"Not shown: {', '.join(missing)} (the server exports no such counter).")
 
@@ -297,16 +300,19 @@ def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
     if not rows:
         doc.paragraph("No comparisons: the results hold fewer than two arms with data.")
         return
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in ("worse", "better", "equivalent", "inconclusive")}
+    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
+    counts = {v: n for v, n in counts.items() if n or v != "suspect"}  # "0 suspect" says nothing
     doc.paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + ". Rates compare events per unit exposure "
                   "(ratio candidate / baseline); from a zero-event baseline any significant increase is 'worse'.")
+    doc.bullets([f"suspect: {row['label']}, {row['candidate']} vs {row['baseline']}, "
+                 f"{case_title(row['temperature'], row['top_p'])}: {row['note']}" for row in rows if row["verdict"] == "suspect"])
     table = Table(["metric", "case", "candidate", "baseline", "candidate value", "baseline value", "effect [95% CI]",
                    "p", "p (Holm)", "MDE", "test", "verdict"], [])
     for row in rows:
-        kind = KINDS.get(row["metric"], "plain")
+        kind = kind_of(analysis, row["metric"])
         table.rows.append([row["metric"], case_title(row["temperature"], row["top_p"]), row["candidate"], row["baseline"],
                            _value(row.get("candidate_value"), kind), _value(row.get("baseline_value"), kind),
-                           effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row),
+                           effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row, kind),
                            (row.get("test") or "–") + (f"; {row['note']}" if row.get("note") else ""),
                            f"**{row['verdict']}**"])
     doc.table(table)
@@ -323,8 +329,8 @@ def _spread(doc: Document, analysis: dict[str, Any], results: dict[str, Any]) ->
     spread = analysis.get("repeat_spread") or {}
     arms = analysis["arm_order"]
     table = Table(["metric", "case"] + arms, [])
-    for metric in SPREAD_METRICS:
-        kind = KINDS.get(metric, "plain")
+    for metric in analysis["spread_rows"]:
+        kind = kind_of(analysis, metric)
         for case in (spread.get(metric) or {}).values():
             first = next(iter(case.values()))
             cells = [_spread_cell(case[arm], kind) if arm in case else "–" for arm in arms]

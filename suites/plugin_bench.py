@@ -4,10 +4,11 @@ The benchmark runs once per session against the server under test (results also 
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With a baseline URL
 (`--bench-baseline-url`, else the session's `--baseline-url` when that option exists) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
-run-level values (Welch and TOST within `--bench-margin`, via harness.compare.bench_ab and
-harness.compare.verdicts) and applies the fail-on rules for the bench metrics: `--bench-fail-on`, else
-`itl_median:+1%`. (pytest has no `--fail-on` option; that one belongs to `specsuite run`, which
-applies its rules to the merged results itself.)
+run-level values with the A/B engine of `specsuite run` (harness.compare.verdicts.compare_arms:
+Welch and TOST within `--bench-margin`, the rank-based pair beside them) and applies the fail-on
+rules for the bench metrics to those same rows: `--bench-fail-on`, else `itl_median:+1%`. (pytest
+has no `--fail-on` option; that one belongs to `specsuite run`, which applies its rules to the
+merged results itself.)
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from harness.errors import SpecsuiteError
 
 DEFAULT_FAIL_ON = "itl_median:+1%"
 BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
+# Run-summary fields compared beside the registry's bench metrics, for information (no rule reads them).
+INFORMATIONAL_FIELDS = ("median_tpot_ms",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,9 +94,9 @@ def fail_on_expression(config: pytest.Config) -> str:
 @pytest.fixture(scope="session")
 def bench_state(specsuite) -> BenchSuiteState:
     """Run the benchmark (and the baseline's interleaved repeats) once per session."""
-    from harness.compare.bench_ab import bench_results_document, compare_records
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
-    from harness.compare.verdicts import compare_arms
+    from harness.compare.metrics import bench_results_document
+    from harness.compare.verdicts import compare_arms, compare_run_values
 
     config = specsuite.config
     state = BenchSuiteState(baseline_url=config.getoption("bench_baseline_url") or config.getoption("baseline_url", default=None))
@@ -118,8 +121,9 @@ def bench_state(specsuite) -> BenchSuiteState:
         state.comparison = {
             "baseline_url": state.baseline_url,
             "margin": margin,
-            "run_level": compare_records(state.candidate, state.baseline, margin=margin),
             "comparisons": [row for row in shared["comparisons"] if row["metric"] in BENCH_FAIL_ON_METRICS],
+            "informational": [compare_run_values([r[key] for r in state.candidate if r.get(key)], [r[key] for r in state.baseline if r.get(key)],
+                                                 metric=key, threshold=margin, higher_is_better=False) for key in INFORMATIONAL_FIELDS],
             "fail_on": evaluate_fail_on(rules, shared).to_dict() | {"rules": [r.text for r in rules]},
             "baseline_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.baseline],
             "candidate_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.candidate],

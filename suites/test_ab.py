@@ -2,7 +2,8 @@
 
 Both servers run the same cases with the same seeds; `harness.compare.verdicts` applies the exact tests
 (rate ratio for event rates, Mann-Whitney/Hodges-Lehmann for accept length) with Holm's correction
-across the case's metrics, and "worse" needs significance and a practical effect (asv style).
+across the case's metrics, and "worse" needs significance and a practical effect (asv style).  A
+"suspect" accept length (higher, in a candidate worse on invalid ids) is quoted with the failure.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ def test_not_worse_than_baseline(specsuite, sampling_case):
     baseline = specsuite.baseline_case_result(sampling_case).to_dict()
     analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.option("alpha"))
     worse = [row for row in analysis["comparisons"] if row["verdict"] == "worse"]
-    lines = [f"{row['metric']}: {row['candidate_value']} vs baseline {row['baseline_value']} ({row['unit']}), "
+    # A suspect row comes only with a worse one; it is quoted so the failure names the founding bug's signature.
+    quoted = worse + [row for row in analysis["comparisons"] if row["verdict"] == "suspect"]
+    lines = [f"{row['metric']} {row['verdict']}: {row['candidate_value']} vs baseline {row['baseline_value']} ({row['unit']}), "
              f"effect {row['effect']['name']} {row['effect']['value']} CI {row['effect']['ci']}, p_adj={row['p_adjusted']}, MDE {row['mde']}"
-             for row in worse]
+             + (f" ({row['note']})" if row["verdict"] == "suspect" else "")
+             for row in quoted]
     assert not worse, f"worse than baseline at {sampling_case.case_id}: " + "; ".join(lines)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.compare.bench_ab import compare_metric, describe, log_sd, robust_log_sd
+from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd
 from harness.errors import SpecsuiteError
 from harness.workloads.serving.client import RequestOutput, _StreamState
 from harness.workloads.serving.datasets import (
@@ -258,17 +258,22 @@ def test_session_summary_keeps_a_seeded_reservoir():
     assert big["itl_ms"] == sorted(big["itl_ms"]) and big["config"]["temperature"] == 0.0 and big["median_itl_ms"] == 50.0
 
 
+def _run_level(candidate: list[float], baseline: list[float], margin: float, **kwargs: float) -> dict:
+    return compare_run_values(candidate, baseline, metric="median_tpot_ms", threshold=margin, higher_is_better=False, **kwargs)
+
+
 def test_run_level_compare_detects_shift_and_equivalence():
     rng = np.random.default_rng(5)
     base = list(2.56 * np.exp(rng.normal(0, 0.0005, 8)))
     shifted = list(2.5702 * np.exp(rng.normal(0, 0.0005, 8)))
     same = list(2.56 * np.exp(rng.normal(0, 0.0005, 8)))
-    diff = compare_metric(shifted, base, margin=0.005, target_effect=0.004)
-    assert diff["different"] and diff["ci"][0] > 0 and diff["repeats_needed"] >= 2
-    equal = compare_metric(same, base, margin=0.005)
-    assert equal["equivalent"] and equal["tost_ci"][0] > -0.005 and equal["tost_ci"][1] < 0.005
+    diff = _run_level(shifted, base, 0.005, target_effect=0.004)
+    assert diff["p_value"] < 0.05 and diff["effect"]["ci"][0] > 0 and diff["mde"]["repeats_needed"] >= 2
+    equal = _run_level(same, base, 0.005)
+    tost = equal["equivalence"]
+    assert tost["equivalent"] and tost["ci"][0] > -0.005 and tost["ci"][1] < 0.005 and equal["verdict"] == "equivalent"
     assert log_sd([1.0]) is None
-    assert compare_metric([1.0], [1.0, 1.1], margin=0.01)["estimate"] is None
+    assert _run_level([1.0], [1.0, 1.1], 0.01)["p_value"] is None
 
 
 def test_rank_based_compare_survives_one_disturbed_run():
@@ -277,13 +282,14 @@ def test_rank_based_compare_survives_one_disturbed_run():
     base = list(3.445 * np.exp(rng.normal(0, 0.0015, 16)))
     shifted = list(3.459 * np.exp(rng.normal(0, 0.0015, 16)))
     base[3] *= 1.08  # a disturbed baseline run
-    row = compare_metric(shifted, base, margin=0.005, target_effect=0.004)
-    assert not row["different"], "Welch should be swamped by the outlier in this fixture"
-    assert row["rank_different"] and 0.002 < row["rank_estimate"] < 0.006 and row["rank_ci"][0] > 0
+    row = _run_level(shifted, base, 0.005, target_effect=0.004)
+    assert row["p_value"] >= 0.05, "Welch should be swamped by the outlier in this fixture"
+    rank = row["rank"]
+    assert rank["p_value"] < 0.05 and 0.002 < rank["estimate"] < 0.006 and rank["ci"][0] > 0
     same = list(3.445 * np.exp(rng.normal(0, 0.0015, 16)))
     same[5] *= 1.08
-    assert compare_metric(same, base, margin=0.005)["rank_equivalent"]
-    assert "rank-based: Hodges-Lehmann" in describe("median_tpot_ms", row)
+    assert _run_level(same, base, 0.005)["rank"]["equivalent"]
+    assert "rank-based: Hodges-Lehmann" in describe_run_level(row)
 
 
 def test_robust_spread_ignores_a_disturbed_run_that_inflates_the_sd():

@@ -1,12 +1,17 @@
 """`--fail-on` rules: which A/B outcomes turn into a failing exit code.
 
 An expression is a comma-separated list of `METRIC:CONDITION` terms, e.g.
-`invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt`.  Conditions:
+`invalid_ids:any,stray_per_1200:worse,accept_length:suspect,itl_median:+1%,gsm8k_accuracy:-2pt`.
+The metrics and their scales are harness.compare.metric_registry's.  Conditions:
 
 - `any`: a candidate arm has at least one event of the metric in any case (count metrics only:
   the event rates and `gsm8k_invalid`).  With a single arm in the results, that arm is checked.
 - `worse`: a comparison of the metric got the verdict "worse" (Holm-adjusted significance AND
   the practical threshold; see harness.compare.verdicts).
+- `suspect` (`accept_length` only; a bare `suspect` term means `accept_length:suspect`): a
+  comparison got the verdict "suspect": a higher accept length in a candidate arm that is
+  "worse" on invalid, fallback or padded-row ids, the stray rate or sampler fallbacks, the
+  founding bug's signature.
 - `+X%` / `-X%` (relative metrics and rates) and `+Xpt` / `-Xpt` (GSM8K proportions, points):
   the whole 95 % interval of the effect lies beyond the threshold, i.e. the interval's lower
   bound is above +X (or its upper bound below -X).  So a rule fires only when the data show, with
@@ -24,10 +29,16 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.compare.metrics import COUNT_METRICS, EFFECT_SCALES, METRICS
+from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY
 from harness.errors import SpecsuiteError
 
 _THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
+COUNT_METRICS = tuple(metric.name for metric in REGISTRY if metric.bad_events)  # where `any` applies
+SUSPECT_METRICS = tuple(metric.name for metric in REGISTRY if metric.suspect_when_better)  # where `suspect` applies
+SUSPECT_METRIC = SUSPECT_METRICS[0]  # what a bare `suspect` term means
+# The --fail-on help line, for the CLI's option table.
+FAIL_ON_HELP = ("exit 1 when a rule fires: METRIC:any|worse|suspect|+X%|-Xpt, comma-separated, e.g. "
+                "invalid_ids:any,stray_per_1200:worse,accept_length:suspect,itl_median:+1%,gsm8k_accuracy:-2pt")
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,7 @@ class FailOnRule:
 
     text: str
     metric: str
-    kind: str  # "any", "worse" or "threshold"
+    kind: str  # "any", "worse", "suspect" or "threshold"
     limit: float | None = None  # signed, as a fraction (+1% -> 0.01, -2pt -> -0.02)
 
 
@@ -76,6 +87,8 @@ def parse_fail_on(expression: str) -> list[FailOnRule]:
 def _parse_term(term: str) -> FailOnRule:
     if not term:
         raise SpecsuiteError("--fail-on has an empty term (two commas in a row, or a trailing comma)")
+    if term == "suspect":
+        return FailOnRule(term, SUSPECT_METRIC, "suspect")
     metric, sep, condition = (part.strip() for part in term.partition(":"))
     if not sep or not condition:
         raise SpecsuiteError(f"--fail-on term {term!r} must be METRIC:CONDITION, e.g. invalid_ids:any")
@@ -83,15 +96,19 @@ def _parse_term(term: str) -> FailOnRule:
         raise SpecsuiteError(f"--fail-on term {term!r}: unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
     if condition == "worse":
         return FailOnRule(term, metric, "worse")
+    if condition == "suspect":
+        if metric not in SUSPECT_METRICS:
+            raise SpecsuiteError(f"--fail-on term {term!r}: 'suspect' applies to {', '.join(SUSPECT_METRICS)}")
+        return FailOnRule(term, metric, "suspect")
     if condition == "any":
         if metric not in COUNT_METRICS:
             raise SpecsuiteError(f"--fail-on term {term!r}: 'any' applies to event counts ({', '.join(COUNT_METRICS)})")
         return FailOnRule(term, metric, "any")
     match = _THRESHOLD.match(condition)
     if not match:
-        raise SpecsuiteError(f"--fail-on term {term!r}: condition must be any, worse, or a signed threshold such as +1% or -2pt")
+        raise SpecsuiteError(f"--fail-on term {term!r}: condition must be any, worse, suspect, or a signed threshold such as +1% or -2pt")
     sign, number, unit = match.groups()
-    wanted = "pt" if EFFECT_SCALES[metric] == "difference" else "%"
+    wanted = "pt" if BY_NAME[metric].scale == "difference" else "%"
     if unit != wanted:
         raise SpecsuiteError(f"--fail-on term {term!r}: {metric} thresholds are in {wanted!r}, e.g. {metric}:{sign}1{wanted}")
     limit = float(number) / 100.0
@@ -130,7 +147,7 @@ def _any_events(rule: FailOnRule, comparison: dict[str, Any]) -> tuple[list[str]
 
 
 def _evaluable(rule: FailOnRule, row: dict[str, Any]) -> bool:
-    if rule.kind == "worse":
+    if rule.kind in ("worse", "suspect"):
         return row.get("p_adjusted") is not None
     ci = (row.get("effect") or {}).get("ci")
     return ci is not None
@@ -143,6 +160,11 @@ def _check_row(rule: FailOnRule, row: dict[str, Any]) -> str | None:
         if row.get("verdict") != "worse":
             return None
         return f"{where}: worse ({effect.get('name')} {_fmt(effect.get('value'))}, p_adj={row['p_adjusted']:.3g})"
+    if rule.kind == "suspect":
+        if row.get("verdict") != "suspect":
+            return None
+        signs = ", ".join(row.get("suspect_because") or ())
+        return f"{where}: suspect (higher, {effect.get('name')} {_fmt(effect.get('value'))}, while worse on {signs})"
     ci = effect.get("ci")
     if not ci:
         return None

@@ -8,29 +8,34 @@
   a p-value), the minimum detectable effect at the sample size in hand, and a verdict;
 - `estimates`: per (arm, case, metric) the pooled value with its 95 % interval (what the report's
   before/after tables show), and `repeat_spread`: one value per repeat with min/max/mean/sd
-  (both from harness.compare.metrics, which also defines the metrics and reads them).
+  (both from harness.compare.metrics);
+- `metrics`, `report_rows`, `spread_rows`: the metric registry's facts (labels, units,
+  directions, thresholds, tests, report rows) for the report, which does not import the harness.
 
-Tests, one per metric family (the first arm of each test is the candidate):
+Each metric's test is its registry `statistic` (harness.compare.metric_registry):
 
-- event rates (`invalid_ids`, `fallback_ids`, `padded_row_ids`, `stray_per_1200`,
-  `fragment_excess`, and from server counters `nonfinite_draft_probs` per sampler batch and
-  `sampler_fallbacks` per committed token): events pooled over repeats, exact conditional
-  rate-ratio test; effect = rate ratio.  Non-finite entries cluster inside batches, so that
-  row's p-value is optimistic; it is a symptom counter, the id rows carry the verdict.
-- `accept_length`: one repeat per arm: Mann–Whitney on the per-request values with the
-  Hodges–Lehmann relative shift and its interval; two or more repeats per arm: the repeat is the
-  experimental unit, so Welch's t on log run-level medians (effect = ratio of geometric means - 1).
-- `gsm8k_accuracy`: exact McNemar on questions paired by index within the same repeat number;
-  effect = accuracy difference.  `gsm8k_invalid`: Fisher's exact test; effect = risk difference.
-- `itl_median`, `output_throughput` (bench): two or more repeats per arm: Welch's t on log
-  run-level values; one repeat with per-token ITLs: bootstrap interval of the relative median
-  difference, Mann–Whitney p-value.  TOST within the practical threshold decides "equivalent".
+- `rate_ratio` (the event rates): events pooled over repeats, exact conditional rate-ratio test;
+  effect = rate ratio.
+- `accept_shift` (`accept_length`): one repeat per arm: Mann–Whitney on the per-request values
+  with the Hodges–Lehmann relative shift; two or more: the repeat is the experimental unit, so
+  Welch's t on log run-level medians (effect = ratio of geometric means - 1).
+- `mcnemar` (`gsm8k_accuracy`): exact McNemar on questions paired by index within the same repeat
+  number.  `fisher` (`gsm8k_invalid`): Fisher's exact test; effect = risk difference.
+- `run_level` (`itl_median`, `output_throughput`): two or more repeats per arm: Welch's t on log
+  run-level values, TOST within the practical threshold for "equivalent", and beside them the
+  rank-based pair one disturbed run cannot swing (Mann–Whitney, Hodges–Lehmann shift of log
+  values; `row["rank"]`, not used by the verdict); one run with per-token ITLs: bootstrap interval
+  of the relative median difference, Mann–Whitney p-value.  `compare_run_values` is the same
+  engine for run values outside a results dict (the calibration scripts).
 
 Verdicts (asv style, `harness.stats.verdict`): "worse"/"better" need a Holm-adjusted p below
-alpha AND an effect past the practical threshold (`DEFAULT_THRESHOLDS`, overridable per metric).
-For rates the threshold is on the rate ratio, except that from a zero-event baseline any increase
+alpha AND an effect past the practical threshold (the registry's, overridable per metric).  For
+rates the threshold is on the rate ratio, except that from a zero-event baseline any increase
 counts (and a drop to zero from a non-zero baseline is a full drop).  GSM8K thresholds are in
-absolute proportion (0.02 = 2 points), the rest relative (0.02 = 2 %).
+absolute proportion (0.02 = 2 points), the rest relative (0.02 = 2 %).  One more verdict,
+"suspect": an accept-length row that would be "better" for a candidate arm that is "worse", in
+any case, on a corruption sign (invalid, fallback or padded-row ids, stray rate, sampler
+fallbacks) is the founding bug's signature, not a speed-up (`_mark_suspect`).
 """
 
 from __future__ import annotations
@@ -42,25 +47,26 @@ from typing import Any
 
 import numpy as np
 
+from harness.compare.metric_registry import (
+    BY_NAME,
+    GSM8K_DEFINITION,
+    METRICS,
+    SUSPECT_NOTE,
+    Metric,
+    default_thresholds,
+    metric_table,
+)
 from harness.compare.metrics import (
     CONFIDENCE,
-    GSM8K_DEFINITION,
-    HIGHER_IS_BETTER,
-    LABELS,
-    METRICS,
-    RATES,
-    UNITS,
     CaseRuns,
-    RateMetric,
-    accept_series,
     arm_roles,
     estimates,
     gather_arm,
-    gsm8k_counts,
     interval,
-    itl_ms,
-    metric_family,
     num,
+    per_request_series,
+    per_token_values,
+    proportion_series,
     rate_series,
     repeat_spread,
     run_values,
@@ -92,14 +98,8 @@ POWER = 0.8
 BOOTSTRAP_RESAMPLES = 1999
 BOOTSTRAP_SEED = 0
 
-DEFAULT_THRESHOLDS = {
-    **{name: 0.10 for name in RATES},  # rate ratio beyond 1.10 (any increase from a zero baseline)
-    "accept_length": 0.02,
-    "gsm8k_accuracy": 0.02,
-    "gsm8k_invalid": 0.01,
-    "itl_median": 0.01,
-    "output_throughput": 0.01,
-}
+DEFAULT_THRESHOLDS = default_thresholds()
+SUSPECT = "suspect"
 
 
 @dataclass
@@ -118,49 +118,66 @@ def _log(value: float) -> float:
     return -math.inf if value <= 0 else math.inf if math.isinf(value) else math.log(value)
 
 
-def _pooled_log_sd(*samples: Sequence[float]) -> float:
-    """Pooled standard deviation of log values (the relative scale's noise)."""
-    logs = [np.log(np.asarray(s, dtype=float)) for s in samples]
+def log_sd(*samples: Sequence[float]) -> float | None:
+    """Pooled within-arm sd of log values (about their coefficient of variation); None without a degree of freedom."""
+    logs = [np.log(np.asarray(s, dtype=float)) for s in samples if len(s) >= 2]
     dof = sum(x.size - 1 for x in logs)
-    if dof <= 0:
-        return 0.0
+    if not dof:
+        return None
     return math.sqrt(sum(float(np.sum((x - x.mean()) ** 2)) for x in logs) / dof)
 
 
-def _relative_mde(sd_log: float, n1: int, n2: int, threshold: float, repeats: bool) -> dict[str, Any]:
-    mde: dict[str, Any] = {"scale": "relative", "value": None, "power": POWER, "note": None}
-    if sd_log <= 0 or min(n1, n2) < 2:
-        mde["note"] = "no variation to scale it by" if sd_log <= 0 else "too few values"
+def robust_log_sd(*samples: Sequence[float]) -> float | None:
+    """The same spread from the median absolute deviation (1.4826 * MAD of log values about each
+    arm's median): what a rank-based comparison sees when a few runs hit a disturbed machine."""
+    logs = [np.log(np.asarray(s, dtype=float)) for s in samples if len(s) >= 2]
+    if not logs:
+        return None
+    return float(1.4826 * np.median(np.concatenate([np.abs(x - np.median(x)) for x in logs])))
+
+
+def _relative_mde(sd_log: float | None, n1: int, n2: int, target: float, repeats: bool) -> dict[str, Any]:
+    """MDE at the sample size in hand; with repeats, also the repeats per arm `target` needs."""
+    mde: dict[str, Any] = {"scale": "relative", "value": None, "power": POWER, "note": None, "sd_log": None if sd_log is None else num(sd_log)}
+    if not sd_log or min(n1, n2) < 2:
+        mde["note"] = "no variation to scale it by" if not sd_log else "too few values"
         return mde
     mde["value"] = num(math.expm1(mde_mean_diff(sd_log, n1, n2, alpha=1 - CONFIDENCE, power=POWER)))
-    if repeats and threshold > 0:
+    if repeats and target > 0:
         try:
-            mde["repeats_needed"] = repeats_needed_for_mde(sd_log, threshold, alpha=1 - CONFIDENCE, power=POWER)
+            mde["repeats_needed"] = repeats_needed_for_mde(sd_log, target, alpha=1 - CONFIDENCE, power=POWER)
         except StatsInputError as exc:
             mde["note"] = str(exc)
     return mde
 
 
-def _base_row(metric: str, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> dict[str, Any]:
-    return {"metric": metric, "label": LABELS[metric], "case_id": case_id, "temperature": runs.temperature,
-            "top_p": runs.top_p, "candidate": candidate, "baseline": baseline, "unit": UNITS[metric],
+def _base_row(name: str, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> dict[str, Any]:
+    metric = BY_NAME[name]
+    return {"metric": name, "label": metric.label, "case_id": case_id, "temperature": runs.temperature,
+            "top_p": runs.top_p, "candidate": candidate, "baseline": baseline, "unit": metric.unit,
             "candidate_value": None, "baseline_value": None, "effect": None, "p_value": None, "mde": None,
-            "test": None, "n": None, "higher_is_better": metric in HIGHER_IS_BETTER, "note": None}
+            "test": None, "n": None, "higher_is_better": metric.higher_is_better, "note": None}
 
 
-def _compare_rate(metric: RateMetric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
-    c_series, b_series = rate_series(cand, metric), rate_series(base, metric)
-    if not c_series or not b_series:
+def _pooled(candidate: list[tuple[int, int, float]], baseline: list[tuple[int, int, float]]) -> tuple[int, float, int, float] | None:
+    """Events (or successes) and exposure (or trials) of each arm summed over its repeats; None if an arm has none."""
+    if not candidate or not baseline:
         return None
-    k1, e1 = sum(s[1] for s in c_series), sum(s[2] for s in c_series)
-    k2, e2 = sum(s[1] for s in b_series), sum(s[2] for s in b_series)
+    return (sum(s[1] for s in candidate), sum(s[2] for s in candidate), sum(s[1] for s in baseline), sum(s[2] for s in baseline))
+
+
+def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+    pooled = _pooled(rate_series(cand, metric), rate_series(base, metric))
+    if pooled is None:
+        return None
+    k1, e1, k2, e2 = pooled
     res = rate_ratio_test(k1, e1, k2, e2, confidence=CONFIDENCE)
-    row.update(candidate_value=k1 / e1 * metric.scale, baseline_value=k2 / e2 * metric.scale, p_value=res.p_value,
+    row.update(candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
                test="exact conditional rate-ratio test (binomial)",
                effect={"name": "rate ratio", "scale": "ratio", "value": num(res.rate_ratio),
                        "ci": interval(res.rate_ratio_ci),
-                       "difference": num(res.rate_difference * metric.scale),
-                       "difference_ci": interval(res.rate_difference_ci, metric.scale)},
+                       "difference": num(res.rate_difference * metric.rate_scale),
+                       "difference_ci": interval(res.rate_difference_ci, metric.rate_scale)},
                n={"candidate": e1, "baseline": e2, "unit": metric.exposure_unit},
                events={"candidate": k1, "baseline": k2}, mde=_rate_mde(metric, k1, e1, k2, e2))
     if k1 == 0 and k2 == 0:
@@ -172,10 +189,10 @@ def _compare_rate(metric: RateMetric, cand: CaseRuns, base: CaseRuns, threshold:
         effect = math.log(res.rate_ratio)
     # From a zero-event baseline any increase is practically relevant.
     practical = 0.0 if k2 == 0 else math.log1p(threshold)
-    return Pending(row, effect, (_log(res.rate_ratio_ci[0]), _log(res.rate_ratio_ci[1])), practical, higher_is_better=False)
+    return Pending(row, effect, (_log(res.rate_ratio_ci[0]), _log(res.rate_ratio_ci[1])), practical, metric.higher_is_better)
 
 
-def _rate_mde(metric: RateMetric, k1: int, e1: float, k2: int, e2: float) -> dict[str, Any]:
+def _rate_mde(metric: Metric, k1: int, e1: float, k2: int, e2: float) -> dict[str, Any]:
     """Ratio detectable over a non-zero baseline; from zero, the smallest detectable rate."""
     if k2 > 0:
         value = mde_rate_ratio(e1, e2, k2 / e2, alpha=1 - CONFIDENCE, power=POWER)
@@ -184,20 +201,20 @@ def _rate_mde(metric: RateMetric, k1: int, e1: float, k2: int, e2: float) -> dic
         value = mde_two_proportions(max(1, round(e1)), max(1, round(e2)), 0.0, alpha=1 - CONFIDENCE, power=POWER)
     except StatsInputError as exc:
         return {"scale": "absolute", "value": None, "power": POWER, "note": str(exc)}
-    return {"scale": "absolute", "value": num(value * metric.scale), "power": POWER,
+    return {"scale": "absolute", "value": num(value * metric.rate_scale), "power": POWER,
             "note": f"smallest detectable rate ({metric.unit}) over a zero-event baseline"}
 
 
-def _compare_accept(cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
-    c_series, b_series = accept_series(cand), accept_series(base)
+def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+    c_series, b_series = per_request_series(cand, metric), per_request_series(base, metric)
     if not c_series or not b_series:
         return None
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
         row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)),
                    n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
-                   mde=_relative_mde(_pooled_log_sd(a, b), len(a), len(b), threshold, repeats=True))
-        return _welch_pending(a, b, threshold, row, higher_is_better=True, equivalence_margin=None)
+                   mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
+        return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
     a = np.concatenate([v for _, v in c_series])
     b = np.concatenate([v for _, v in b_series])
     shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
@@ -206,8 +223,12 @@ def _compare_accept(cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[
                effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
                        "ci": interval(shift.ci)},
                n={"candidate": int(a.size), "baseline": int(b.size), "unit": "requests"},
-               mde=_relative_mde(_pooled_log_sd(a, b), int(a.size), int(b.size), threshold, repeats=False))
-    return Pending(row, shift.estimate, shift.ci, threshold, higher_is_better=True)
+               mde=_relative_mde(log_sd(a, b), int(a.size), int(b.size), threshold, repeats=False))
+    return Pending(row, shift.estimate, shift.ci, threshold, metric.higher_is_better)
+
+
+def _equivalence_entry(margin: float, result: EquivalenceResult) -> dict[str, Any]:
+    return {"margin": margin, "p_value": result.p_value, "equivalent": result.equivalent, "ci": interval(result.ci)}
 
 
 def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row: dict[str, Any], *,
@@ -225,13 +246,13 @@ def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row
     equivalence = None
     if equivalence_margin:
         equivalence = tost_equivalence(a, b, margin=equivalence_margin, relative=True, alpha=1 - CONFIDENCE)
-        row["equivalence"] = {"margin": equivalence_margin, "p_value": equivalence.p_value, "equivalent": equivalence.equivalent}
+        row["equivalence"] = _equivalence_entry(equivalence_margin, equivalence)
     row.update(p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
                                             "value": num(res.estimate), "ci": interval(res.ci)})
     return Pending(row, res.estimate, res.ci, threshold, higher_is_better, equivalence)
 
 
-def _compare_gsm8k_accuracy(cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
     a_all: list[bool] = []
     b_all: list[bool] = []
     base_runs = dict(base.runs)
@@ -256,7 +277,7 @@ def _compare_gsm8k_accuracy(cand: CaseRuns, base: CaseRuns, threshold: float, ro
                events={"candidate": res.a_only, "baseline": res.b_only, "unit": "discordant pairs"},
                mde=_proportion_mde(res.n_pairs, res.n_pairs, min(p_base, 1.0 - p_base),
                                    "accuracy drop detectable (unpaired approximation, conservative)"))
-    return Pending(row, res.difference, res.difference_ci, threshold, higher_is_better=True)
+    return Pending(row, res.difference, res.difference_ci, threshold, metric.higher_is_better)
 
 
 def _proportion_mde(n1: int, n2: int, p_base: float, note: str) -> dict[str, Any]:
@@ -268,13 +289,11 @@ def _proportion_mde(n1: int, n2: int, p_base: float, note: str) -> dict[str, Any
     return {"scale": "difference", "value": num(value), "power": POWER, "note": note}
 
 
-def _compare_gsm8k_invalid(cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
-    c_counts = [c for _, run in cand.runs if (c := gsm8k_counts(run, "invalid"))]
-    b_counts = [c for _, run in base.runs if (c := gsm8k_counts(run, "invalid"))]
-    if not c_counts or not b_counts:
+def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+    pooled = _pooled(proportion_series(cand, metric), proportion_series(base, metric))
+    if pooled is None:
         return None
-    k1, n1 = sum(c[0] for c in c_counts), sum(c[1] for c in c_counts)
-    k2, n2 = sum(c[0] for c in b_counts), sum(c[1] for c in b_counts)
+    k1, n1, k2, n2 = (int(v) for v in pooled)
     res = fisher_exact_2x2(k1, n1, k2, n2, confidence=CONFIDENCE, odds_ratio_ci=False)
     row.update(candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
                effect={"name": "risk difference", "scale": "difference", "value": res.risk_difference,
@@ -282,54 +301,83 @@ def _compare_gsm8k_invalid(cand: CaseRuns, base: CaseRuns, threshold: float, row
                n={"candidate": n1, "baseline": n2, "unit": "answered questions"},
                events={"candidate": k1, "baseline": k2},
                mde=_proportion_mde(n1, n2, k2 / n2, "smallest detectable rise in the invalid rate"))
-    return Pending(row, res.risk_difference, res.risk_difference_ci, 0.0 if k2 == 0 else threshold, higher_is_better=False)
+    return Pending(row, res.risk_difference, res.risk_difference_ci, 0.0 if k2 == 0 else threshold, metric.higher_is_better)
 
 
-def _compare_bench(metric: str, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
-    a_runs, b_runs = [v for _, v in run_values(cand, metric)], [v for _, v in run_values(base, metric)]
+def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> dict[str, Any]:
+    """Mann–Whitney and the Hodges–Lehmann relative shift of run values, with its 95 % and TOST (90 %) intervals.
+
+    A busy machine makes a run slower, never faster, so run values have a long one-sided tail;
+    this pair is what one disturbed run cannot swing.  Reported beside Welch, not in the verdict.
+    """
+    alpha = 1 - CONFIDENCE
+    try:
+        shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
+        shift_tost = hodges_lehmann(a, b, confidence=1 - 2 * alpha, relative=True)
+        p_value = mann_whitney(a, b).p_value
+    except StatsInputError as exc:
+        return {"test": None, "note": str(exc)}
+    return {"test": "Mann–Whitney U; Hodges–Lehmann shift of log run values", "p_value": p_value,
+            "estimate": num(shift.estimate), "ci": interval(shift.ci), "confidence": shift.achieved_confidence,
+            "tost_ci": interval(shift_tost.ci), "margin": margin,
+            "equivalent": bool(margin) and -margin < shift_tost.ci[0] and shift_tost.ci[1] < margin}
+
+
+def _run_level(a_runs: Sequence[float], b_runs: Sequence[float], threshold: float, row: dict[str, Any], *,
+               higher_is_better: bool, target_effect: float | None = None) -> Pending | None:
+    """Run values of two or more repeats per arm: Welch on log values + TOST, MDE, repeats needed, rank pair."""
+    row["mde"] = _relative_mde(log_sd(a_runs, b_runs), len(a_runs), len(b_runs),
+                               threshold if target_effect is None else target_effect, repeats=True)
+    pending = _welch_pending(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better,
+                             equivalence_margin=threshold or None)
+    row["rank"] = _rank_pair(a_runs, b_runs, threshold)
+    return pending
+
+
+def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+    a_runs, b_runs = [v for _, v in run_values(cand, metric.name)], [v for _, v in run_values(base, metric.name)]
     if not a_runs or not b_runs:
         return None
-    higher_is_better = metric == "output_throughput"
+    higher_is_better = metric.higher_is_better
     row.update(candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
                n={"candidate": len(a_runs), "baseline": len(b_runs), "unit": "repeats"})
     if len(a_runs) >= 2 and len(b_runs) >= 2 and min(a_runs + b_runs) > 0:
-        row["mde"] = _relative_mde(_pooled_log_sd(a_runs, b_runs), len(a_runs), len(b_runs), threshold, repeats=True)
-        return _welch_pending(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better,
-                              equivalence_margin=threshold or None)
-    a_itl = [x for _, run in cand.runs for x in itl_ms(run)] if metric == "itl_median" else []
-    b_itl = [x for _, run in base.runs for x in itl_ms(run)] if metric == "itl_median" else []
-    if len(a_itl) < 2 or len(b_itl) < 2:
+        return _run_level(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better)
+    a_tokens, b_tokens = per_token_values(cand, metric), per_token_values(base, metric)
+    if len(a_tokens) < 2 or len(b_tokens) < 2:
         row.update(p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
                                                       "value": num(row["candidate_value"] / row["baseline_value"] - 1.0)
                                                       if row["baseline_value"] else None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
         return None
-    boot = relative_median_diff_ci(a_itl, b_itl, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
-    equivalence = tost_equivalence(a_itl, b_itl, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None
-    row.update(candidate_value=float(np.median(a_itl)), baseline_value=float(np.median(b_itl)),
-               p_value=mann_whitney(a_itl, b_itl).p_value,
+    boot = relative_median_diff_ci(a_tokens, b_tokens, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    equivalence = tost_equivalence(a_tokens, b_tokens, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None
+    row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
+               p_value=mann_whitney(a_tokens, b_tokens).p_value,
                test="Mann–Whitney U on per-token ITLs; bootstrap relative median difference" + (" + TOST" if equivalence else ""),
                effect={"name": "relative median difference", "scale": "relative", "value": boot.estimate,
                        "ci": interval(boot.ci)},
-               n={"candidate": len(a_itl), "baseline": len(b_itl), "unit": "inter-token gaps"},
-               mde=_relative_mde(_pooled_log_sd(a_itl, b_itl), len(a_itl), len(b_itl), threshold, repeats=False),
+               n={"candidate": len(a_tokens), "baseline": len(b_tokens), "unit": "inter-token gaps"},
+               mde=_relative_mde(log_sd(a_tokens, b_tokens), len(a_tokens), len(b_tokens), threshold, repeats=False),
                note="one run per arm: the p-value says these two runs differ")
     if equivalence is not None:
-        row["equivalence"] = {"margin": threshold, "p_value": equivalence.p_value, "equivalent": equivalence.equivalent}
+        row["equivalence"] = _equivalence_entry(threshold, equivalence)
     return Pending(row, boot.estimate, boot.ci, threshold, higher_is_better, equivalence)
 
 
-def _compare(metric: str, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
-    if metric in RATES:
-        return _compare_rate(RATES[metric], cand, base, threshold, row)
-    if metric == "accept_length":
-        return _compare_accept(cand, base, threshold, row)
-    if metric == "gsm8k_accuracy":
-        return _compare_gsm8k_accuracy(cand, base, threshold, row)
-    if metric == "gsm8k_invalid":
-        return _compare_gsm8k_invalid(cand, base, threshold, row)
-    return _compare_bench(metric, cand, base, threshold, row)
+_ENGINES = {
+    "rate_ratio": _compare_rate,
+    "accept_shift": _compare_accept,
+    "mcnemar": _compare_paired_questions,
+    "fisher": _compare_proportions,
+    "run_level": _compare_bench,
+}
+
+
+def _compare(name: str, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+    metric = BY_NAME[name]
+    return _ENGINES[metric.statistic](metric, cand, base, threshold, row)
 
 
 # ---------------------------------------------------------------- the public entry point
@@ -363,7 +411,7 @@ def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: di
     candidates = [name for name in order if baseline is not None and name != baseline]
     for candidate in candidates:
         for metric in METRICS:
-            kind = metric_family(metric)
+            kind = BY_NAME[metric].source
             base_cases = gathered[baseline][kind]
             for case_id, cand_runs in sorted_cases(gathered[candidate][kind]):
                 if case_id not in base_cases:
@@ -376,7 +424,7 @@ def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: di
                 elif row["effect"] is not None:  # both arms have data but no test applies
                     untested.append(row)
 
-    comparisons = _decide(pending, alpha) + [_undecided(row) for row in untested]
+    comparisons = _mark_suspect(_decide(pending, alpha) + [_undecided(row) for row in untested])
     comparisons.sort(key=lambda r: (METRICS.index(r["metric"]), r["temperature"], r["top_p"], order.index(r["candidate"])))
     return {
         "family_alpha": alpha,
@@ -392,6 +440,7 @@ def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: di
         "comparisons": comparisons,
         "estimates": estimates(order, gathered),
         "repeat_spread": repeat_spread(order, gathered),
+        **metric_table(),
     }
 
 
@@ -412,3 +461,83 @@ def _decide(pending: list[Pending], alpha: float) -> list[dict[str, Any]]:
 def _undecided(row: dict[str, Any]) -> dict[str, Any]:
     row.update(p_adjusted=None, verdict="inconclusive")
     return row
+
+
+def _mark_suspect(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """"better" becomes "suspect" on a metric whose rise is the founding bug's signature (accept length)
+    when the same candidate arm is "worse" on a corruption sign (invalid/fallback/padded ids, strays) in any case."""
+    signs: dict[str, dict[str, list[str]]] = {}  # candidate -> metric -> cases where it is worse
+    for row in rows:
+        if BY_NAME[row["metric"]].corruption_sign and row["verdict"] == "worse":
+            signs.setdefault(row["candidate"], {}).setdefault(row["metric"], []).append(row["case_id"])
+    for row in rows:
+        found = signs.get(row["candidate"])
+        if found and row["verdict"] == "better" and BY_NAME[row["metric"]].suspect_when_better:
+            cases = sorted({case for where in found.values() for case in where})
+            note = SUSPECT_NOTE.format(signs=f"{', '.join(found)} ({', '.join(cases)})")
+            row.update(verdict=SUSPECT, suspect_because=found, note=f"{note}; {row['note']}" if row["note"] else note)
+    return rows
+
+
+# ---------------------------------------------------------------- run values outside a results dict
+
+
+def compare_run_values(candidate: Sequence[float], baseline: Sequence[float], *, metric: str, threshold: float,
+                       higher_is_better: bool, target_effect: float | None = None) -> dict[str, Any]:
+    """The run-level engine of `compare_arms` on bare run values (one per repeat, each arm >= 2, all > 0).
+
+    For the calibration scripts, whose run-summary fields (median TPOT, chunk gaps) are not registry
+    metrics: the row `compare_arms` writes for a benchmark metric with repeats (Welch on log values,
+    TOST within `threshold`, MDE, `mde.repeats_needed` for `target_effect` (default the threshold),
+    the rank pair under `rank`), with a verdict on the unadjusted p-value (`p_adjusted` stays None:
+    there is no family here; Holm across several calls is the caller's).
+    """
+    a, b = [float(v) for v in candidate], [float(v) for v in baseline]
+    entry = BY_NAME.get(metric)
+    row: dict[str, Any] = {"metric": metric, "label": entry.label if entry else metric, "unit": entry.unit if entry else "",
+                           "candidate_value": float(np.median(a)) if a else None, "baseline_value": float(np.median(b)) if b else None,
+                           "effect": None, "p_value": None, "p_adjusted": None, "mde": None, "test": None,
+                           "n": {"candidate": len(a), "baseline": len(b), "unit": "repeats"}, "higher_is_better": higher_is_better,
+                           "threshold": threshold, "note": None, "verdict": "inconclusive",
+                           "candidate_runs": a, "baseline_runs": b}
+    if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
+        row["note"] = "needs two or more positive run values per arm"
+        return row
+    pending = _run_level(a, b, threshold, row, higher_is_better=higher_is_better, target_effect=target_effect)
+    if pending is not None:
+        row["verdict"] = verdict(row["p_value"], pending.effect, pending.ci, threshold, higher_is_better,
+                                 equivalence=pending.equivalence, alpha=1 - CONFIDENCE)
+    return row
+
+
+def _signed(value: float | None) -> str:
+    return "∞" if value is None else f"{value:+.3%}"
+
+
+def describe_run_level(row: dict[str, Any]) -> str:
+    """One comparison row of a run-level metric in words: effect, 95 % CI, p, TOST, then the rank pair."""
+    name = f"{row['metric']}" + (f" {row['case_id']}" if row.get("case_id") else "")
+    effect = row.get("effect") or {}
+    if row.get("p_value") is None:
+        return f"{name}: no test ({row.get('note') or 'needs two or more repeats per arm'})"
+    if effect.get("ci") is None:
+        return f"{name}: {row['verdict']} (identical run values: no interval)"
+    low, high = effect["ci"]
+    line = f"{name}: {_signed(effect.get('value'))} [95% CI {_signed(low)}, {_signed(high)}], p={row['p_value']:.3g}"
+    if row.get("p_adjusted") is not None:
+        line += f" (Holm {row['p_adjusted']:.3g})"
+    equivalence = row.get("equivalence")
+    if equivalence:
+        tost_low, tost_high = equivalence["ci"]
+        line += (f", TOST 90% CI [{_signed(tost_low)}, {_signed(tost_high)}]: "
+                 f"{'equivalent' if equivalence['equivalent'] else 'not shown equivalent'} within ±{equivalence['margin']:.2%}")
+    line += f" -> {row['verdict']} (n={row['n']['candidate']}+{row['n']['baseline']} {row['n']['unit']}"
+    sd = (row.get("mde") or {}).get("sd_log")
+    line += f", between-run sd {sd:.3%})" if sd else ")"
+    rank = row.get("rank") or {}
+    if rank.get("test"):
+        rank_low, rank_high = rank["ci"]
+        line += (f"\n    rank-based: Hodges-Lehmann {_signed(rank['estimate'])} [{rank['confidence']:.1%} CI {_signed(rank_low)}, "
+                 f"{_signed(rank_high)}], Mann-Whitney p={rank['p_value']:.3g}; "
+                 f"{'equivalent' if rank['equivalent'] else 'not shown equivalent'} within ±{rank['margin']:.2%}")
+    return line

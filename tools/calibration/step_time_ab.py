@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.compare.bench_ab import compare_records, describe, log_sd, robust_log_sd  # noqa: E402
+from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd  # noqa: E402
 from harness.errors import SpecsuiteError  # noqa: E402
 from harness.server.counters import parse_prometheus  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
@@ -55,6 +55,7 @@ from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa:
 
 MANN_WHITNEY_EFFICIENCY = 0.955  # its asymptotic efficiency relative to the t test on normal data
 METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "median_chunk_itl_ms")
+HIGHER_IS_BETTER = ("output_throughput",)  # of METRICS; the rest are latencies
 SCALARS = ("median_itl_ms", "mean_itl_ms", "median_tpot_ms", "median_chunk_itl_ms", "output_throughput", "accept_length", "duration", "failed")
 
 
@@ -139,6 +140,15 @@ def interleave(arms: dict[str, float], runs: dict[str, list[dict[str, Any]]], di
                 break
 
 
+def compare_records(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *, margin: float,
+                    target_effect: float) -> dict[str, dict[str, Any]]:
+    """The A/B engine's run-level comparison of each of METRICS over the runs' records."""
+    return {key: compare_run_values([r[key] for r in candidate if r.get(key) is not None],
+                                    [r[key] for r in baseline if r.get(key) is not None], metric=key, threshold=margin,
+                                    higher_is_better=key in HIGHER_IS_BETTER, target_effect=target_effect)
+            for key in METRICS}
+
+
 def experiment(label: str, arms: dict[str, float], target: float, args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     """Pilot, size by the MDE, complete the runs, compare. The first arm is the candidate."""
     print(f"\n== {label}: {' vs '.join(f'{n} ({s:g} ms)' for n, s in arms.items())}", flush=True)
@@ -164,9 +174,9 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
           f"{' (capped by --max-repeats)' if planned < needed else ''}", flush=True)
     interleave(arms, runs, disturbed, planned, args, log_dir)
     candidate, baseline = (runs[name] for name in arms)
-    comparison = compare_records(candidate, baseline, margin=args.margin, target_effect=target, metrics=METRICS)
-    for key, row in comparison.items():
-        print("  " + describe(key, row), flush=True)
+    comparison = compare_records(candidate, baseline, margin=args.margin, target_effect=target)
+    for row in comparison.values():
+        print("  " + describe_run_level(row), flush=True)
     family = holm_across_metrics(comparison)
     for test, adjusted in family.items():
         print(f"  Holm across the {len(adjusted)} metrics ({test}): " + ", ".join(
@@ -181,10 +191,10 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
     if disturbed:
         # The sensitivity check: the same comparison with the set-aside runs put back.
         everything = {name: runs[name] + [r for r in disturbed if r["arm"] == name] for name in arms}
-        with_disturbed = compare_records(*(everything[name] for name in arms), margin=args.margin, target_effect=target, metrics=METRICS)
+        with_disturbed = compare_records(*(everything[name] for name in arms), margin=args.margin, target_effect=target)
         print("  with the disturbed runs put back (rank-based; Welch is swamped by them):", flush=True)
         for key, row in with_disturbed.items():
-            print(f"    {key}: " + describe(key, row).split("\n")[-1].strip(), flush=True)
+            print(f"    {key}: " + describe_run_level(row).split("\n")[-1].strip(), flush=True)
     emulation = [r["median_chunk_itl_ms"] / r["step_time_ms"] for arm in runs.values() for r in arm]
     inactive = min(emulation) > 1.2
     if inactive:
@@ -198,8 +208,8 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
 def holm_across_metrics(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, tuple[float, bool]]]:
     """Holm-adjusted p-values across the metrics, separately for Welch and for Mann-Whitney."""
     family = {}
-    for test, key_p in (("Welch", "p_value"), ("Mann-Whitney", "rank_p_value")):
-        p_values = {key: row[key_p] for key, row in comparison.items() if row.get(key_p) is not None}
+    for test, p_of in (("Welch", lambda row: row.get("p_value")), ("Mann-Whitney", lambda row: (row.get("rank") or {}).get("p_value"))):
+        p_values = {key: p for key, row in comparison.items() if (p := p_of(row)) is not None}
         if p_values:
             family[test] = holm(p_values).by_name()
     return family

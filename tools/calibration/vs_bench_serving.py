@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.compare.bench_ab import compare_metric  # noqa: E402
+from harness.compare.verdicts import compare_run_values  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
@@ -91,15 +91,17 @@ def main(argv: list[str] | None = None) -> int:
     for key in COMPARED:
         a = [r[key] for r in runs["specsuite"]]
         b = [r[key] for r in runs["bench_serving"]]
-        row = compare_metric(a, b, margin=args.tolerance)
-        row["within_tolerance"] = row["estimate"] is not None and abs(row["estimate"]) <= args.tolerance
+        row = compare_run_values(a, b, metric=key, threshold=args.tolerance, higher_is_better=key == "output_throughput")
+        effect = row["effect"] or {}
+        estimate, ci = effect.get("value"), effect.get("ci")
+        row["within_tolerance"] = estimate is not None and abs(estimate) <= args.tolerance
         verdicts[key] = row
-        if row["estimate"] is None:
+        if estimate is None or ci is None:
             print(f"{key}: {row.get('note')}")
             continue
-        print(f"{key}: ours/theirs - 1 = {row['estimate']:+.3%} [95% CI {row['ci'][0]:+.3%}, {row['ci'][1]:+.3%}]; "
+        print(f"{key}: ours/theirs - 1 = {estimate:+.3%} [95% CI {ci[0]:+.3%}, {ci[1]:+.3%}]; "
               f"{'within' if row['within_tolerance'] else 'OUTSIDE'} ±{args.tolerance:.0%}"
-              f"{'; TOST-equivalent' if row['equivalent'] else ''}", flush=True)
+              f"{'; TOST-equivalent' if (row.get('equivalence') or {}).get('equivalent') else ''}", flush=True)
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
     if args.out:

@@ -1,0 +1,118 @@
+"""The metric registry and what reads it: the "suspect" verdict, its --fail-on rule and its report row,
+the run-level engine shared by compare_arms and the calibration scripts, and the report's copies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.compare import metric_registry, verdicts
+from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
+from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY, SPREAD_ROWS, STATISTICS
+from harness.compare.verdicts import compare_arms, describe_run_level
+from harness.errors import SpecsuiteError
+from harness.history.metrics import DIRECTIONS, THRESHOLDS
+from reports import document
+from reports.document import ANALYSIS_KEY, build_document
+from tests.helpers.ab_results import arm_repeats, bench_run, make_results
+
+FAST = 4.2  # the candidate's mean accept length; the baseline's is 2.4
+T1 = "t=1-top_p=1"
+
+
+def _fallback_only(repeats: list[dict]) -> list[dict]:
+    """Keep the fallback-id events of every case and clear the other detectors: fallback ids alone."""
+    for repeat in repeats:
+        for case in repeat["cases"]:
+            for name in ("invalid_id", "padded_row_id", "stray_char"):
+                case["detectors"][name]["count"] = 0
+            case["server_counters"] = {}
+    return repeats
+
+
+def _results(candidate_invalid_rate: float) -> dict:
+    candidate = arm_repeats(7, invalid_rate=candidate_invalid_rate, accept_mean=FAST)
+    baseline = arm_repeats(1007, invalid_rate=0.0, accept_mean=2.4)
+    return make_results({"candidate": _fallback_only(candidate), "fix": _fallback_only(baseline)})
+
+
+def _rows(analysis: dict, metric: str) -> dict[str, dict]:
+    return {row["case_id"]: row for row in analysis["comparisons"] if row["metric"] == metric}
+
+
+@pytest.fixture(scope="module")
+def fallback_arm() -> dict:
+    results = _results(0.015)
+    results[ANALYSIS_KEY] = compare_arms(results)
+    return results
+
+
+def test_higher_accept_length_with_fallback_ids_is_suspect_not_better(fallback_arm: dict) -> None:
+    analysis = fallback_arm[ANALYSIS_KEY]
+    assert _rows(analysis, "fallback_ids")[T1]["verdict"] == "worse"
+    assert all(_rows(analysis, name)[T1]["verdict"] != "worse" for name in ("invalid_ids", "padded_row_ids", "stray_per_1200"))
+    accept = _rows(analysis, "accept_length")
+    assert accept and {row["verdict"] for row in accept.values()} == {"suspect"}
+    row = accept[T1]
+    assert row["effect"]["ci"][0] > 0 and row["p_adjusted"] < 0.05  # it would have been "better"
+    assert row["suspect_because"] == {"fallback_ids": ["t=0.6-top_p=0.95", T1]}
+    assert "founding bug's signature" in row["note"] and "fallback_ids" in row["note"] and row["note"].count(". ") == 0
+
+
+def test_clean_candidate_with_higher_accept_length_is_still_better() -> None:
+    analysis = compare_arms(_results(0.0))
+    assert {row["verdict"] for row in _rows(analysis, "accept_length").values()} == {"better"}
+    assert all(row.get("suspect_because") is None for row in analysis["comparisons"])
+
+
+def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> None:
+    for rules in ("accept_length:suspect", "suspect"):
+        outcome = evaluate_fail_on(rules, fallback_arm[ANALYSIS_KEY])
+        assert outcome.failed and outcome.triggered[0].rule == rules
+        assert "suspect" in outcome.triggered[0].reason and "fallback_ids" in outcome.triggered[0].reason
+    clean = evaluate_fail_on("accept_length:suspect", compare_arms(_results(0.0)))
+    assert not clean.failed and not clean.unevaluated
+    assert not evaluate_fail_on("accept_length:worse", fallback_arm[ANALYSIS_KEY]).failed  # suspect is not worse
+    with pytest.raises(SpecsuiteError, match="'suspect' applies to accept_length"):
+        parse_fail_on("invalid_ids:suspect")
+
+
+def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: dict) -> None:
+    blocks = build_document(fallback_arm, [], []).blocks
+    cells = [cell for block in blocks if block[0] == "table" for row in block[1].rows for cell in row]
+    assert any(cell.startswith("**suspect**") for cell in cells)  # before/after verdict column and verdict table
+    counts = next(block[1] for block in blocks if block[0] == "p" and " worse, " in block[1])
+    assert counts.startswith("2 worse, 3 suspect, 0 better, ")  # fallback ids at T=0.6 and T=1; accept length at all three
+    notes = [item for block in blocks if block[0] == "list" for item in block[1] if item.startswith("suspect:")]
+    assert len(notes) == 3 and all("founding bug's signature" in note for note in notes)
+
+
+def test_every_metric_has_an_engine_a_test_and_json_facts() -> None:
+    assert set(METRICS) == {metric.name for metric in REGISTRY} and len(METRICS) == len(REGISTRY)
+    assert {metric.statistic for metric in REGISTRY} <= set(STATISTICS) == set(verdicts._ENGINES)
+    table = metric_registry.metric_table()
+    json.dumps(table, allow_nan=False)
+    assert set(table["report_rows"]) <= set(METRICS) and set(table["spread_rows"]) <= set(METRICS)
+    assert verdicts.DEFAULT_THRESHOLDS == THRESHOLDS == {m.name: m.threshold for m in REGISTRY}
+    assert DIRECTIONS["accept_length"] == "either" and DIRECTIONS["output_throughput"] == "higher"
+    assert [m.name for m in REGISTRY if m.suspect_when_better] == ["accept_length"]
+
+
+def test_the_reports_copies_for_the_plots_match_the_registry() -> None:
+    assert document.KINDS == {metric.name: metric.report_format for metric in REGISTRY}
+    assert document.SPREAD_METRICS == SPREAD_ROWS
+
+
+def test_bench_rows_with_repeats_carry_the_rank_pair_and_read_as_one_line() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    arms = {name: [{"cases": [], "workloads": {"bench": bench_run(rng, itl, 200.0, requests=4, tokens=10)}} for _ in range(4)]
+            for name, itl in (("slow", 10.5), ("base", 10.0))}
+    analysis = compare_arms(make_results(arms))
+    row = _rows(analysis, "itl_median")["t=0-top_p=1"]
+    assert row["test"] == "Welch t on log run-level values + TOST" and row["rank"]["p_value"] is not None
+    assert BY_NAME["itl_median"].statistic == "run_level" and row["equivalence"]["ci"] is not None
+    text = describe_run_level(row)
+    assert text.startswith("itl_median t=0-top_p=1: +") and "rank-based: Hodges-Lehmann" in text and row["verdict"] in text
