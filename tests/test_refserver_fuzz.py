@@ -354,7 +354,7 @@ def test_clients_disconnecting_mid_stream_are_aborted(server, http):
 
 def test_short_soak_loses_nothing(server, tmp_path):
     """tools/calibration/soak.py in miniature: requests sent, records on disk and the server's counters agree."""
-    from bench.soak import parse_args, run_soak
+    from tools.calibration.soak import parse_args, run_soak
 
     args = parse_args(["--duration", "3", "--concurrency", "32", "--max-new-tokens", "4"])
     summary = asyncio.run(run_soak(server.base_url, tmp_path, args))
