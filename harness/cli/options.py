@@ -234,9 +234,11 @@ def _lossless_default(name: str) -> Callable[[], Any]:
 
 def _kernel_default(name: str) -> Callable[[], Any]:
     def default() -> Any:
-        from harness.kernels import distribution, inputs  # numpy loads only when a parser is built
+        import importlib
 
-        return getattr(inputs, name, None) or getattr(distribution, name)
+        # numpy (and scipy) load only when a pytest parser is built; DEFAULT_ROWS lives beside the distribution tests
+        module = importlib.import_module("harness.kernels.distribution" if name == "DEFAULT_ROWS" else "harness.kernels.inputs")
+        return getattr(module, name)
 
     return default
 
@@ -509,10 +511,10 @@ def _escape(text: str) -> str:
 def option_kwargs(option: Option, front_end: str, *, suppress_default: bool = False) -> dict[str, Any]:
     """addoption/add_argument keyword arguments for one option on one front end."""
     shown = option.default_label()
-    aliases = [alias.flag for alias in option.aliases if front_end in alias.front_ends]
+    aliases = [alias for alias in option.aliases if front_end in alias.front_ends]
     help_text = option.help + (f" (default: {shown})" if shown else "")
     if aliases:
-        help_text += f"; also {', '.join(aliases)}" + (" (deprecated)" if any(a.deprecated for a in option.aliases) else "")
+        help_text += "; also " + ", ".join(alias.flag + (" (deprecated)" if alias.deprecated else "") for alias in aliases)
     kwargs: dict[str, Any] = {"help": _escape(help_text)}
     if option.positional:
         if option.nargs:
