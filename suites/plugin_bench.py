@@ -1,51 +1,35 @@
-"""pytest options and fixtures of the serving-benchmark suite (suites/test_serving_bench.py).
+"""pytest fixtures of the serving-benchmark suite (suites/test_serving_bench.py); its `--bench-*`
+options are declared in harness/cli/options.py.
 
 The benchmark runs once per session against the server under test (results also appended to
-`arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With a baseline URL
-(`--bench-baseline-url`, else the session's `--baseline-url` when that option exists) it also
+`arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
+server the ab suite compares against; the old name `--bench-baseline-url` still works) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
 run-level values with the A/B engine of `specsuite run` (harness.compare.verdicts.compare_arms:
 Welch and TOST within `--bench-margin`, the rank-based pair beside them) and applies the fail-on
-rules for the bench metrics to those same rows: `--bench-fail-on`, else `itl_median:+1%`. (pytest
-has no `--fail-on` option; that one belongs to `specsuite run`, which applies its rules to the
-merged results itself.)
+rules for the bench metrics to those same rows: `--bench-fail-on` (default `itl_median:+1%`).
+(pytest has no `--fail-on` option; that one belongs to `specsuite run`, which applies its rules to
+the merged results itself.)
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from harness.cli.options import add_pytest_options, find_option
 from harness.errors import SpecsuiteError
 
-DEFAULT_FAIL_ON = "itl_median:+1%"
+DEFAULT_FAIL_ON: str = find_option("--bench-fail-on").default
 BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
 # Run-summary fields compared beside the registry's bench metrics, for information (no rule reads them).
 INFORMATIONAL_FIELDS = ("median_tpot_ms",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite")
-    add = group.addoption
-    add("--bench-backend", default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"), help="benchmark backend (default sglang)")
-    add("--bench-dataset", default="random", choices=("random", "random-ids", "sharegpt"), help="benchmark dataset (default random)")
-    add("--bench-dataset-path", default=None, help="ShareGPT JSON/JSONL file or 'hf' (default: the bundled prompts)")
-    add("--bench-num-prompts", type=int, default=8, help="measured requests per benchmark run (default 8)")
-    add("--bench-input-len", type=int, default=1024, help="random prompt length in tokens (default 1024)")
-    add("--bench-output-len", type=int, default=512, help="output tokens per request (default 512)")
-    add("--bench-range-ratio", type=float, default=1.0, help="bench_serving range ratio (default 1.0 = fixed lengths; 0 means [1, L])")
-    add("--bench-max-concurrency", type=int, default=1, help="concurrent requests (default 1)")
-    add("--bench-request-rate", type=float, default=math.inf, help="Poisson arrivals per second (default inf)")
-    add("--bench-warmup", type=int, default=1, help="warmup requests (default 1)")
-    add("--bench-no-flush", action="store_true", help="do not flush the server after warmup (accept length then includes earlier traffic)")
-    add("--bench-text-prompts", action="store_true", help="send decoded text instead of token ids (bench_serving's default)")
-    add("--bench-repeats", type=int, default=3, help="interleaved runs per arm when a baseline is given (default 3)")
-    add("--bench-baseline-url", default=None, help="baseline server for the in-suite A/B (default: --baseline-url when present)")
-    add("--bench-margin", type=float, default=0.01, help="equivalence margin for TOST, relative (default 0.01 = ±1%%)")
-    add("--bench-fail-on", default=None, help=f"fail-on rules for the bench metrics (default: {DEFAULT_FAIL_ON.replace('%', '%%')})")
+    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (harness/cli/options.py)
 
 
 @dataclass
@@ -87,7 +71,7 @@ def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
 
 
 def fail_on_expression(config: pytest.Config) -> str:
-    """The bench's rules: --bench-fail-on, else the default."""
+    """The bench's rules: --bench-fail-on (an empty value means the default)."""
     return config.getoption("bench_fail_on") or DEFAULT_FAIL_ON
 
 
@@ -99,7 +83,7 @@ def bench_state(specsuite) -> BenchSuiteState:
     from harness.compare.verdicts import compare_arms, compare_run_values
 
     config = specsuite.config
-    state = BenchSuiteState(baseline_url=config.getoption("bench_baseline_url") or config.getoption("baseline_url", default=None))
+    state = BenchSuiteState(baseline_url=config.getoption("baseline_url", default=None))  # --bench-baseline-url is its old alias
     arm = specsuite.server.arm
     try:
         rules = parse_fail_on(fail_on_expression(config)) if state.baseline_url else []

@@ -1,7 +1,7 @@
 """Nightly history for the suites: store the session in the results database, take the baseline from it,
 and put the server's identity into JUnit XML.
 
-Options (group "specsuite"):
+Options (group "specsuite", declared in harness/cli/options.py):
 
 - `--results-db URL`: when the session ends with its checks run (exit 0 or 1), store its
   results.json in the history (outcome "passed" or "failed"); default env SPECSUITE_RESULTS_DB, as for
@@ -21,14 +21,13 @@ fingerprint, profile, seed, results folder and the baseline run.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cli.history import RESULTS_DB_ENV, results_db_default
+from harness.cli.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
 
@@ -39,16 +38,7 @@ STORED_EXIT_CODES = {int(pytest.ExitCode.OK): "passed", int(pytest.ExitCode.TEST
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite")
-    group.addoption("--results-db", default=results_db_default(), metavar="URL",
-                    help=f"history database (file path, sqlite:///FILE or postgresql://...; env {RESULTS_DB_ENV}, as for "
-                         "`specsuite history`): store this session's results there when it finishes; neither given: not stored")
-    group.addoption("--compare-to", default=None, metavar="last-good|RUN_ID",
-                    help="baseline from the history for the nightly regression test (needs --results-db)")
-    group.addoption("--build-hash", default=os.environ.get("SPECSUITE_BUILD_HASH"),
-                    help="the server build under test, stored with the run (env SPECSUITE_BUILD_HASH)")
-    group.addoption("--accelerator", default=os.environ.get("SPECSUITE_ACCELERATOR"),
-                    help="the accelerator, e.g. MI355X (env SPECSUITE_ACCELERATOR); runs on different accelerators are never compared")
+    add_pytest_options(parser.getgroup, "history")  # --results-db, --compare-to, --build-hash, --accelerator (harness/cli/options.py)
 
 
 @dataclass

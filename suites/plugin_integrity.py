@@ -1,5 +1,5 @@
-"""pytest plugin of the integrity suite: its options, the checked client every suite uses, and the
-probe that the tests in suites/test_integrity.py drive.
+"""pytest plugin of the integrity suite: its options (declared in harness/cli/options.py), the
+checked client every suite uses, and the probe that the tests in suites/test_integrity.py drive.
 
 At session start (after the main plugin resolved the server) the session's client is replaced by a
 `CheckingClient`, so every /generate answer any suite receives runs through `harness.workloads.integrity.sglang_rules`;
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
+from harness.cli.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server.generated_text import text_context
 from harness.workloads.integrity.recorder import CheckingClient, CheckingOpenAIClient, IntegrityRecorder, checking_client, checking_openai_client
@@ -40,13 +41,7 @@ REPETITIVE_PROMPTS = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite")
-    group.addoption("--assume-deterministic", action="store_true",
-                    help="treat the server as honouring sampling_seed (default: only when /server_info reports "
-                         "enable_deterministic_inference, or for the reference server)")
-    group.addoption("--integrity-stop-offsets", type=int, default=24,
-                    help="token offsets per prompt at which stop strings and stop ids are placed (default 24)")
-    group.addoption("--integrity-batch-size", type=int, default=64, help="requests in the canary isolation batch (default 64)")
+    add_pytest_options(parser.getgroup, "integrity")  # --assume-deterministic and the --integrity-* sizes (harness/cli/options.py)
 
 
 def specsuite_session(config: pytest.Config) -> SpecsuiteSession:

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.cli.options import add_pytest_options
 from harness.errors import SpecsuiteError
-from harness.kernels.distribution import DEFAULT_ROWS
-from harness.kernels.inputs import DEFAULT_BATCH, DEFAULT_STEPS, DEFAULT_VOCAB, KernelShape
+from harness.kernels.inputs import KernelShape
 from harness.kernels.suite import KernelSuiteRun
 from harness.results.store import RunDirectory
 
@@ -33,18 +33,7 @@ KERNEL_MARKER = "kernel"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite kernel", "specsuite kernel suite: SGLang's chain rejection sampler, no server")
-    group.addoption("--kernel", default=None, metavar="SOURCE",
-                    help="the sampler under test: installed, sglang==VERSION, a path to reject_sampling.py, "
-                         "refserver or refserver:nofix (default: installed when SGLang is importable, else the suite skips)")
-    group.addoption("--kernel-vocab", type=int, default=DEFAULT_VOCAB, help=f"the kernel's vocab width (embedding rows; default {DEFAULT_VOCAB})")
-    group.addoption("--tokenizer-vocab", type=int, default=None,
-                    help="the tokenizer's length; ids from it to --kernel-vocab are padded rows (default: --kernel-vocab)")
-    group.addoption("--kernel-batch", type=int, default=DEFAULT_BATCH, help=f"rows per kernel call (default {DEFAULT_BATCH})")
-    group.addoption("--kernel-steps", type=int, default=DEFAULT_STEPS, help=f"draft steps per row (default {DEFAULT_STEPS})")
-    group.addoption("--kernel-seed", type=int, default=None, help="seed of every kernel input (default: --seed)")
-    group.addoption("--kernel-dist-rows", type=int, default=DEFAULT_ROWS,
-                    help=f"rows per distribution scenario (default {DEFAULT_ROWS}; the stated power is for this many)")
+    add_pytest_options(parser.getgroup, "kernel")  # the "specsuite kernel" group (harness/cli/options.py)
 
 
 @dataclass

@@ -1,6 +1,7 @@
-"""pytest plugin of the losslessness suite: its options, the session-wide workload (run once per
-setting, cached) and the speculation-off reference (--reference-url, else the embedded reference
-server launched with --speculative-algorithm NONE when the server under test serves its model).
+"""pytest plugin of the losslessness suite: its options (declared in harness/cli/options.py), the
+session-wide workload (run once per setting, cached) and the speculation-off reference
+(--lossless-reference-url, formerly --reference-url; else the embedded reference server launched
+with --speculative-algorithm NONE when the server under test serves its model).
 
 Results go to `specsuite.workloads["lossless"]`, written to results.json after every test.
 """
@@ -12,58 +13,22 @@ from typing import Any
 
 import pytest
 
+from harness.cli.options import add_pytest_options, parse_option
 from harness.errors import SpecsuiteError
 from harness.server.secrets import load_api_key
 from harness.workloads.lossless.reference import ReferenceServer, open_reference
-from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of, parse_settings
-
-DEFAULTS = LosslessConfig()
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite")
-    group.addoption("--reference-url", default=None,
-                    help="speculation-off server of the same model for the two-sample and greedy lossless tests "
-                         "(default: launch the embedded reference with --speculative-algorithm NONE)")
-    group.addoption("--lossless-temperatures", default="1.0,0.7:0.9",
-                    help="lossless sampling settings, T or T:TOP_P, comma-separated (default 1.0,0.7:0.9)")
-    group.addoption("--lossless-samples", type=int, default=DEFAULTS.pit_requests,
-                    help=f"PIT generations per setting (default {DEFAULTS.pit_requests})")
-    group.addoption("--lossless-max-new-tokens", type=int, default=DEFAULTS.pit_max_new_tokens,
-                    help=f"tokens per PIT generation; positions 2.. are tested (default {DEFAULTS.pit_max_new_tokens})")
-    group.addoption("--lossless-top-k", type=int, default=DEFAULTS.top_k,
-                    help=f"top_logprobs_num of the scoring request; the rest is the PIT's tail bucket (default {DEFAULTS.top_k})")
-    group.addoption("--lossless-two-sample-size", type=int, default=DEFAULTS.two_sample_size,
-                    help=f"two-sample generations per prompt and server (default {DEFAULTS.two_sample_size})")
-    group.addoption("--lossless-two-sample-prompts", type=int, default=DEFAULTS.two_sample_prompts,
-                    help=f"fixed prompts of the two-sample test (default {DEFAULTS.two_sample_prompts})")
-    group.addoption("--lossless-greedy-prompts", type=int, default=DEFAULTS.greedy_prompts,
-                    help=f"prompts of the greedy-equality test (default {DEFAULTS.greedy_prompts})")
-    group.addoption("--lossless-greedy-tokens", type=int, default=DEFAULTS.greedy_max_new_tokens,
-                    help=f"max_new_tokens of the greedy-equality test (default {DEFAULTS.greedy_max_new_tokens})")
-    group.addoption("--lossless-concurrencies", default=",".join(map(str, DEFAULTS.greedy_concurrencies)),
-                    help="client concurrencies of the greedy-equality test (default 1,8,32)")
-    group.addoption("--lossless-concurrency", type=int, default=DEFAULTS.concurrency,
-                    help=f"requests in flight for the sampled lossless tests (default {DEFAULTS.concurrency})")
-    group.addoption("--lossless-numerics-gap", type=float, default=DEFAULTS.numerics_gap,
-                    help=f"a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics (default {DEFAULTS.numerics_gap:g})")
-
-
-def _integers(text: str, option: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise SpecsuiteError(f"{option} expects comma-separated integers, got {text!r}") from None
-    if not values:
-        raise SpecsuiteError(f"{option} is empty")
-    return values
+    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (harness/cli/options.py)
 
 
 def lossless_config(config: pytest.Config) -> LosslessConfig:
     """The workload config from the command line; bad values raise a one-line SpecsuiteError."""
     option = config.getoption
     result = LosslessConfig(
-        settings=tuple(parse_settings(option("lossless_temperatures"))),
+        settings=tuple(parse_option("--lossless-temperatures", option("lossless_temperatures"))),
         pit_requests=option("lossless_samples"),
         pit_max_new_tokens=option("lossless_max_new_tokens"),
         top_k=option("lossless_top_k"),
@@ -71,7 +36,7 @@ def lossless_config(config: pytest.Config) -> LosslessConfig:
         two_sample_size=option("lossless_two_sample_size"),
         greedy_prompts=option("lossless_greedy_prompts"),
         greedy_max_new_tokens=option("lossless_greedy_tokens"),
-        greedy_concurrencies=_integers(option("lossless_concurrencies"), "--lossless-concurrencies"),
+        greedy_concurrencies=parse_option("--lossless-concurrencies", option("lossless_concurrencies")),
         numerics_gap=option("lossless_numerics_gap"),
         concurrency=option("lossless_concurrency"),
         alpha=option("alpha"),
@@ -147,7 +112,7 @@ def _config_dict(config: LosslessConfig) -> dict[str, Any]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "lossless_setting" in metafunc.fixturenames:
         try:
-            settings = parse_settings(metafunc.config.getoption("lossless_temperatures"))
+            settings = parse_option("--lossless-temperatures", metafunc.config.getoption("lossless_temperatures"))
         except SpecsuiteError:
             settings = []  # reported once, by the lossless fixture
         metafunc.parametrize("lossless_setting", settings, ids=[s.key for s in settings])
@@ -160,7 +125,7 @@ def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSe
     try:
         config = lossless_config(pytestconfig)
         reference = open_reference(
-            reference_url=pytestconfig.getoption("reference_url"), api_key=load_api_key(),
+            reference_url=pytestconfig.getoption("lossless_reference_url"), api_key=load_api_key(),
             test_model_path=specsuite.server.identity.model_path, log_dir=specsuite.run_dir.path,
             ready_timeout_s=pytestconfig.getoption("launch_timeout"),
         )

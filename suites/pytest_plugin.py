@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from harness.cli.options import add_pytest_options, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter, RunDirectory
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
@@ -41,16 +42,6 @@ from harness.workloads.gsm8k import load_gsm8k
 from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
 SUITES_DIR = Path(__file__).resolve().parent
-
-
-def _floats(text: str, option: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise SpecsuiteError(f"{option} expects comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise SpecsuiteError(f"{option} is empty")
-    return values
 
 
 @dataclass
@@ -87,7 +78,7 @@ class SpecsuiteSession:
 
     @property
     def grid(self) -> list[SamplingCase]:
-        return sampling_grid(_floats(self.option("temperatures"), "--temperatures"), _floats(self.option("top_p"), "--top-p"))
+        return sampling_grid(parse_option("--temperatures", self.option("temperatures")), parse_option("--top-p", self.option("top_p")))
 
     @property
     def profile(self):
@@ -186,7 +177,7 @@ class SpecsuiteSession:
 
     @property
     def gsm8k_temperatures(self) -> list[float]:
-        return _floats(self.option("gsm8k_temperatures"), "--gsm8k-temperatures")
+        return parse_option("--gsm8k-temperatures", self.option("gsm8k_temperatures"))
 
     def warnings(self) -> list[str]:
         """Every warning the workloads collected so far, in run order."""
@@ -255,18 +246,12 @@ RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("specsuite")
-    group.addoption(
-        "--fault-policy", default="", metavar="SPEC",
-        help="when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
-             "(the defaults; see harness/server/faults.py)")
-    group.addoption(
-        "--require-server-url", action="store_true",
-        help="refuse to fall back to the embedded reference server when neither --server-url (SPECSUITE_SERVER_URL) "
-             "nor --launch is given (exit 4); --profile nightly implies it")
+    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (harness/cli/options.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    for note in deprecation_notes(config.invocation_params.args, "pytest"):
+        print(f"specsuite: {note}", file=sys.stderr)
     config.stash[SESSION_KEY] = SpecsuiteSession(config)
     config.stash[RESTORE_SIGTERM_KEY] = terminate_as_interrupt()
 

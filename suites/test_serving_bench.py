@@ -60,7 +60,7 @@ def test_bench_against_baseline(bench_state):
     from harness.compare.verdicts import describe_run_level
 
     if bench_state.comparison is None:
-        pytest.skip("no baseline server: pass --bench-baseline-url (or --baseline-url)")
+        pytest.skip("no baseline server: pass --baseline-url")
     comparison = bench_state.comparison
     for row in comparison["comparisons"] + comparison["informational"]:
         print(describe_run_level(row))

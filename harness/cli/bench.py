@@ -14,13 +14,13 @@ succeeded, 1 when some failed, 2 on an error; Ctrl-C saves the finished requests
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from datetime import datetime
 from pathlib import Path
 
 import orjson
 
+from harness.cli.options import BENCH_SERVING, add_arguments
 from harness.errors import SpecsuiteError
 
 EXIT_OK = 0
@@ -29,58 +29,14 @@ EXIT_REQUESTS_FAILED = 1
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser("bench", help="serving benchmark with bench_serving's metrics (TTFT, ITL, TPOT, throughput, accept length)")
-    server = bench.add_argument_group("server")
-    server.add_argument("--server-url", help="a running server (default: launch the embedded reference server)")
-    server.add_argument("--launch", metavar="CMD", help="start this server command, wait until ready, stop it after")
-    server.add_argument("--launch-url", default=None, help="URL the --launch command serves on (default: from its --host/--port)")
-    server.add_argument("--reference-arm", default="fix", choices=("fix", "nofix", "copy-only", "guards-only"),
-                        help="arm of the embedded reference server (default fix)")
-    server.add_argument("--reference-arg", action="append", default=[], metavar="ARG",
-                        help="extra flag for the embedded reference server, e.g. --reference-arg=--step-time-ms=2.56 (repeatable)")
-    server.add_argument("--results-dir", default="specsuite-results", help="folder for the JSONL and server logs (default ./specsuite-results)")
-    server.add_argument("--output-file", default=None, help="JSONL file to append to (default: bench_serving's name in --results-dir)")
-    server.add_argument("--require-server-url", action="store_true",
-                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
+    add_arguments(bench, "bench", groups={"server": bench.add_argument_group("server")}, except_group=BENCH_SERVING)
     add_bench_arguments(bench)
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark's own flags (bench_serving's names and defaults)."""
+    """The benchmark's own flags (bench_serving's names and defaults; harness/cli/options.py)."""
     group = parser.add_argument_group("benchmark (bench_serving's flags)")
-    add = group.add_argument
-    add("--backend", default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"))
-    add("--model", default=None, help="model name for the OpenAI backends (default: the first of /v1/models)")
-    add("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
-    add("--dataset-name", default="random", choices=("random", "random-ids", "sharegpt"))
-    add("--dataset-path", default=None, help="ShareGPT JSON/JSONL file, or 'hf'; default: the bundled prompts")
-    add("--num-prompts", type=int, default=1000)
-    add("--random-input-len", type=int, default=1024)
-    add("--random-output-len", type=int, default=1024)
-    add("--random-range-ratio", type=float, default=0.0,
-        help="lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed")
-    add("--tokenize-prompt", action="store_true", help="send token ids (exact prompt lengths) instead of decoded text")
-    add("--sharegpt-output-len", type=int, default=None)
-    add("--sharegpt-context-len", type=int, default=None)
-    add("--request-rate", type=float, default=math.inf, help="Poisson arrivals per second (default inf: all at once)")
-    add("--max-concurrency", type=int, default=None)
-    add("--warmup-requests", "--warmup", dest="warmup_requests", type=int, default=1)
-    add("--flush-cache", action="store_true",
-        help="POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY when set. "
-             "A refused flush is a warning and leaves accept_length out")
-    add("--seed", type=int, default=42)
-    add("--temperature", type=float, default=0.0,
-        help="native backend only, as in bench_serving: the OpenAI backends send temperature 0.0 (see --oai-sampling)")
-    add("--top-p", type=float, default=1.0,
-        help="native backend only, sent when below 1, as in bench_serving: the OpenAI backends send no top_p (see --oai-sampling)")
-    add("--oai-sampling", action="store_true",
-        help="specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
-             "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)")
-    add("--disable-ignore-eos", action="store_true")
-    add("--extra-request-body", default=None, metavar="JSON", help="merged into every request body (top level)")
-    add("--keep-alive", action="store_true", help="share keep-alive connections (default: a new connection per request, as bench_serving)")
-    add("--tag", default=None)
-    add("--output-details", action="store_true", help="also store the generated texts")
-    add("--disable-tqdm", action="store_true")
+    add_arguments(parser, "bench", groups={BENCH_SERVING: group}, only_group=BENCH_SERVING)
 
 
 def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):

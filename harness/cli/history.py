@@ -19,66 +19,28 @@ worse level that the newest nights still show); 2 an error (bad input, unreachab
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
-from typing import Any
 
+from harness.cli.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
+from harness.cli.options import add_arguments
+from harness.cli.options import results_db_default as results_db_default
 from harness.errors import SpecsuiteError
 
-RESULTS_DB_ENV = "SPECSUITE_RESULTS_DB"
 EXIT_OK = 0
 EXIT_REGRESSION = 1
 
 
-def results_db_default() -> str | None:
-    """`--results-db`'s default under both `specsuite history` and pytest: env SPECSUITE_RESULTS_DB."""
-    return os.environ.get(RESULTS_DB_ENV) or None
-
-
-def _add_db_option(parser: argparse.ArgumentParser, default: Any) -> None:
-    parser.add_argument("--results-db", default=default, metavar="URL",
-                        help=f"file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB (env {RESULTS_DB_ENV}; "
-                             "neither given: specsuite-results/history.sqlite)")
-
-
-def _add_render_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", metavar="DIR", help="folder for trends.json, regressions.json/.md and trend PNGs")
-    parser.add_argument("--alpha", type=float, default=0.01, help="significance level of each step test (default 0.01)")
-    parser.add_argument("--min-size", type=int, default=2, help="nights needed on each side of a step (default 2)")
-    parser.add_argument("--metric", action="append", help="only this metric (repeatable)")
-    _add_filters(parser, None)
-
-
-def _add_filters(parser: argparse.ArgumentParser, default: Any) -> None:
-    parser.add_argument("--arm", default=default, help="only runs of this arm")
-    parser.add_argument("--accelerator", default=default, help="only runs on this accelerator")
-    parser.add_argument("--config-key", default=default, help="only runs of this configuration fingerprint")
-    parser.add_argument("--latest", type=int, default=default, metavar="N", help="only the newest N nights of each series")
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register `specsuite history` and its verbs."""
+    """Register `specsuite history` and its verbs (options: harness/cli/options.py)."""
     history = subparsers.add_parser("history", help="nightly results database: ingest runs, list them, render trends and regressions",
                                     description="Without a verb: render trends and the regression list (--out DIR).")
-    _add_db_option(history, results_db_default())
-    _add_render_options(history)
+    add_arguments(history, "history")
     verbs = history.add_subparsers(dest="history_verb", metavar="{ingest,list}")
-    # Options repeated after a verb must not reset the parent's values: SUPPRESS leaves them alone.
+    # Options repeated after a verb must not reset the parent's values: inherited ones get no default there.
     ingest = verbs.add_parser("ingest", help="store results.json files (one run per arm); storing the same file twice is a no-op")
-    ingest.add_argument("results", nargs="+", metavar="RESULTS.json", help="results.json files or the run folders holding them")
-    _add_db_option(ingest, argparse.SUPPRESS)
-    ingest.add_argument("--arm", dest="ingest_arm", action="append", default=None, help="only this arm of each file (repeatable)")
-    ingest.add_argument("--build-hash", default=os.environ.get("SPECSUITE_BUILD_HASH"), help="the server build (env SPECSUITE_BUILD_HASH)")
-    ingest.add_argument("--accelerator", dest="ingest_accelerator", default=os.environ.get("SPECSUITE_ACCELERATOR"),
-                        help="the accelerator, e.g. MI355X (env SPECSUITE_ACCELERATOR); part of the configuration fingerprint")
-    ingest.add_argument("--outcome", choices=("passed", "failed", "unknown"), default=None,
-                        help="whether the run's checks passed (default: from a `specsuite run` file's exit codes, else unknown); "
-                             "only passed runs can be last-good")
-    ingest.add_argument("--date", default=None, help="the run's date, YYYY-MM-DD[THH:MM:SSZ] (default: the file's created_utc)")
-    ingest.add_argument("--node", default=None, help="the machine that ran the suites (default: this one)")
+    add_arguments(ingest, "history ingest", inherited_from="history")
     listing = verbs.add_parser("list", help="list stored runs, oldest first")
-    _add_db_option(listing, argparse.SUPPRESS)
-    _add_filters(listing, argparse.SUPPRESS)
+    add_arguments(listing, "history list", inherited_from="history")
 
 
 def command_ingest(args: argparse.Namespace) -> int:

@@ -3,7 +3,7 @@
     specsuite run                       # reference server, nofix vs fix, one results folder
     specsuite run --server-url A --baseline-url B --repeats 3
     specsuite serve-reference --arm nofix --port 30000 ...
-    specsuite gsm8k --server-url URL --num-questions 200
+    specsuite gsm8k --server-url URL --gsm8k-num-questions 200
 
 Every error the harness can name is printed as one line (`specsuite: error: ...`) with exit
 code 2; Ctrl-C and SIGTERM exit 130 after saving what was measured (harness/server/interrupts.py: pytest
@@ -18,6 +18,7 @@ from typing import Sequence
 
 from harness.cli import bench as bench_command
 from harness.cli import history as history_command
+from harness.cli.options import add_arguments, check_values, deprecation_notes, front_end_of, parse_option
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.interrupts import interrupt_after_children
@@ -30,63 +31,22 @@ EXIT_INTERRUPTED = 130
 
 def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
     run = subparsers.add_parser("run", help="run the suites against one or more arms and write one results folder")
-    run.add_argument("--server-url", help="candidate server URL (compared against --baseline-url when given)")
-    run.add_argument("--baseline-url", help="baseline server URL")
-    run.add_argument("--arm", action="append", default=[], metavar="NAME=LAUNCH_CMD", help="launch an arm per session (repeatable)")
-    run.add_argument("--reference-sampler", default=None, metavar="ARM=SAMPLER[,ARM=SAMPLER]",
-                     help="with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23")
-    run.add_argument("--repeats", type=int, default=1, help="interleaved repeats per arm (A B A B ...); launched arms restart each time")
-    run.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
-    run.add_argument("--run-id", default=None, help="name of the run folder (default: UTC time plus a suffix)")
-    run.add_argument("-m", "--markers", default="correctness", help="pytest marker expression for the suites (default correctness)")
-    run.add_argument("--profile", choices=("smoke", "nightly"), default="smoke")
-    run.add_argument("--temperatures", default="0,0.6,1.0")
-    run.add_argument("--top-p", default="0.95,1.0")
-    run.add_argument("--seed", type=int, default=0, help="base seed; repeat k uses seed + k - 1 (recorded)")
-    run.add_argument("--tokenizer", default=None)
-    run.add_argument("--vocab-size", type=int, default=None)
-    run.add_argument("--pytest-arg", action="append", default=[], metavar="ARG", help="extra argument passed to every pytest session")
-    run.add_argument("--fail-on", default=None, metavar="RULES",
-                     help="exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%%,gsm8k_accuracy:-2pt")
-    run.add_argument("--no-report", action="store_true", help="skip rendering report.md/report.html/PNGs")
-    run.add_argument("--require-server-url", action="store_true",
-                     help="refuse the embedded reference arms when no --server-url/--baseline-url/--arm is given; --profile nightly implies it")
+    add_arguments(run, "run")
 
 
 def _add_report_parser(subparsers: argparse._SubParsersAction) -> None:
     report = subparsers.add_parser("report", help="re-render a run's report from its results.json (no server needed)")
-    report.add_argument("results", metavar="RESULTS.json", help="a results.json, or the run folder holding it")
-    report.add_argument("--out", required=True, metavar="DIR", help="folder for report.md, report.html, results.csv and PNGs")
-
-
-def _add_server_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--server-url", help="a running server (default: launch the embedded reference server)")
-    parser.add_argument("--launch", metavar="CMD", help="start this server command, wait until ready, stop it after")
-    parser.add_argument("--reference-arm", default="fix", choices=("fix", "nofix", "copy-only", "guards-only"),
-                        help="arm of the embedded reference server when no server is given (default fix)")
-    parser.add_argument("--arm-name", default=None, help="label for this server in the results")
-    parser.add_argument("--tokenizer", default=None, help="local tokenizer folder (default: the server's tokenizer_path)")
-    parser.add_argument("--vocab-size", type=int, default=None, help="the model's vocab_size; overrides config.json")
-    parser.add_argument("--results-dir", default="specsuite-results", help="where the run folder goes (default ./specsuite-results)")
-    parser.add_argument("--require-server-url", action="store_true",
-                        help="refuse to fall back to the embedded reference server when neither --server-url nor --launch is given")
+    add_arguments(report, "report")
 
 
 def _add_gsm8k_parser(subparsers: argparse._SubParsersAction) -> None:
     gsm8k = subparsers.add_parser("gsm8k", help="few-shot GSM8K accuracy, invalid rate and accept length")
-    _add_server_options(gsm8k)
-    gsm8k.add_argument("--gsm8k-path", default="synthetic", help="'synthetic' (default), 'hf', or a local .jsonl/.parquet file")
-    gsm8k.add_argument("--num-questions", type=int, default=200)
-    gsm8k.add_argument("--num-shots", type=int, default=5)
-    gsm8k.add_argument("--temperatures", default="0", help="comma-separated (default 0)")
-    gsm8k.add_argument("--parallel", type=int, default=16)
-    gsm8k.add_argument("--seed", type=int, default=0)
-    gsm8k.add_argument("--shots-from-eval", action="store_true", help="take shots from the evaluated questions, as few_shot_gsm8k does")
+    add_arguments(gsm8k, "gsm8k")
 
 
 def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     serve = subparsers.add_parser("serve-reference", help="run the embedded reference server (same flags as python -m fixtures.refserver)", add_help=False)
-    serve.add_argument("args", nargs=argparse.REMAINDER)
+    add_arguments(serve, "serve-reference")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,16 +134,6 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _temperatures(text: str) -> list[float]:
-    try:
-        values = [float(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise SpecsuiteError(f"--temperatures expects comma-separated numbers, got {text!r}") from None
-    if not values or any(t < 0 for t in values):
-        raise SpecsuiteError(f"--temperatures needs non-negative numbers, got {text!r}")
-    return values
-
-
 def command_gsm8k(args: argparse.Namespace) -> int:
     from harness.results.store import RunDirectory
     from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
@@ -191,7 +141,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     from harness.workloads.gsm8k import load_gsm8k
     from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
-    temperatures = _temperatures(args.temperatures)
+    temperatures = parse_option("--gsm8k-temperatures", args.gsm8k_temperatures, "gsm8k")
     check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
     items = load_gsm8k(args.gsm8k_path)
     api_key = load_api_key()
@@ -211,8 +161,9 @@ def command_gsm8k(args: argparse.Namespace) -> int:
         writer = run_dir.record_writer(server.arm, "gsm8k")
         for temperature in temperatures:
             results[temperature_key(temperature)] = run_gsm8k_on_server(
-                server.client, server.vocab, items, temperature=temperature, num_questions=args.num_questions, num_shots=args.num_shots,
-                parallel=args.parallel, seed=args.seed, shots_from_eval=args.shots_from_eval, progress=sys.stderr.isatty(),
+                server.client, server.vocab, items, temperature=temperature, num_questions=args.gsm8k_num_questions,
+                num_shots=args.gsm8k_num_shots, parallel=args.gsm8k_parallel, seed=args.seed, shots_from_eval=args.gsm8k_shots_from_eval,
+                progress=sys.stderr.isatty(),
                 record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
             for line in results[temperature_key(temperature)].get("warnings") or []:
                 warnings.append(line)
@@ -260,8 +211,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["serve-reference"]:  # every flag belongs to the reference server's own parser
         return command_serve_reference(argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
+    for note in deprecation_notes(argv, front_end_of(args)):
+        print(f"specsuite: {note}", file=sys.stderr)
     restore_signals = interrupt_after_children()
     try:
+        check_values(vars(args), front_end_of(args))  # comma lists: one line naming the option, before any server starts
         return COMMANDS[args.command](args)
     except SpecsuiteError as exc:
         print(f"specsuite: error: {exc}", file=sys.stderr)

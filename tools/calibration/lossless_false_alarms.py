@@ -26,13 +26,14 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
+from harness.cli.options import lossless_settings  # noqa: E402
 from harness.errors import SpecsuiteError  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 from harness.server.sglang_client import SGLangClient  # noqa: E402
 from harness.stats import clopper_pearson  # noqa: E402
 from harness.workloads.correctness.prompts import load_prompts  # noqa: E402
 from harness.workloads.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
-from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of, parse_settings  # noqa: E402
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of  # noqa: E402
 
 DEFAULTS = LosslessConfig()
 
@@ -123,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
         prompts = [p.prompt for p in load_prompts()]
         runs = []
         for seed in range(args.first_seed, args.first_seed + args.runs):
-            config = LosslessConfig(settings=tuple(parse_settings(args.lossless_temperatures)), pit_requests=args.lossless_samples,
-                                    two_sample_size=args.lossless_two_sample_size, alpha=args.alpha, seed=seed)
+            settings = tuple(lossless_settings(args.lossless_temperatures, "--lossless-temperatures"))
+            config = LosslessConfig(settings=settings, pit_requests=args.lossless_samples, two_sample_size=args.lossless_two_sample_size,
+                                    alpha=args.alpha, seed=seed)
             started = time.perf_counter()
             run = one_run(LosslessWorkload(test, reference, prompts, config, draft_steps), not args.skip_two_sample)
             runs.append(run)

@@ -24,7 +24,7 @@ from harness.workloads.lossless.greedy import GreedyResult, ReferenceOutput, com
 from harness.workloads.lossless.pit import UniformityResult, pit_values, randomized_pit, uniformity_test
 from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
 from harness.workloads.lossless.two_sample import CalibrationResult, HomogeneityResult, homogeneity_test, loglik_calibration
-from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, parse_settings
+from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
 
 __all__ = [
     "CalibrationResult",
@@ -40,7 +40,6 @@ __all__ = [
     "homogeneity_test",
     "loglik_calibration",
     "parse_scoring",
-    "parse_settings",
     "pit_values",
     "randomized_pit",
     "scoring_payload",

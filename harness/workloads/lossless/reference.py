@@ -1,5 +1,5 @@
 """The speculation-off reference the two-sample and greedy tests compare against: a running server
-(--reference-url) or, when none is given, the embedded reference server launched with
+(--lossless-reference-url) or, when none is given, the embedded reference server launched with
 `--speculative-algorithm NONE` (only meaningful when the server under test serves that same
 model, which is checked before launching)."""
 
@@ -52,7 +52,7 @@ def _describe(client: SGLangClient, how: str) -> dict[str, Any]:
 def open_reference(
     *, reference_url: str | None, api_key: str | None, test_model_path: str | None, log_dir: Path, ready_timeout_s: float = 120.0
 ) -> ReferenceServer:
-    """Connect to --reference-url, or launch the embedded speculation-off reference when the server
+    """Connect to --lossless-reference-url, or launch the embedded speculation-off reference when the server
     under test serves the embedded model; otherwise the reference is unavailable (with the reason)."""
     if reference_url:
         client = SGLangClient(reference_url, api_key=api_key)
@@ -68,7 +68,7 @@ def open_reference(
     embedded = embedded_model_path()
     if test_model_path != embedded:
         reason = (f"the server under test serves {test_model_path!r}, not the embedded reference model: "
-                  f"pass --reference-url to a speculation-off server of the same model")
+                  f"pass --lossless-reference-url to a speculation-off server of the same model")
         return ReferenceServer(None, {"how": "none"}, reason)
     launched = launch_reference_server("fix", log_dir=log_dir, extra_args=SPECULATION_OFF_ARGS, ready_timeout_s=ready_timeout_s)
     client = SGLangClient(launched.base_url)

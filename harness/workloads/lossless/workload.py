@@ -39,27 +39,6 @@ class SamplingSetting:
         return {"temperature": self.temperature, "top_p": self.top_p}
 
 
-def parse_settings(text: str) -> list[SamplingSetting]:
-    """"1.0,0.7:0.9" -> T=1.0 (top_p 1) and T=0.7 with top_p 0.9."""
-    settings = []
-    for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
-        temperature_text, _, top_p_text = part.partition(":")
-        try:
-            setting = SamplingSetting(float(temperature_text), float(top_p_text) if top_p_text else 1.0)
-        except ValueError:
-            raise SpecsuiteError(f"--lossless-temperatures expects T or T:TOP_P items, got {part!r}") from None
-        if not setting.temperature > 0.0:
-            raise SpecsuiteError(f"--lossless-temperatures: the lossless tests need T > 0 (greedy has its own test), got {part!r}")
-        if not 0.0 < setting.top_p <= 1.0:
-            raise SpecsuiteError(f"--lossless-temperatures: top_p must be in (0, 1], got {part!r}")
-        settings.append(setting)
-    if not settings:
-        raise SpecsuiteError("--lossless-temperatures is empty")
-    return settings
-
-
 @dataclass(frozen=True)
 class LosslessConfig:
     """Sizes and knobs. The defaults are the CI sizes (the package docstring gives their power)."""
@@ -149,7 +128,7 @@ class LosslessWorkload:
 
     def _reference(self) -> SGLangClient:
         if self.reference is None:
-            raise SpecsuiteError("this test needs a speculation-off reference server (--reference-url, or the embedded one)")
+            raise SpecsuiteError("this test needs a speculation-off reference server (--lossless-reference-url, or the embedded one)")
         return self.reference
 
     def _sample(self, client: SGLangClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> dict[str, Any]:

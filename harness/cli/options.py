@@ -1,0 +1,645 @@
+"""Every option of specsuite, declared once: pytest's `addoption` and the `specsuite` argparse
+parsers are both built from `OPTIONS`, and docs/options.md is generated from it.
+
+    python -m harness.cli.options --markdown        # the table of docs/options.md
+    python -m harness.cli.options --write           # rewrite docs/options.md
+
+An `Option` is plain data: its flag, help, default (or a default taken from an environment
+variable, or computed on first use so that importing this module stays cheap), value type, and
+the front ends that carry it (`FRONT_ENDS`).  `add_options` takes an `addoption`-like callable
+(pytest's `group.addoption` or argparse's `add_argument`), so this module never imports pytest.
+Adding an option is one entry in `OPTIONS`.
+
+Comma lists (temperatures, top_p values, lossless settings, concurrencies) are stored as the text
+given and parsed by one parser, `parse_list`, with one rule: items are split on commas, blank
+items are ignored, at least one item is needed, and each item must be a number of the option's
+kind inside the option's range (a temperature is never negative).  Bad input raises a one-line
+`SpecsuiteError` that names the option.
+
+Older names still work: `Alias` entries are accepted wherever they were before, and
+`deprecation_notes` gives the one line to print when a command line uses one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import SpecsuiteError
+
+# The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
+FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference")
+CLI_FRONT_ENDS = FRONT_ENDS[1:]
+
+# pytest option groups (`pytest --help` sections) and their titles.
+PYTEST_GROUPS = {
+    "specsuite": "specsuite: speculative-decoding server checks",
+    "specsuite kernel": "specsuite kernel suite: SGLang's chain rejection sampler, no server",
+}
+
+RESULTS_DB_ENV = "SPECSUITE_RESULTS_DB"
+SERVER_URL_ENV = "SPECSUITE_SERVER_URL"
+DOCS_PATH = Path(__file__).resolve().parents[2] / "docs" / "options.md"
+
+
+def results_db_default() -> str | None:
+    """`--results-db`'s default on every front end: env SPECSUITE_RESULTS_DB, else none."""
+    return os.environ.get(RESULTS_DB_ENV) or None
+
+
+# ---------------------------------------------------------------- the one list parser
+
+
+def split_list(text: str, option: str) -> list[str]:
+    """The items of a comma list; blank items are skipped, and an empty list is bad input."""
+    items = [part.strip() for part in str(text).split(",") if part.strip()]
+    if not items:
+        raise SpecsuiteError(f"{option} is empty: give one or more comma-separated values")
+    return items
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values an item may take: [low, high], an end left open when `*_open`."""
+
+    what: str
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def check(self, value: float, item: str, option: str) -> None:
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if too_low or too_high or math.isnan(value):
+            raise SpecsuiteError(f"{option}: {self.what} must be {self.describe()}, got {item!r}")
+
+    def describe(self) -> str:
+        if self.low is not None and self.high is not None:
+            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        if self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        return f"{'<' if self.high_open else '<='} {self.high:g}"
+
+
+TEMPERATURE = Range("a temperature", low=0.0)
+SAMPLED_TEMPERATURE = Range("a sampled temperature (greedy has its own test)", low=0.0, low_open=True)
+TOP_P = Range("top_p", low=0.0, high=1.0, low_open=True)
+COUNT = Range("a count", low=1)
+
+
+def _number(item: str, kind: type, option: str) -> float:
+    try:
+        return kind(item)
+    except ValueError:
+        noun = "integers" if kind is int else "numbers"
+        raise SpecsuiteError(f"{option} expects comma-separated {noun}, got {item!r}") from None
+
+
+def parse_list(text: str, option: str, *, kind: type = float, bounds: Range | None = None) -> list[Any]:
+    """A comma list of numbers: '0,0.6,1.0' -> [0.0, 0.6, 1.0]; each item inside `bounds`."""
+    values = []
+    for item in split_list(text, option):
+        value = _number(item, kind, option)
+        if bounds is not None:
+            bounds.check(value, item, option)
+        values.append(value)
+    return values
+
+
+def temperature_list(text: str, option: str) -> list[float]:
+    return parse_list(text, option, bounds=TEMPERATURE)
+
+
+def top_p_list(text: str, option: str) -> list[float]:
+    return parse_list(text, option, bounds=TOP_P)
+
+
+def count_list(text: str, option: str) -> tuple[int, ...]:
+    return tuple(parse_list(text, option, kind=int, bounds=COUNT))
+
+
+def lossless_settings(text: str, option: str) -> list[Any]:
+    """'1.0,0.7:0.9' -> SamplingSetting(1.0, 1.0), SamplingSetting(0.7, 0.9): T or T:TOP_P items."""
+    from harness.workloads.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
+
+    settings = []
+    for item in split_list(text, option):
+        temperature_text, _, top_p_text = item.partition(":")
+        temperature = _number(temperature_text, float, option)
+        top_p = _number(top_p_text, float, option) if top_p_text else 1.0
+        SAMPLED_TEMPERATURE.check(temperature, item, option)
+        TOP_P.check(top_p, item, option)
+        settings.append(SamplingSetting(temperature, top_p))
+    return settings
+
+
+# ---------------------------------------------------------------- the table
+
+
+@dataclass(frozen=True)
+class Alias:
+    """An older name of an option, still accepted on these front ends (deprecated unless `deprecated=False`)."""
+
+    flag: str
+    front_ends: tuple[str, ...]
+    deprecated: bool = True
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option, once.  `action` is argparse's: None (a value), store_true, append, or positional."""
+
+    flag: str
+    help: str
+    front_ends: tuple[str, ...]
+    default: Any = None
+    default_factory: Callable[[], Any] | None = None  # computed when a parser is built (imports kept lazy)
+    default_text: str | None = None  # what an unset option means, for help and docs
+    env: str | None = None  # the default comes from this environment variable when it is set
+    type: Callable[[str], Any] | None = None
+    parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list); the stored value stays text
+    choices: tuple[Any, ...] | None = None
+    metavar: str | None = None
+    action: str | None = None
+    nargs: str | None = None
+    required: bool = False
+    dest: str | None = None
+    cli_dest: str | None = None  # the dest under argparse when it must differ (a verb's option beside its parent's)
+    short: str | None = None  # a one-letter name, e.g. -m
+    aliases: tuple[Alias, ...] = ()
+    pytest_area: str | None = None  # which suites/ module declares it (each plugin can be loaded alone)
+    pytest_group: str = "specsuite"
+    cli_group: str | None = None  # an argparse argument group, where the parser has one of that name
+
+    @property
+    def positional(self) -> bool:
+        return self.action == "positional"
+
+    @property
+    def key(self) -> str:
+        return self.dest or self.flag.lstrip("-").replace("-", "_")
+
+    def dest_for(self, front_end: str) -> str:
+        return self.cli_dest if front_end != "pytest" and self.cli_dest else self.key
+
+    def names_for(self, front_end: str) -> list[str]:
+        """Every name this front end accepts: the short one, the flag, then the aliases."""
+        names = [self.short] if self.short else []
+        names.append(self.flag)
+        names += [alias.flag for alias in self.aliases if front_end in alias.front_ends]
+        return names
+
+    def resolved_default(self) -> Any:
+        if self.env and os.environ.get(self.env):
+            return os.environ[self.env]
+        if self.default_factory is not None:
+            return self.default_factory()
+        if self.action == "store_true":
+            return bool(self.default)
+        return self.default
+
+    def default_label(self, markdown: bool = False) -> str:
+        """The default as help and docs show it (never the environment's current value); literal
+        values in code font when `markdown`, descriptions (`default_text`) as they are."""
+        code = (lambda text: f"`{text}`") if markdown else (lambda text: text)
+        shown = self.default_text
+        if shown is None:
+            value = self.default_factory() if self.default_factory is not None else self.default
+            literal = "" if value is None or value is False or value == [] else f"{value:g}" if isinstance(value, float) else str(value)
+            shown = code(literal) if literal else ""
+        if self.env:
+            shown = f"env {code(self.env)}" + (f", else {shown}" if shown else "")
+        return shown
+
+    def parse_value(self, value: Any) -> Any:
+        return value if self.parse is None or value is None else self.parse(value, self.flag)
+
+
+def _lossless_default(name: str) -> Callable[[], Any]:
+    def default() -> Any:
+        from harness.workloads.lossless.workload import LosslessConfig
+
+        value = getattr(LosslessConfig(), name)
+        return ",".join(map(str, value)) if isinstance(value, tuple) else value
+
+    return default
+
+
+def _kernel_default(name: str) -> Callable[[], Any]:
+    def default() -> Any:
+        import importlib
+
+        # numpy (and scipy) load only when a pytest parser is built; DEFAULT_ROWS lives beside the distribution tests
+        module = importlib.import_module("harness.kernels.distribution" if name == "DEFAULT_ROWS" else "harness.kernels.inputs")
+        return getattr(module, name)
+
+    return default
+
+
+PYTEST_RUN = ("pytest", "run")
+SERVER_FRONT_ENDS = ("pytest", "run", "gsm8k", "bench")
+HISTORY_ALL = ("history", "history ingest", "history list")
+HISTORY_FILTERS = ("history", "history list")
+BENCH_SERVING = "benchmark"  # `specsuite bench`'s group of bench_serving's flags
+
+OPTIONS: tuple[Option, ...] = (
+    # ---- the server under test (conftest.py) and the baseline
+    Option("--server-url", "base URL of a running server under test; `specsuite run` compares it against --baseline-url. "
+           "The API key comes from SPECSUITE_API_KEY", SERVER_FRONT_ENDS, env=SERVER_URL_ENV,
+           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server"),
+    Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
+           "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="conftest",
+           aliases=(Alias("--bench-baseline-url", ("pytest",)),)),
+    Option("--launch", "start this server command, wait until ready, log to the results folder, stop it after", ("pytest", "gsm8k", "bench"),
+           metavar="CMD", pytest_area="conftest", cli_group="server"),
+    Option("--launch-url", "URL the --launch command serves on", ("pytest", "bench"), metavar="URL",
+           default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="conftest", cli_group="server"),
+    Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="conftest"),
+    Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),
+           default_text="the reference arm, or 'candidate'", pytest_area="conftest"),
+    Option("--temperatures", "comma-separated sampling temperatures of the correctness grid (each >= 0)", PYTEST_RUN, default="0,0.6,1.0",
+           parse=temperature_list, pytest_area="conftest"),
+    Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
+           parse=top_p_list, pytest_area="conftest"),
+    Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
+           choices=("smoke", "nightly"), pytest_area="conftest"),
+    Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
+           default="specsuite-results", pytest_area="conftest", cli_group="server"),
+    Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="conftest"),
+    Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
+           pytest_area="conftest", cli_group=BENCH_SERVING),
+    Option("--vocab-size", "the model's vocab_size (embedding rows); overrides config.json", ("pytest", "run", "gsm8k"), type=int,
+           pytest_area="conftest"),
+    Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="conftest"),
+    Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest"),
+    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="conftest"),
+    Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="conftest"),
+    # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)
+    Option("--gsm8k-path", "GSM8K source: 'synthetic' (the project's set), 'hf' (datasets.load_dataset), or a .jsonl/.parquet file",
+           ("pytest", "gsm8k"), default="synthetic", pytest_area="conftest"),
+    Option("--gsm8k-num-questions", "questions per GSM8K run", ("pytest", "gsm8k"), default=200, type=int, pytest_area="conftest",
+           aliases=(Alias("--num-questions", ("gsm8k",)),)),
+    Option("--gsm8k-num-shots", "few-shot examples", ("pytest", "gsm8k"), default=5, type=int, pytest_area="conftest",
+           aliases=(Alias("--num-shots", ("gsm8k",)),)),
+    Option("--gsm8k-temperatures", "comma-separated GSM8K temperatures (each >= 0)", ("pytest", "gsm8k"), default="0", parse=temperature_list,
+           pytest_area="conftest", aliases=(Alias("--temperatures", ("gsm8k",)),)),
+    Option("--gsm8k-parallel", "concurrent GSM8K requests", ("pytest", "gsm8k"), default=16, type=int, pytest_area="conftest",
+           aliases=(Alias("--parallel", ("gsm8k",)),)),
+    Option("--gsm8k-shots-from-eval", "take shots from the evaluated questions, as sglang's few_shot_gsm8k does", ("pytest", "gsm8k"),
+           action="store_true", default_text="excluded", pytest_area="conftest", aliases=(Alias("--shots-from-eval", ("gsm8k",)),)),
+    Option("--gsm8k-min-accuracy", "fail below this accuracy (SGLang's last-integer rule)", ("pytest",), type=float, pytest_area="conftest"),
+    Option("--gsm8k-max-invalid", "fail above this invalid fraction", ("pytest",), type=float, pytest_area="conftest"),
+    # ---- session policy (suites/pytest_plugin.py)
+    Option("--fault-policy", "when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
+           "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin"),
+    Option("--require-server-url", "refuse to fall back to the embedded reference server when no server is given "
+           "(--server-url or SPECSUITE_SERVER_URL, --launch; `specsuite run`: also --baseline-url, --arm); pytest exits 4, specsuite 2; "
+           "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server"),
+    # ---- integrity (suites/plugin_integrity.py)
+    Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
+           default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
+    Option("--integrity-stop-offsets", "token offsets per prompt at which stop strings and stop ids are placed", ("pytest",), default=24,
+           type=int, pytest_area="integrity"),
+    Option("--integrity-batch-size", "requests in the canary isolation batch", ("pytest",), default=64, type=int, pytest_area="integrity"),
+    # ---- losslessness (suites/plugin_lossless.py)
+    Option("--lossless-reference-url", "a speculation-off server of the same model, the reference of the two-sample and greedy lossless "
+           "tests (not a baseline: the candidate must match it in distribution)", ("pytest",),
+           default_text="launch the embedded reference with --speculative-algorithm NONE", pytest_area="lossless",
+           aliases=(Alias("--reference-url", ("pytest",)),)),
+    Option("--lossless-temperatures", "lossless sampling settings, T or T:TOP_P, comma-separated (T > 0, top_p in (0, 1])", ("pytest",),
+           default="1.0,0.7:0.9", parse=lossless_settings, pytest_area="lossless"),
+    Option("--lossless-samples", "PIT generations per setting", ("pytest",), default_factory=_lossless_default("pit_requests"), type=int,
+           pytest_area="lossless"),
+    Option("--lossless-max-new-tokens", "tokens per PIT generation; positions 2.. are tested", ("pytest",),
+           default_factory=_lossless_default("pit_max_new_tokens"), type=int, pytest_area="lossless"),
+    Option("--lossless-top-k", "top_logprobs_num of the scoring request; the rest is the PIT's tail bucket", ("pytest",),
+           default_factory=_lossless_default("top_k"), type=int, pytest_area="lossless"),
+    Option("--lossless-two-sample-size", "two-sample generations per prompt and server", ("pytest",),
+           default_factory=_lossless_default("two_sample_size"), type=int, pytest_area="lossless"),
+    Option("--lossless-two-sample-prompts", "fixed prompts of the two-sample test", ("pytest",),
+           default_factory=_lossless_default("two_sample_prompts"), type=int, pytest_area="lossless"),
+    Option("--lossless-greedy-prompts", "prompts of the greedy-equality test", ("pytest",), default_factory=_lossless_default("greedy_prompts"),
+           type=int, pytest_area="lossless"),
+    Option("--lossless-greedy-tokens", "max_new_tokens of the greedy-equality test", ("pytest",),
+           default_factory=_lossless_default("greedy_max_new_tokens"), type=int, pytest_area="lossless"),
+    Option("--lossless-concurrencies", "client concurrencies of the greedy-equality test, comma-separated (each >= 1)", ("pytest",),
+           default_factory=_lossless_default("greedy_concurrencies"), parse=count_list, pytest_area="lossless"),
+    Option("--lossless-concurrency", "requests in flight for the sampled lossless tests", ("pytest",),
+           default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless"),
+    Option("--lossless-numerics-gap", "a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics", ("pytest",),
+           default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
+    # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead
+    Option("--bench-backend", "benchmark backend", ("pytest",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"),
+           pytest_area="bench"),
+    Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
+    Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
+    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=8, type=int, pytest_area="bench"),
+    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=1024, type=int, pytest_area="bench"),
+    Option("--bench-output-len", "output tokens per request", ("pytest",), default=512, type=int, pytest_area="bench"),
+    Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=1.0, type=float,
+           pytest_area="bench"),
+    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=1, type=int, pytest_area="bench"),
+    Option("--bench-request-rate", "Poisson arrivals per second", ("pytest",), default=math.inf, type=float, pytest_area="bench"),
+    Option("--bench-warmup", "warmup requests", ("pytest",), default=1, type=int, pytest_area="bench"),
+    Option("--bench-no-flush", "do not flush the server after warmup (accept length then includes earlier traffic)", ("pytest",),
+           action="store_true", pytest_area="bench"),
+    Option("--bench-text-prompts", "send decoded text instead of token ids (bench_serving's default)", ("pytest",), action="store_true",
+           pytest_area="bench"),
+    Option("--bench-repeats", "interleaved runs per arm when a baseline is given", ("pytest",), default=3, type=int, pytest_area="bench"),
+    Option("--bench-margin", "equivalence margin for TOST, relative (0.01 = ±1%)", ("pytest",), default=0.01, type=float, pytest_area="bench"),
+    Option("--bench-fail-on", "fail-on rules for the bench metrics (itl_median, output_throughput)", ("pytest",), default="itl_median:+1%",
+           metavar="RULES", pytest_area="bench"),
+    # ---- the history database (suites/plugin_history.py and `specsuite history`)
+    Option("--results-db", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB. Not given: a pytest "
+           "session stores nothing, `specsuite history` reads specsuite-results/history.sqlite", ("pytest", *HISTORY_ALL),
+           default_factory=results_db_default, env=RESULTS_DB_ENV, metavar="URL", pytest_area="history"),
+    Option("--compare-to", "the nightly regression test's baseline, from the history: the newest passed run of tonight's "
+           "configuration and arm, or that run id (needs --results-db)", ("pytest",), metavar="last-good|RUN_ID", pytest_area="history"),
+    Option("--build-hash", "the server build under test, stored with the run", ("pytest", "history ingest"), env="SPECSUITE_BUILD_HASH",
+           pytest_area="history"),
+    Option("--accelerator", "the accelerator, e.g. MI355X, stored with the run; part of the configuration fingerprint, so runs on "
+           "different accelerators are never compared", ("pytest", "history ingest"), env="SPECSUITE_ACCELERATOR",
+           cli_dest="ingest_accelerator", pytest_area="history"),
+    # ---- the kernel suite (suites/plugin_kernel.py)
+    Option("--kernel", "the sampler under test: installed, sglang==VERSION, a path to reject_sampling.py, refserver or refserver:nofix",
+           ("pytest",), metavar="SOURCE", default_text="installed when SGLang is importable, else the suite skips", pytest_area="kernel",
+           pytest_group="specsuite kernel"),
+    Option("--kernel-vocab", "the kernel's vocab width (embedding rows)", ("pytest",), default_factory=_kernel_default("DEFAULT_VOCAB"),
+           type=int, pytest_area="kernel", pytest_group="specsuite kernel"),
+    Option("--tokenizer-vocab", "the tokenizer's length; ids from it to --kernel-vocab are padded rows", ("pytest",), type=int,
+           default_text="--kernel-vocab", pytest_area="kernel", pytest_group="specsuite kernel"),
+    Option("--kernel-batch", "rows per kernel call", ("pytest",), default_factory=_kernel_default("DEFAULT_BATCH"), type=int,
+           pytest_area="kernel", pytest_group="specsuite kernel"),
+    Option("--kernel-steps", "draft steps per row", ("pytest",), default_factory=_kernel_default("DEFAULT_STEPS"), type=int,
+           pytest_area="kernel", pytest_group="specsuite kernel"),
+    Option("--kernel-seed", "seed of every kernel input", ("pytest",), type=int, default_text="--seed", pytest_area="kernel",
+           pytest_group="specsuite kernel"),
+    Option("--kernel-dist-rows", "rows per distribution scenario (the stated power is for this many)", ("pytest",),
+           default_factory=_kernel_default("DEFAULT_ROWS"), type=int, pytest_area="kernel", pytest_group="specsuite kernel"),
+    # ---- `specsuite run`
+    Option("--arm", "launch an arm per session (repeatable)", ("run",), action="append", default_factory=list, metavar="NAME=LAUNCH_CMD"),
+    Option("--reference-sampler", "with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23",
+           ("run",), metavar="ARM=SAMPLER[,ARM=SAMPLER]"),
+    Option("--repeats", "interleaved repeats per arm (A B A B ...); launched arms restart each time", ("run",), default=1, type=int),
+    Option("--markers", "pytest marker expression for the suites", ("run",), default="correctness", short="-m"),
+    Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,
+           metavar="ARG"),
+    Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt", ("run",),
+           metavar="RULES"),
+    Option("--no-report", "skip rendering report.md/report.html/PNGs", ("run",), action="store_true"),
+    # ---- the embedded reference server, when no server is given (`specsuite gsm8k`, `specsuite bench`)
+    Option("--reference-arm", "arm of the embedded reference server when no server is given", ("gsm8k", "bench"), default="fix",
+           choices=("fix", "nofix", "copy-only", "guards-only"), cli_group="server"),
+    Option("--reference-arg", "extra flag for the embedded reference server, e.g. --reference-arg=--step-time-ms=2.56 (repeatable)",
+           ("bench",), action="append", default_factory=list, metavar="ARG", cli_group="server"),
+    # ---- `specsuite bench`: bench_serving's flags, names and defaults (the in-suite benchmark has its own --bench-* options)
+    Option("--output-file", "JSONL file to append to", ("bench",), default_text="bench_serving's name in --results-dir", cli_group="server"),
+    Option("--backend", "benchmark backend (bench_serving's flag)", ("bench",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"),
+           cli_group=BENCH_SERVING),
+    Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING),
+    Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
+           cli_group=BENCH_SERVING),
+    Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING),
+    Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=1000, type=int, cli_group=BENCH_SERVING),
+    Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
+    Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
+    Option("--random-range-ratio", "lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed",
+           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
+    Option("--tokenize-prompt", "send token ids (exact prompt lengths) instead of decoded text", ("bench",), action="store_true",
+           cli_group=BENCH_SERVING),
+    Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
+    Option("--sharegpt-context-len", "skip ShareGPT requests longer than this (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
+    Option("--request-rate", "Poisson arrivals per second (inf: all at once)", ("bench",), default=math.inf, type=float, cli_group=BENCH_SERVING),
+    Option("--max-concurrency", "concurrent requests at most (bench_serving's flag)", ("bench",), type=int, default_text="no limit",
+           cli_group=BENCH_SERVING),
+    Option("--warmup-requests", "warmup requests", ("bench",), default=1, type=int, cli_group=BENCH_SERVING,
+           aliases=(Alias("--warmup", ("bench",), deprecated=False),)),
+    Option("--flush-cache", "POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY "
+           "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+    Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
+           ("bench",), default=42, type=int, cli_group=BENCH_SERVING),
+    Option("--temperature", "native backend only, as in bench_serving: the OpenAI backends send temperature 0.0 (see --oai-sampling)",
+           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
+    Option("--top-p", "native backend only, sent when below 1, as in bench_serving: the OpenAI backends send no top_p (see --oai-sampling). "
+           "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING),
+    Option("--oai-sampling", "specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
+           "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)", ("bench",),
+           action="store_true", cli_group=BENCH_SERVING),
+    Option("--disable-ignore-eos", "stop at EOS (bench_serving's flag; default: ignore_eos)", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+    Option("--extra-request-body", "merged into every request body (top level)", ("bench",), metavar="JSON", cli_group=BENCH_SERVING),
+    Option("--keep-alive", "share keep-alive connections (default: a new connection per request, as bench_serving)", ("bench",),
+           action="store_true", cli_group=BENCH_SERVING),
+    Option("--tag", "a label stored with the result (bench_serving's flag)", ("bench",), cli_group=BENCH_SERVING),
+    Option("--output-details", "also store the generated texts", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+    Option("--disable-tqdm", "no progress bar", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+    # ---- `specsuite report`
+    Option("results", "a results.json, or the run folder holding it", ("report",), action="positional", metavar="RESULTS.json"),
+    Option("--out", "folder for report.md, report.html, results.csv and PNGs", ("report",), required=True, metavar="DIR"),
+    # ---- `specsuite history` (render) and its verbs
+    Option("--out", "folder for trends.json, regressions.json/.md and trend PNGs", ("history",), metavar="DIR"),
+    Option("--alpha", "significance level of each step test (the suites' --alpha is 0.001)", ("history",), default=0.01, type=float),
+    Option("--min-size", "nights needed on each side of a step", ("history",), default=2, type=int),
+    Option("--metric", "only this metric (repeatable)", ("history",), action="append"),
+    Option("--arm", "only runs of this arm", HISTORY_FILTERS),
+    Option("--accelerator", "only runs on this accelerator", HISTORY_FILTERS),
+    Option("--config-key", "only runs of this configuration fingerprint", HISTORY_FILTERS),
+    Option("--latest", "only the newest N nights of each series", HISTORY_FILTERS, type=int, metavar="N"),
+    Option("results", "results.json files or the run folders holding them", ("history ingest",), action="positional", nargs="+",
+           metavar="RESULTS.json"),
+    Option("--arm", "only this arm of each file (repeatable)", ("history ingest",), action="append", dest="ingest_arm"),
+    Option("--outcome", "whether the run's checks passed; only passed runs can be last-good", ("history ingest",),
+           choices=("passed", "failed", "unknown"), default_text="from a `specsuite run` file's exit codes, else unknown"),
+    Option("--date", "the run's date, YYYY-MM-DD[THH:MM:SSZ]", ("history ingest",), default_text="the file's created_utc"),
+    Option("--node", "the machine that ran the suites", ("history ingest",), default_text="this one"),
+    # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m fixtures.refserver --help)
+    Option("args", "the reference server's flags (python -m fixtures.refserver --help)", ("serve-reference",), action="positional",
+           nargs=argparse.REMAINDER, metavar="ARGS"),
+)
+
+
+def options_for(front_end: str, *, pytest_area: str | None = None) -> list[Option]:
+    """The options a front end carries, in table order (for pytest, optionally one plugin's)."""
+    if front_end not in FRONT_ENDS:
+        raise ValueError(f"unknown front end {front_end!r}")
+    # A pytest option without an area is declared with the server options (conftest.py).
+    return [option for option in OPTIONS
+            if front_end in option.front_ends and (pytest_area is None or (option.pytest_area or "conftest") == pytest_area)]
+
+
+def table_problems(options: Iterable[Option] = OPTIONS) -> list[str]:
+    """What is wrong with the table itself (unknown front ends or groups, aliases outside their option's front ends)."""
+    problems = []
+    for option in options:
+        problems += [f"{option.flag}: unknown front end {name!r}" for name in option.front_ends if name not in FRONT_ENDS]
+        problems += [f"{option.flag}: alias {alias.flag} on {name!r}, which the option is not on"
+                     for alias in option.aliases for name in alias.front_ends if name not in option.front_ends]
+        if option.pytest_group not in PYTEST_GROUPS:
+            problems.append(f"{option.flag}: unknown pytest group {option.pytest_group!r}")
+        if option.positional and "pytest" in option.front_ends:
+            problems.append(f"{option.flag}: pytest has no positional options")
+    return problems
+
+
+def find_option(flag: str, front_end: str = "pytest") -> Option:
+    """The option a front end knows under this name (an alias too)."""
+    for option in options_for(front_end):
+        if flag in option.names_for(front_end) or flag == option.key:
+            return option
+    raise KeyError(f"{front_end} has no option {flag}")
+
+
+def parse_option(flag: str, value: Any, front_end: str = "pytest") -> Any:
+    """The parsed value of a comma-list option (other options are typed by their parser already)."""
+    return find_option(flag, front_end).parse_value(value)
+
+
+# ---------------------------------------------------------------- building parsers
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%%")  # argparse (and so pytest) %-formats help strings
+
+
+def option_kwargs(option: Option, front_end: str, *, suppress_default: bool = False) -> dict[str, Any]:
+    """addoption/add_argument keyword arguments for one option on one front end."""
+    shown = option.default_label()
+    aliases = [alias for alias in option.aliases if front_end in alias.front_ends]
+    help_text = option.help + (f" (default: {shown})" if shown else "")
+    if aliases:
+        help_text += "; also " + ", ".join(alias.flag + (" (deprecated)" if alias.deprecated else "") for alias in aliases)
+    kwargs: dict[str, Any] = {"help": _escape(help_text)}
+    if option.positional:
+        if option.nargs:
+            kwargs["nargs"] = option.nargs
+        if option.metavar:
+            kwargs["metavar"] = option.metavar
+        return kwargs
+    kwargs["dest"] = option.dest_for(front_end)
+    kwargs["default"] = argparse.SUPPRESS if suppress_default else option.resolved_default()
+    if option.action:
+        kwargs["action"] = option.action
+    if option.type is not None:
+        kwargs["type"] = option.type
+    for name in ("choices", "metavar"):
+        if getattr(option, name) is not None:
+            kwargs[name] = getattr(option, name)
+    if option.required:
+        kwargs["required"] = True
+    return kwargs
+
+
+def add_options(addoption: Callable[..., Any], front_end: str, options: Iterable[Option] | None = None, *,
+                inherited_from: str | None = None) -> None:
+    """Declare options through an `addoption`-like callable (pytest's `group.addoption`,
+    argparse's `add_argument`).  `inherited_from`: the parent parser of a verb; an option the
+    parent carries too gets no default here, so repeating it after the verb keeps the parent's value."""
+    for option in options_for(front_end) if options is None else options:
+        names = [option.key] if option.positional else option.names_for(front_end)
+        suppress = inherited_from is not None and inherited_from in option.front_ends
+        addoption(*names, **option_kwargs(option, front_end, suppress_default=suppress))
+
+
+def add_pytest_options(getgroup: Callable[[str, str], Any], pytest_area: str) -> None:
+    """One suites/ module's pytest options, in their `pytest --help` groups; `getgroup` is `parser.getgroup`."""
+    for option in options_for("pytest", pytest_area=pytest_area):
+        add_options(getgroup(option.pytest_group, PYTEST_GROUPS[option.pytest_group]).addoption, "pytest", [option])
+
+
+def add_arguments(parser: argparse.ArgumentParser, front_end: str, *, groups: Mapping[str, Any] | None = None,
+                  inherited_from: str | None = None, only_group: str | None = None, except_group: str | None = None) -> None:
+    """A subcommand's arguments; options with a `cli_group` go to that argument group when `groups` has it.
+    `only_group`/`except_group` split one front end's options between two calls (`specsuite bench`)."""
+    groups = groups or {}
+    for option in options_for(front_end):
+        if (only_group is not None and option.cli_group != only_group) or (except_group is not None and option.cli_group == except_group):
+            continue
+        target = groups.get(option.cli_group or "", parser)
+        add_options(target.add_argument, front_end, [option], inherited_from=inherited_from)
+
+
+# ---------------------------------------------------------------- after parsing
+
+
+def _uses(argv: Sequence[str], flag: str) -> bool:
+    return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
+
+
+def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:
+    """One line per deprecated name this command line uses."""
+    notes = []
+    for option in options_for(front_end):
+        for alias in option.aliases:
+            if alias.deprecated and front_end in alias.front_ends and _uses(argv, alias.flag):
+                notes.append(f"{alias.flag} is deprecated; use {option.flag} (same meaning)")
+    return notes
+
+
+def check_values(values: Mapping[str, Any], front_end: str) -> None:
+    """Parse every comma-list option's value once, so bad input fails before anything runs."""
+    for option in options_for(front_end):
+        if option.parse is not None:
+            option.parse_value(values.get(option.dest_for(front_end)))
+
+
+def front_end_of(args: argparse.Namespace) -> str:
+    """The front end a parsed `specsuite` command line belongs to."""
+    verb = getattr(args, "history_verb", None)
+    return f"history {verb}" if args.command == "history" and verb else args.command
+
+
+# ---------------------------------------------------------------- docs/options.md
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table() -> str:
+    """docs/options.md: every option once, with its front ends, default and help."""
+    lines = [
+        "# Options",
+        "",
+        "Generated from `harness/cli/options.py` by `python -m harness.cli.options --write`; "
+        "`tests/test_option_table.py` fails when this file and the table disagree.",
+        "",
+        "Front ends: `pytest` (`pytest suites/ ...`), and the `specsuite` subcommands. A name in *italics* is an older alias that "
+        "still works (deprecated: a note is printed when it is used). Comma lists take comma-separated values; blank items are "
+        "ignored; each value must be in the option's range (a temperature is never negative).",
+        "",
+        "| option | front ends | default | what it does |",
+        "|---|---|---|---|",
+    ]
+    for option in OPTIONS:
+        names = ([f"`{option.short}`"] if option.short else []) + [f"`{option.flag}`" if not option.positional else f"`{option.metavar}` (positional)"]
+        names += [f"*`{alias.flag}`* ({', '.join(alias.front_ends)}{'' if alias.deprecated else ', not deprecated'})" for alias in option.aliases]
+        what = option.help + (f"; one of {', '.join(map(str, option.choices))}" if option.choices else "")
+        what += "; required" if option.required else ""
+        lines.append(f"| {_cell(', '.join(names))} | {', '.join(option.front_ends)} | {_cell(option.default_label(markdown=True))} | {_cell(what)} |")
+    counts = ", ".join(f"{front_end} {len(options_for(front_end))}" for front_end in FRONT_ENDS)
+    lines += ["", f"Options per front end: {counts}.", ""]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.cli.options", description="The option table of specsuite.")
+    parser.add_argument("--markdown", action="store_true", help="print docs/options.md")
+    parser.add_argument("--write", action="store_true", help=f"rewrite {DOCS_PATH}")
+    args = parser.parse_args(argv)
+    if args.write:
+        DOCS_PATH.write_text(markdown_table(), encoding="utf-8")
+        print(f"wrote {DOCS_PATH}")
+    if args.markdown or not args.write:
+        sys.stdout.write(markdown_table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
