@@ -1,0 +1,104 @@
+"""The results model (schema version 2): one shape for every writer and reader.
+
+A session is one repeat of one arm. Every ``results.json`` holds its arms as
+``arms.<arm>.repeats[]``, whoever wrote it:
+
+- a pytest session (``pytest suites``) writes each arm it measured with one repeat (the server
+  under test, and a ``baseline`` arm with ``--baseline-url``); a kernel-only session has no arms;
+- ``specsuite run`` writes every arm with one repeat per pytest session it ran, and the A/B
+  analysis under ``ANALYSIS_KEY``;
+- ``specsuite gsm8k`` writes one arm with one repeat holding ``workloads.gsm8k``.
+
+``specsuite report``, ``specsuite history`` and the A/B read that one shape. Version 1 files
+(before 2026-12) are upgraded on load by `upgrade`: there a pytest session wrote
+``arms.<arm>.cases`` and ``arms.<arm>.workloads`` directly, and ``specsuite run`` already wrote
+repeats. The TypedDicts say which keys each level has; values the workloads own (a case's
+detectors, a GSM8K run, a bench summary) stay plain dicts, described by their writers.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+SCHEMA_VERSION = 2
+ANALYSIS_KEY = "ab_compare"  # the A/B analysis (harness.compare.verdicts.compare_arms)
+FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (harness.compare.fail_on)
+
+
+class Repeat(TypedDict, total=False):
+    """One session of one arm: its cases and workloads. `specsuite run` adds how it ran."""
+
+    repeat: int  # 1-based, in run order
+    seed: int | None
+    cases: list[dict[str, Any]]  # one per sampling case: CaseResult.to_dict()
+    workloads: dict[str, Any]  # gsm8k: [one per temperature], bench: {...}, integrity_checks: {...}, ...
+    # written by `specsuite run` only:
+    exit_code: int | None
+    session_dir: str
+    log: str
+    session_status: str | None
+    wall_time_s: float
+    warnings: list[str]
+    error: str
+    identity: dict[str, Any] | None
+    vocab: dict[str, Any] | None
+    server_under_test: dict[str, Any] | None
+
+
+class Arm(TypedDict, total=False):
+    """One server (build) under test, and its repeats."""
+
+    server_under_test: dict[str, Any]  # how it was chosen; whether it was the reference emulation
+    identity: dict[str, Any]  # ServerIdentity.to_dict()
+    vocab: dict[str, Any]  # VocabInfo.to_dict()
+    spec: dict[str, Any]  # `specsuite run`: {name, url, launch}
+    repeats: list[Repeat]
+
+
+class ResultsDocument(TypedDict, total=False):
+    """A whole results.json. The first five keys are always there (harness.results.store writes them)."""
+
+    schema_version: int
+    created_utc: str
+    specsuite_version: str
+    run_id: str
+    status: str  # running | complete | interrupted | failed
+    stopped_at: str  # interrupted runs: where
+    error: str  # failed runs: why
+    server_under_test: dict[str, Any]
+    seed: int | None
+    profile: str | None
+    command: str
+    warnings: list[str]
+    faults: dict[str, Any] | None
+    repeats: int  # `specsuite run`: repeats per arm
+    arm_order: list[str]
+    baseline_arm: str
+    arms: dict[str, Arm]
+    kernel: dict[str, Any]  # the kernel suite's section
+    ab_compare: dict[str, Any]  # ANALYSIS_KEY
+    fail_on: dict[str, Any]  # FAIL_ON_KEY
+
+
+def session_repeat(cases: list[dict[str, Any]], workloads: dict[str, Any], seed: int | None) -> Repeat:
+    """The one repeat a pytest session writes for an arm it measured."""
+    return {"repeat": 1, "seed": seed, "cases": cases, "workloads": workloads}
+
+
+def upgrade(document: dict[str, Any]) -> ResultsDocument:
+    """A results document of any supported version in the current shape (a copy when it changes)."""
+    if document.get("schema_version", SCHEMA_VERSION) >= SCHEMA_VERSION:
+        return document  # type: ignore[return-value]
+    arms = document.get("arms")
+    upgraded: dict[str, Any] = {**document, "schema_version": SCHEMA_VERSION, "upgraded_from": document.get("schema_version")}
+    if isinstance(arms, dict):
+        upgraded["arms"] = {name: _upgrade_arm(arm, document.get("seed")) for name, arm in arms.items()}
+    return upgraded  # type: ignore[return-value]
+
+
+def _upgrade_arm(arm: Any, seed: int | None) -> Any:
+    """Version 1's pytest-session arm (`cases`, `workloads` at arm level) as an arm of one repeat."""
+    if not isinstance(arm, dict) or "repeats" in arm:
+        return arm
+    rest = {key: value for key, value in arm.items() if key not in ("cases", "workloads")}
+    return {**rest, "repeats": [session_repeat(list(arm.get("cases") or []), dict(arm.get("workloads") or {}), seed)]}
