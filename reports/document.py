@@ -20,7 +20,7 @@ from typing import Any
 from reports.server_under_test import server_under_test_line
 from reports.summary_table import summary_markdown
 
-ANALYSIS_KEY = "ab_compare"
+ANALYSIS_KEY = "ab_compare"  # the results model's key (harness.results.model.ANALYSIS_KEY; tests hold them equal)
 NOT_RUN = "not run"
 
 VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive")  # the order the verdict counts are given in

@@ -31,6 +31,7 @@ import pytest
 
 from harness.cli.options import add_pytest_options, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
+from harness.results.model import session_repeat
 from harness.results.store import RecordWriter, RunDirectory
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.server.interrupts import terminate_as_interrupt
@@ -54,7 +55,7 @@ class SpecsuiteSession:
     writer: RecordWriter | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     prompts: list[PromptItem] = field(default_factory=list)
-    workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.workloads
+    workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.repeats[0].workloads
     gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature
     baseline: ServerUnderTest | None = None
     baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
@@ -195,13 +196,12 @@ class SpecsuiteSession:
             "server_under_test": self.server.server_under_test,
             "identity": self.server.identity.to_dict(),
             "vocab": self.server.vocab.to_dict(),
-            "cases": [result.to_dict() for result in self.cases.values()],
-            "workloads": self.workloads,
+            "repeats": [session_repeat([result.to_dict() for result in self.cases.values()], self.workloads, self.option("seed"))],
         }}
         if self.baseline is not None:
             arms["baseline"] = {"server_under_test": self.baseline.server_under_test,
                                 "identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
-                                "cases": [result.to_dict() for result in self.baseline_cases.values()], "workloads": {}}
+                                "repeats": [session_repeat([result.to_dict() for result in self.baseline_cases.values()], {}, self.option("seed"))]}
         self.run_dir.write_results({
             "status": status,
             "server_under_test": self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,

@@ -66,11 +66,11 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
     from harness.compare.runner import RunPlan, run_sessions
     from harness.compare.verdicts import compare_arms
+    from harness.results.model import ANALYSIS_KEY
     from harness.results.store import RunDirectory
     from harness.server.launcher import find_free_port
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
-    from reports.document import ANALYSIS_KEY
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
@@ -135,6 +135,7 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_gsm8k(args: argparse.Namespace) -> int:
+    from harness.results.model import session_repeat
     from harness.results.store import RunDirectory
     from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
     from harness.server.session import check_server_given, describe_server_under_test, open_server
@@ -156,7 +157,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
                 "command": " ".join(sys.argv),
                 "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
-                                      "vocab": server.vocab.to_dict(), "workloads": workloads}}}
+                                      "vocab": server.vocab.to_dict(), "repeats": [session_repeat([], workloads, args.seed)]}}}
     try:
         writer = run_dir.record_writer(server.arm, "gsm8k")
         for temperature in temperatures:

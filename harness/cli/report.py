@@ -13,8 +13,8 @@ from pathlib import Path
 
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
-from harness.results.store import load_results, session_arms_as_repeats
-from reports.document import ANALYSIS_KEY
+from harness.results.model import ANALYSIS_KEY
+from harness.results.store import load_results
 from reports.render import render_report
 
 EXIT_OK = 0
@@ -24,7 +24,7 @@ EXIT_ERROR = 2
 def command_report(results_path: str, out_dir: str) -> int:
     """Render the report; a missing or invalid file, or an unwritable folder, is one error line and exit 2."""
     try:
-        results = session_arms_as_repeats(load_results(results_path))  # a pytest session's file too
+        results = load_results(results_path)
         results[ANALYSIS_KEY] = compare_arms(results)
         written = render_report(results, Path(out_dir))
     except SpecsuiteError as exc:

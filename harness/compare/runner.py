@@ -108,9 +108,10 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
         return entry
     session = load_results(results_file)
     arm_data = (session.get("arms") or {}).get(arm.name, {})
-    entry.update({"cases": arm_data.get("cases", []), "identity": arm_data.get("identity"), "vocab": arm_data.get("vocab"),
+    measured = (arm_data.get("repeats") or [{}])[0]  # a pytest session is one repeat of its arm
+    entry.update({"cases": measured.get("cases", []), "identity": arm_data.get("identity"), "vocab": arm_data.get("vocab"),
                   "server_under_test": arm_data.get("server_under_test"), "warnings": session.get("warnings") or [],
-                  "workloads": arm_data.get("workloads", {}), "session_status": session.get("status")})
+                  "workloads": measured.get("workloads", {}), "session_status": session.get("status")})
     return entry
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from harness.errors import SpecsuiteError
 from harness.history.metrics import MetricRecord, extract_metrics
 from harness.history.runs import OUTCOMES, Outcome, RunRecord, config_from_identity, config_key
+from harness.results.model import upgrade
 from harness.results.store import load_results
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?$")
@@ -51,13 +52,9 @@ def normalise_date(text: str) -> str:
     return f"{day}T{clock}Z"
 
 
-def arm_document(results: dict[str, Any], arm: dict[str, Any]) -> dict[str, Any]:
-    """The arm in the `{"repeats": [...]}` shape, without per-session paths."""
-    if isinstance(arm.get("repeats"), list):
-        repeats = [{k: v for k, v in r.items() if k in _SESSION_KEYS} for r in arm["repeats"] if isinstance(r, dict)]
-    else:
-        repeats = [{"repeat": 1, "seed": results.get("seed"), "cases": arm.get("cases") or [], "workloads": arm.get("workloads") or {}}]
-    return {"repeats": repeats}
+def arm_document(arm: dict[str, Any]) -> dict[str, Any]:
+    """The arm's repeats as the history stores them, without per-session paths."""
+    return {"repeats": [{k: v for k, v in r.items() if k in _SESSION_KEYS} for r in arm.get("repeats") or [] if isinstance(r, dict)]}
 
 
 def derived_outcome(results: dict[str, Any], document: dict[str, Any]) -> Outcome:
@@ -81,7 +78,8 @@ def items_from_results(
     date: str | None = None,
     node: str | None = None,
 ) -> list[IngestItem]:
-    """One `IngestItem` per arm of a loaded results dict (all arms, or those named)."""
+    """One `IngestItem` per arm of a loaded results dict (all arms, or those named; any schema version)."""
+    results = upgrade(results)
     status = results.get("status")
     if status != "complete":
         raise SpecsuiteError(f"results {source_path or results.get('run_id')} have status {status!r}; only complete runs go into the history")
@@ -101,7 +99,7 @@ def items_from_results(
         identity = arm.get("identity") or {}
         if not identity:
             raise SpecsuiteError(f"arm {name!r} of {source_path or results.get('run_id')} has no server identity; it cannot be placed in a trend")
-        document = arm_document(results, arm)
+        document = arm_document(arm)
         config = config_from_identity(identity, profile=results.get("profile"), accelerator=accelerator)
         # The file's own creation time keeps nights apart even when every night reuses one --run-id.
         run_key = f"{results.get('run_id')}/{name}@{results.get('created_utc') or started}"

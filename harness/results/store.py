@@ -7,34 +7,11 @@ Layout of one run::
 
 ``run_id`` is the UTC start time plus a short suffix, e.g. ``20250101T120000Z-3f9a1c``.
 
-``results.json`` (``SCHEMA_VERSION`` 1; the harness fills the content, this module owns
-versioning, atomic writes and loading) always starts with ``schema_version, created_utc,
-specsuite_version, run_id, status``. The rest comes in two shapes.
-
-A pytest session (``pytest suites``, suites/pytest_plugin.py) writes each arm's one session
-directly; a ``baseline`` arm appears with ``--baseline-url``, and a kernel session adds ``kernel``
-(and has no arms when no server is under test). ``specsuite gsm8k`` writes this shape too, with
-``workloads`` only::
-
-    {..., seed, profile, command, faults, warnings: [one line each, e.g. a refused /flush_cache],
-     server_under_test: {embedded_reference, reference_emulation, source, url, version},
-     arms: {<arm>: {server_under_test: {...}, identity: {...ServerIdentity.to_dict()}, vocab: {...},
-                    cases: [{case_id, temperature, top_p, n_requests, ..., detectors, acceptance}],
-                    workloads: {gsm8k: [one per temperature], bench: {...}}}},
-     kernel: {...}}
-
-``specsuite run`` (harness.cli.main, harness.compare.runner) runs one pytest session per arm and repeat and
-merges them: each session's cases and workloads become one entry of ``repeats``, and the A/B
-analysis is stored under ``ab_compare`` (reports.document.ANALYSIS_KEY)::
-
-    {..., seed, profile, repeats, command, arm_order, baseline_arm, warnings, [error],
-     server_under_test: {embedded_reference, reference_emulation, source},
-     arms: {<arm>: {spec: {name, url, launch}, identity, vocab, server_under_test,
-                    repeats: [{repeat, seed, exit_code, session_dir, log, session_status, wall_time_s,
-                               cases: [...], workloads: {...}, warnings, [error]}]}},
-     ab_compare: {comparisons: [...], estimates, repeat_spread, ...}, [fail_on: {...}]}
-
-Readers that want the second shape from either file use ``session_arms_as_repeats``.
+``results.json`` (its shape is harness.results.model, ``SCHEMA_VERSION`` 2; the harness fills the
+content, this module owns versioning, atomic writes and loading) always starts with
+``schema_version, created_utc, specsuite_version, run_id, status``. Every writer (a pytest
+session, ``specsuite run``, ``specsuite gsm8k``) keeps each arm's sessions under
+``arms.<arm>.repeats[]``; ``load_results`` upgrades a version-1 file to that shape.
 
 ``server_under_test`` (added without a version bump: readers that ignore it are unaffected)
 says how the server was chosen (``source``: server-url, launch, embedded-reference) and whether
@@ -64,9 +41,9 @@ from typing import Any
 import orjson
 
 from harness.errors import SpecsuiteError
+from harness.results.model import SCHEMA_VERSION, ResultsDocument, upgrade
 from harness.server.secrets import redact
 
-SCHEMA_VERSION = 1
 STATUSES = ("running", "complete", "interrupted", "failed")
 RESULTS_FILE = "results.json"
 UNKNOWN_VERSION = "0+unknown"
@@ -315,8 +292,9 @@ def _parse_json(raw: bytes, where: str) -> Any:
         raise SpecsuiteError(f"{where} is not valid JSON: {exc}") from None
 
 
-def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a ``results.json`` (or the run folder holding one) and check its schema version."""
+def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
+    """Read a ``results.json`` (or the run folder holding one), check its schema version, and
+    return it in the current shape (a version-1 file is upgraded)."""
     target = Path(path)
     if target.is_dir():
         target = target / RESULTS_FILE
@@ -339,23 +317,7 @@ def load_results(path: str | os.PathLike[str]) -> dict[str, Any]:
             f"results file {target} has schema_version {version}, newer than the supported "
             f"{SCHEMA_VERSION}; upgrade specsuite to read it"
         )
-    return data
-
-
-def session_arms_as_repeats(results: dict[str, Any]) -> dict[str, Any]:
-    """A `pytest suites` run writes each arm's single session directly (`arms.<arm>.cases`,
-    `.workloads`); the A/B analysis and the reports read `arms.<arm>.repeats[]`, as `specsuite run`
-    writes it. Return a shallow copy in which every such arm is its own one repeat."""
-    arms = results.get("arms")
-    if not isinstance(arms, dict):
-        return results
-    reshaped = {}
-    for name, arm in arms.items():
-        if isinstance(arm, dict) and "repeats" not in arm and ("cases" in arm or "workloads" in arm):
-            session = {"repeat": 1, "cases": arm.get("cases") or [], "workloads": arm.get("workloads") or {}}
-            arm = {**{k: v for k, v in arm.items() if k not in ("cases", "workloads")}, "repeats": [session]}
-        reshaped[name] = arm
-    return {**results, "arms": reshaped}
+    return upgrade(data)
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
