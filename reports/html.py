@@ -97,7 +97,9 @@ def _verdict_lines(lines: list, verdicts: Collection[str]) -> str:
     items = []
     for line in lines:
         named = set(getattr(line, "verdicts", []))
-        tone = "suspect" if "suspect" in named else "alarm" if named & set(ALARMING) else "calm" if named else ""
+        # The left border: alarm for worse, its own colour for suspect, green only when all is equivalent.
+        tone = ("suspect" if "suspect" in named else "alarm" if named & set(ALARMING)
+                else "calm" if named and named <= {"equivalent"} else "")
         items.append(f'<li class="{tone}">{_inline(line.text, verdicts)}</li>')
     return '<ul class="verdicts">' + "".join(items) + "</ul>"
 

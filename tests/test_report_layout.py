@@ -5,6 +5,8 @@ and the page as a real browser draws it (headless Chromium, skipped where it is 
 from __future__ import annotations
 
 import copy
+import gzip
+import json
 import re
 import shutil
 import struct
@@ -22,6 +24,12 @@ from reports.render import render_report
 from tests.helpers.ab_results import with_workloads
 
 REAL = Path(__file__).parent / "data" / "ab_results" / "nofix_vs_fix_smoke.json"
+# A recorded `specsuite run` with no options (the main job: correctness, GSM8K at T=0 and T=1, the
+# bench), its analysis and the bench's ITL reservoir (`itl_ms`, unused by the analysis) left out.
+MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
+SEED_ROWS = ("non-finite draft_probs entries per batch", "sampler fallback emissions / committed tokens",
+             "stray tokens per 1200 generated", "invalid ids / generated tokens", "fallback ids (vocab_size-1) / generated tokens",
+             "accept length (mean of requests)", "GSM8K accuracy", "GSM8K invalid rate", "median ITL", "output throughput")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -38,6 +46,13 @@ def full() -> dict:
     """Every family: correctness, GSM8K and the bench, two arms."""
     results = with_workloads(repeats=1)
     results.update(created_utc="2026-12-04T04:00:00Z", specsuite_version="9.9.9", run_id="full-run", side_by_side=True)
+    results[ANALYSIS_KEY] = compare_arms(results)
+    return results
+
+
+@pytest.fixture(scope="module")
+def main_job() -> dict:
+    results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results[ANALYSIS_KEY] = compare_arms(results)
     return results
 
@@ -83,6 +98,21 @@ def test_one_line_per_arm_and_family(full: dict, tmp_path: Path) -> None:
     markdown, _ = _render(full, tmp_path)
     assert "Not run" in markdown and "GSM8K," not in markdown.split("Not run")[1].split("\n")[0]  # only the spread
     assert "side by side on one host" in markdown  # the bench's caveat when the arms shared a host
+
+
+def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_path: Path) -> None:
+    markdown, _ = _render(main_job, tmp_path)
+    head, tables = markdown.split("## Figures")
+    assert head.splitlines()[0].startswith("**Server under test: the embedded reference emulation**")
+    assert "created 2026-12-04T04:2" in head and "specsuite 0.1.0" in head and "arms side by side" in head
+    families = [(line.arm, line.family) for line in verdict_lines(main_job)]
+    assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench")]
+    assert re.search(r"\*\*nofix\*\* · GSM8K: \*\*worse\*\* on accuracy −\d+ pt \(T=1\)", head)
+    assert "**nofix** · correctness: **worse** on invalid ids, fallback ids" in head
+    assert "Not run: spread between repeats" in head and "GSM8K," not in head.split("Not run")[1]
+    filled = {cells[0] for line in tables.splitlines() if line.startswith("| ") and (cells := [c.strip() for c in line[1:].split(" | ")])}
+    assert set(SEED_ROWS) <= filled, set(SEED_ROWS) - filled
+    assert not [line for line in tables.splitlines() if line.startswith("| ") and "not run" in line]
 
 
 def test_any_verdict_string_is_drawn_and_suspect_is_explained(recorded: dict, tmp_path: Path) -> None:

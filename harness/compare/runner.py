@@ -79,7 +79,8 @@ def _check_checkout() -> None:
 
 def session_command(plan: RunPlan, arm: ArmSpec, repeat: int, sessions_dir: Path) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", str(SUITES_DIR), "-m", plan.markers, "-p", "no:cacheprovider", "-q",
+        # The suites use no hypothesis; its plugin alone costs seconds of import in every session.
+        sys.executable, "-m", "pytest", str(SUITES_DIR), "-m", plan.markers, "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
         "--results-dir", str(sessions_dir), "--run-id", f"{arm.name}-r{repeat}", "--arm-name", arm.name,
         "--seed", str(plan.session_seed(repeat)), *arm.pytest_args(), *plan.pytest_options,
     ]
