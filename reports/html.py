@@ -50,6 +50,7 @@ figcaption { font-size: 0.9em; color: #444; }
 """
 KNOWN_VERDICTS = ("worse", "better", "equivalent", "inconclusive", "suspect")
 ALARMING = ("worse",)
+PARAGRAPH_CLASSES = {"p": "", "provenance": "provenance", "note": "note"}  # paragraph-like blocks and their style
 WIDE_PX = 1400  # a figure at least this wide gets the whole row
 
 
@@ -104,9 +105,14 @@ def _verdict_lines(lines: list, verdicts: Collection[str]) -> str:
     return '<ul class="verdicts">' + "".join(items) + "</ul>"
 
 
+def _paragraph(text: str, css: str, verdicts: Collection[str]) -> str:
+    attribute = f' class="{css}"' if css else ""
+    return f"<p{attribute}>{_inline(text, verdicts)}</p>"
+
+
 def _banner(text: str, verdicts: Collection[str]) -> str:
     tone = "emulation" if "emulation" in text.lower() else "real"
-    return f'<p class="banner {tone}">{_inline(text, verdicts)}</p>'
+    return _paragraph(text, f"banner {tone}", verdicts)
 
 
 def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) -> str:
@@ -128,14 +134,10 @@ def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) 
         flush_figures()
         if kind == "h":
             parts.append(f"<h{block[1]}>{_inline(block[2], known)}</h{block[1]}>")
-        elif kind == "p":
-            parts.append(f"<p>{_inline(block[1], known)}</p>")
+        elif kind in PARAGRAPH_CLASSES:
+            parts.append(_paragraph(block[1], PARAGRAPH_CLASSES[kind], known))
         elif kind == "banner":
             parts.append(_banner(block[1], known))
-        elif kind == "provenance":
-            parts.append(f'<p class="provenance">{_inline(block[1], known)}</p>')
-        elif kind == "note":
-            parts.append(f'<p class="note">{_inline(block[1], known)}</p>')
         elif kind == "verdicts":
             parts.append(_verdict_lines(block[1], known))
         elif kind == "list":

@@ -3,6 +3,7 @@ seeds are recorded, and the default reference arms get distinct ports."""
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from pathlib import Path
@@ -19,17 +20,18 @@ SESSION_S = 1.5
 FAKE_SESSION = """
 import json, sys, time
 from pathlib import Path
-folder, arm, seconds = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+folder, arm, seconds, markers = Path(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
 time.sleep(seconds)
 folder.mkdir(parents=True, exist_ok=True)
 case = {"case_id": "t=0-top_p=1", "temperature": 0.0, "top_p": 1.0, "n_tokens": 100, "detectors": {}}
+cases, workloads = ([case], {}) if "correctness" in markers else ([], {"gsm8k": [{"temperature": 0.0}]})
 (folder / "results.json").write_text(json.dumps({"schema_version": 1, "status": "complete",
-    "arms": {arm: {"cases": [case], "workloads": {}, "identity": {"version": "x"}}}}))
+    "arms": {arm: {"cases": cases, "workloads": workloads, "identity": {"version": "x"}}}}))
 """
 
 
-def _fake_command(plan: runner.RunPlan, arm: ArmSpec, repeat: int, sessions_dir: Path) -> list[str]:
-    return [sys.executable, "-c", FAKE_SESSION, str(sessions_dir / f"{arm.name}-r{repeat}"), arm.name, str(SESSION_S)]
+def _fake_command(plan: runner.RunPlan, session: runner.SessionSpec, sessions_dir: Path) -> list[str]:
+    return [sys.executable, "-c", FAKE_SESSION, str(sessions_dir / session.run_id), session.arm.name, str(SESSION_S), session.markers]
 
 
 @pytest.fixture
@@ -37,9 +39,11 @@ def fake_sessions(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(runner, "session_command", _fake_command)
 
 
-def _run(tmp_path: Path, *, repeats: int, side_by_side: bool = True) -> tuple[dict, float, list[str]]:
-    arms = [ArmSpec("nofix", launch="x"), ArmSpec("fix", launch="y")]
-    plan = runner.RunPlan(arms=arms, repeats=repeats, seed=7, markers="correctness", pytest_options=[], side_by_side=side_by_side)
+def _run(tmp_path: Path, *, repeats: int, side_by_side: bool = True, arms: list[ArmSpec] | None = None,
+         parts: tuple[str, ...] = ()) -> tuple[dict, float, list[str]]:
+    arms = arms or [ArmSpec("nofix", launch="x"), ArmSpec("fix", launch="y")]
+    plan = runner.RunPlan(arms=arms, repeats=repeats, seed=7, markers="correctness", pytest_options=[], side_by_side=side_by_side,
+                          parts=parts)
     run_dir = RunDirectory(tmp_path, run_id="run")
     merged: dict = {"status": "running", "arms": {}}
     progress: list[str] = []
@@ -74,9 +78,27 @@ def test_one_at_a_time_when_asked(tmp_path: Path, fake_sessions: None) -> None:
 
 def test_the_schedule_keeps_the_interleaved_order() -> None:
     arms = [ArmSpec("a", url="http://a"), ArmSpec("b", url="http://b")]
-    plan = runner.RunPlan(arms=arms, repeats=2, seed=0, markers="m", pytest_options=[])
-    assert [[(r, a.name) for r, a in round_] for round_ in plan.rounds()] == [[(1, "a"), (1, "b")], [(2, "a"), (2, "b")]]
+    plan = runner.RunPlan(arms=arms, repeats=2, seed=0, markers="m", pytest_options=[], parts=runner.MAIN_JOB_PARTS)
+    # Arms given by URL are never split into parts: a second session would share their server.
+    assert [[(s.repeat, s.arm.name, s.markers) for s in round_] for round_ in plan.rounds()] == [
+        [(1, "a", "m"), (1, "b", "m")], [(2, "a", "m"), (2, "b", "m")]]
     assert [(r, a.name) for r, a in plan.schedule()] == [(1, "a"), (1, "b"), (2, "a"), (2, "b")]
+
+
+def test_reference_arms_run_their_parts_at_once_each_on_its_own_server(tmp_path: Path, fake_sessions: None) -> None:
+    arms = resolve_arms(None, None, [], free_ports(2))
+    plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], parts=runner.MAIN_JOB_PARTS)
+    [round_] = plan.rounds()
+    assert [(s.run_id, s.markers) for s in round_] == [("nofix-r1.1", "correctness"), ("nofix-r1.2", "gsm8k or perf"),
+                                                       ("fix-r1.1", "correctness"), ("fix-r1.2", "gsm8k or perf")]
+    ports = {re.search(r"--port (\d+)", s.arm.launch or "").group(1) for s in round_}
+    assert len(ports) == 4  # four servers, four ports
+    merged, wall, _ = _run(tmp_path, repeats=1, arms=arms, parts=runner.MAIN_JOB_PARTS)
+    assert wall < 3 * SESSION_S, wall
+    for arm in ("nofix", "fix"):
+        [repeat] = merged["arms"][arm]["repeats"]  # one repeat, joined from its two parts
+        assert repeat["cases"] and repeat["workloads"]["gsm8k"] and repeat["exit_code"] == 0
+        assert [p["markers"] for p in repeat["parts"]] == ["correctness", "gsm8k or perf"]
 
 
 def test_default_reference_arms_get_distinct_ports() -> None:

@@ -105,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
 def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
-    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, RunPlan, run_sessions
+    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
     from harness.compare.verdicts import compare_arms
     from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
@@ -132,7 +132,9 @@ def command_run(args: argparse.Namespace) -> int:
     if args.vocab_size:
         options += ["--vocab-size", str(args.vocab_size)]
     options += args.pytest_arg  # last, so the user's settings win over the main job's
-    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options)
+    # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
+    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
+                   parts=MAIN_JOB_PARTS if args.markers is None else ())
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
                                                          "source": "embedded-reference" if embedded else "arms"},

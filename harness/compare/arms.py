@@ -26,22 +26,34 @@ DEFAULT_REFERENCE_ARMS = refserver_contract.ARMS
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """One arm: a name, and either a URL to reach or a command to launch (with its URL)."""
+    """One arm: a name, and either a URL to reach or a command to launch (with its URL).
+
+    `reference_args` is set on the embedded reference server's arms only: (arm, extra flags), from
+    which `on_port` builds the same server on another port, so one arm can run as several
+    sessions at once, each on a server of its own (harness.compare.runner's parts).
+    """
 
     name: str
     url: str | None = None
     launch: str | None = None
+    reference_args: tuple[str, tuple[str, ...]] | None = None
 
     def pytest_args(self) -> list[str]:
         if self.launch:
             return ["--launch", self.launch]
         return ["--server-url", self.url or ""]
 
+    def on_port(self, port: int) -> ArmSpec:
+        """This reference arm launched on `port`; any other arm cannot be duplicated and raises."""
+        if self.reference_args is None:
+            raise SpecsuiteError(f"arm {self.name} is not the embedded reference server; it cannot be started on another port")
+        return reference_arm(self.reference_args[0], port, self.reference_args[1])
+
 
 def reference_arm(arm: str, port: int, extra_args: tuple[str, ...] = ()) -> ArmSpec:
     """The embedded reference server as an arm (the seed's configuration)."""
     command = refserver_contract.server_command(arm, port=port, extra_args=extra_args)
-    return ArmSpec(arm, launch=shlex.join(command))
+    return ArmSpec(arm, launch=shlex.join(command), reference_args=(arm, tuple(extra_args)))
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
