@@ -104,7 +104,7 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     markdown, _ = _render(main_job, tmp_path)
     head, tables = markdown.split("## Figures")
     assert head.splitlines()[0].startswith("**Server under test: the embedded reference emulation**")
-    assert "created 2026-12-04T04:2" in head and "specsuite 0.1.0" in head and "arms side by side" in head
+    assert "created 2026-12-04T04:43:13Z" in head and "specsuite 0.1.0" in head and "arms side by side" in head
     families = [(line.arm, line.family) for line in verdict_lines(main_job)]
     assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench")]
     assert re.search(r"\*\*nofix\*\* · GSM8K: \*\*worse\*\* on accuracy −\d+ pt \(T=1\)", head)

@@ -8,7 +8,9 @@ rounds run one after another.  With `parts` (the main job's: correctness, then G
 an embedded reference arm runs each part as its own session on a server of its own, all at once:
 the parts share nothing a measurement needs (every case flushes and reads its own counters on its
 own server), and the run then takes as long as its longest part.  Any other arm is one session,
-since a second copy of a server given by URL or launch command would share or clash with it.  Sessions write under `<run>/sessions/<arm>-r<k>/`; this module
+since a second copy of a server given by URL or launch command would share or clash with it.
+
+Sessions write under `<run>/sessions/<arm>-r<k>/` (a part: `<arm>-r<k>.<part>/`); this module
 merges their results.json files into `<run>/results.json` while they run (every few seconds, and
 once more as each one exits), so an interrupted run keeps what it has, and it records every seed
 and session command used.
