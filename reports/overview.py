@@ -24,8 +24,9 @@ from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, 
 from reports.server_under_test import server_under_test_line
 
 FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
-# How alarming a verdict is, for ordering a line (unknown verdicts sit between "better" and the calm ones).
-SEVERITY = {"suspect": 0, "worse": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
+# The order of a line's verdicts: the corruption itself first, then what it disguises itself as
+# (unknown verdicts sit between "better" and the calm ones).
+SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
 UNKNOWN_SEVERITY = 5
 CALM = ("inconclusive", "equivalent")
 # A line's short name for each metric; the analysis's label where a metric is not listed here.
