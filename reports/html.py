@@ -1,7 +1,10 @@
 """HTML renderer: one self-contained file, figures embedded as base64 PNG data URIs.
 
 No scripts, fonts, stylesheets or images are fetched from anywhere, so the file reads the same
-on an offline CI runner as on a laptop.
+on an offline CI runner as on a laptop.  Block kinds beyond document.py's: "banner" (the server
+under test, a coloured box), "verdicts" (reports.overview.VerdictLine list, large type) and "note"
+(a muted line).  Any verdict string is drawn as a chip (`class="verdict v-<slug>"`); the known ones
+have their own colours, "suspect" a warning style of its own.
 """
 
 from __future__ import annotations
@@ -9,69 +12,141 @@ from __future__ import annotations
 import base64
 import html
 import re
+import struct
+from collections.abc import Collection
 
 from reports.document import Document, FigureRef, Table
 
 _STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2em auto; max-width: 1400px;
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.2em auto; max-width: 1400px;
        padding: 0 1em; color: #1a1a1a; line-height: 1.45; }
+h1 { margin: 0.5em 0 0.1em; font-size: 1.7em; } h2 { margin-top: 1.4em; border-bottom: 1px solid #ddd; }
+.banner { padding: 0.7em 1em; border-radius: 6px; font-size: 1.05em; }
+.banner.emulation { background: #fff4ce; border: 2px solid #e0a800; }
+.banner.real { background: #eef4fb; border: 1px solid #9bbbe0; }
+.provenance { color: #555; font-size: 0.9em; margin-top: 0; }
+ul.verdicts { list-style: none; padding: 0; margin: 0.4em 0 0.8em; font-size: 1.12em; }
+ul.verdicts li { padding: 0.35em 0.6em; margin: 0.2em 0; border-left: 5px solid #ccc; background: #fafafa; }
+ul.verdicts li.alarm { border-left-color: #b00020; } ul.verdicts li.suspect { border-left-color: #8a3ffc; }
+ul.verdicts li.calm { border-left-color: #1b5e20; }
+.note { color: #555; font-style: italic; }
 table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 0.9em; }
 th, td { border: 1px solid #c8c8c8; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
 tr:nth-child(even) td { background: #fafafa; }
 code, pre { font-family: ui-monospace, Menlo, Consolas, monospace; background: #f4f4f4; }
 pre { padding: 0.6em; overflow-x: auto; }
-figure { margin: 1.5em 0; }
+.figures { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; align-items: start; }
+figure { margin: 0; } figure.wide { grid-column: 1 / -1; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
-.worse { color: #b00020; font-weight: 600; } .better { color: #1b5e20; font-weight: 600; }
-.equivalent { color: #0d47a1; font-weight: 600; } .inconclusive { color: #555; font-weight: 600; }
+.verdict { padding: 0 0.35em; border-radius: 4px; border: 1px solid #999; color: #333; font-weight: 600; white-space: nowrap; }
+.v-worse { color: #fff; background: #b00020; border-color: #b00020; }
+.v-better { color: #fff; background: #1b5e20; border-color: #1b5e20; }
+.v-equivalent { color: #0d47a1; border-color: #0d47a1; }
+.v-inconclusive { color: #555; border-color: #aaa; font-weight: 500; }
+.v-suspect { color: #fff; background: #8a3ffc; border-color: #5a1fbf; }
+.v-suspect::before { content: "\\26A0\\FE0E  "; }
 """
-_VERDICT_WORDS = ("worse", "better", "equivalent", "inconclusive")
+KNOWN_VERDICTS = ("worse", "better", "equivalent", "inconclusive", "suspect")
+ALARMING = ("worse",)
+PARAGRAPH_CLASSES = {"p": "", "provenance": "provenance", "note": "note"}  # paragraph-like blocks and their style
+WIDE_PX = 1400  # a figure at least this wide gets the whole row
 
 
-def _inline(text: str) -> str:
-    """Escape, then the two Markdown marks the document uses: **bold** and `code`."""
+def verdict_class(verdict: str) -> str:
+    """`verdict v-<slug>` for any verdict string, so an unknown one is still drawn as a chip."""
+    return "verdict v-" + (re.sub(r"[^a-z0-9]+", "-", verdict.lower()).strip("-") or "unnamed")
+
+
+def _inline(text: str, verdicts: Collection[str]) -> str:
+    """Escape, then the two Markdown marks the document uses: **bold** (a verdict becomes a chip) and `code`."""
     escaped = html.escape(text)
     escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
 
     def bold(match: re.Match[str]) -> str:
         word = match.group(1)
-        css = f' class="{word}"' if word in _VERDICT_WORDS else ""
-        return f"<strong{css}>{word}</strong>"
+        if html.unescape(word) in verdicts:
+            return f'<strong class="{verdict_class(html.unescape(word))}">{word}</strong>'
+        return f"<strong>{word}</strong>"
 
     return re.sub(r"\*\*([^*]+)\*\*", bold, escaped)
 
 
-def _table(table: Table) -> str:
-    head = "".join(f"<th>{_inline(c)}</th>" for c in table.header)
-    body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in table.rows)
+def _table(table: Table, verdicts: Collection[str]) -> str:
+    head = "".join(f"<th>{_inline(c, verdicts)}</th>" for c in table.header)
+    body = "".join("<tr>" + "".join(f"<td>{_inline(c, verdicts)}</td>" for c in row) + "</tr>" for row in table.rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _figure(figure: FigureRef) -> str:
-    data = base64.b64encode(figure.path.read_bytes()).decode("ascii")
-    return (f'<figure><img alt="{html.escape(figure.title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption><strong>{html.escape(figure.title)}.</strong> {_inline(figure.caption)}</figcaption></figure>")
+def _png_width(data: bytes) -> int:
+    """The width in a PNG's IHDR (0 when the bytes are not a PNG)."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or len(data) < 24:
+        return 0
+    return int(struct.unpack(">I", data[16:20])[0])
 
 
-def render_html(document: Document) -> str:
-    """The document as one HTML page with every figure inlined."""
-    parts = []
+def _figure(figure: FigureRef, verdicts: Collection[str]) -> str:
+    raw = figure.path.read_bytes()
+    data = base64.b64encode(raw).decode("ascii")
+    wide = ' class="wide"' if _png_width(raw) >= WIDE_PX else ""
+    return (f'<figure{wide}><img alt="{html.escape(figure.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption><strong>{html.escape(figure.title)}.</strong> {_inline(figure.caption, verdicts)}</figcaption></figure>")
+
+
+def _verdict_lines(lines: list, verdicts: Collection[str]) -> str:
+    items = []
+    for line in lines:
+        named = set(getattr(line, "verdicts", []))
+        # The left border: alarm for worse, its own colour for suspect, green only when all is equivalent.
+        tone = ("suspect" if "suspect" in named else "alarm" if named & set(ALARMING)
+                else "calm" if named and named <= {"equivalent"} else "")
+        items.append(f'<li class="{tone}">{_inline(line.text, verdicts)}</li>')
+    return '<ul class="verdicts">' + "".join(items) + "</ul>"
+
+
+def _paragraph(text: str, css: str, verdicts: Collection[str]) -> str:
+    attribute = f' class="{css}"' if css else ""
+    return f"<p{attribute}>{_inline(text, verdicts)}</p>"
+
+
+def _banner(text: str, verdicts: Collection[str]) -> str:
+    tone = "emulation" if "emulation" in text.lower() else "real"
+    return _paragraph(text, f"banner {tone}", verdicts)
+
+
+def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) -> str:
+    """The document as one HTML page with every figure inlined; `verdicts` are the strings drawn as chips."""
+    known = set(verdicts) | set(KNOWN_VERDICTS)
+    parts: list[str] = []
+    figures: list[str] = []
+
+    def flush_figures() -> None:
+        if figures:
+            parts.append('<div class="figures">' + "".join(figures) + "</div>")
+            figures.clear()
+
     for block in document.blocks:
         kind = block[0]
+        if kind == "figure":
+            figures.append(_figure(block[1], known))
+            continue
+        flush_figures()
         if kind == "h":
-            parts.append(f"<h{block[1]}>{_inline(block[2])}</h{block[1]}>")
-        elif kind == "p":
-            parts.append(f"<p>{_inline(block[1])}</p>")
+            parts.append(f"<h{block[1]}>{_inline(block[2], known)}</h{block[1]}>")
+        elif kind in PARAGRAPH_CLASSES:
+            parts.append(_paragraph(block[1], PARAGRAPH_CLASSES[kind], known))
+        elif kind == "banner":
+            parts.append(_banner(block[1], known))
+        elif kind == "verdicts":
+            parts.append(_verdict_lines(block[1], known))
         elif kind == "list":
-            parts.append("<ul>" + "".join(f"<li>{_inline(item)}</li>" for item in block[1]) + "</ul>")
+            parts.append("<ul>" + "".join(f"<li>{_inline(item, known)}</li>" for item in block[1]) + "</ul>")
         elif kind == "table":
-            parts.append(_table(block[1]))
-        elif kind == "figure":
-            parts.append(_figure(block[1]))
+            parts.append(_table(block[1], known))
         elif kind == "raw":
             parts.append(f"<pre>{html.escape(block[1])}</pre>")
+    flush_figures()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{html.escape(document.title)}</title><style>{_STYLE}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")

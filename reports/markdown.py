@@ -1,4 +1,8 @@
-"""Markdown renderer: the report document as GitHub-flavoured Markdown, figures linked by file name."""
+"""Markdown renderer: the report document as GitHub-flavoured Markdown, figures linked by file name.
+
+Block kinds beyond document.py's (see reports/overview.py):
+"verdicts" a list of the verdict lines, "banner" and "provenance" plain lines, "note" in italics.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +30,14 @@ def render_markdown(document: Document) -> str:
         kind = block[0]
         if kind == "h":
             parts.append("#" * block[1] + " " + block[2])
-        elif kind == "p":
+        elif kind in ("p", "provenance"):
             parts.append(block[1])
+        elif kind == "note":
+            parts.append(f"_{block[1]}_")
+        elif kind == "banner":
+            parts.append(block[1])  # the first line as is: readers (and tests) look for it there
+        elif kind == "verdicts":
+            parts.append("\n".join(f"- {line.text}" for line in block[1]))
         elif kind == "list":
             parts.append("\n".join(f"- {item}" for item in block[1]))
         elif kind == "table":

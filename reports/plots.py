@@ -3,7 +3,9 @@
 Figures: event rates per sampling case and arm with 95 % intervals; accept length against
 temperature per arm; the ITL ECDF per arm (bench results with per-token ITLs only); GSM8K accuracy
 and invalid rate with intervals (GSM8K results only); the spread between repeats.  A figure whose
-data is absent is skipped with a one-line note instead.  Each arm keeps one colour in every figure.
+data is absent is skipped with a one-line note instead; one whose workload did not run (GSM8K, the
+bench, a second repeat) is skipped silently, since the report names what did not run in one line.
+Each arm keeps one colour in every figure.
 """
 
 from __future__ import annotations
@@ -186,9 +188,9 @@ def _bench_itls(results: dict[str, Any]) -> dict[str, dict[str, list[float]]]:
     return {key: arms for key, arms in pooled.items() if any(arms.values())}
 
 
-def plot_itl_ecdf(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+def plot_itl_ecdf(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str | None:
     if analysis["workloads"].get("bench") != "run":
-        return "ITL ECDF: not drawn, the serving benchmark was not run."
+        return None
     settings = _bench_itls(results)
     if not settings:
         return "ITL ECDF: not drawn, the bench results carry no per-token ITLs (`itls`)."
@@ -213,9 +215,9 @@ def plot_itl_ecdf(results: dict[str, Any], analysis: dict[str, Any], out_dir: Pa
     return FigureRef(path, "Inter-token latency ECDF", "Per-token ITLs pooled over repeats; dashed lines are the medians.")
 
 
-def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str | None:
     if analysis["workloads"].get("gsm8k") != "run":
-        return "GSM8K figure: not drawn, GSM8K was not run."
+        return None
     metrics = [m for m in ("gsm8k_accuracy", "gsm8k_invalid") if any(r["metric"] == m for r in analysis["estimates"])]
     cases = _all_cases(analysis, metrics)
     colors = arm_colors(analysis["arm_order"])
@@ -225,7 +227,7 @@ def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
         _case_axis(ax, cases)
         ax.set_title(PANEL_TITLES[metric])
         ax.set_ylabel(Y_LABELS[metric])
-    axes[0].set_ylim(0, 100)
+    axes[0].set_ylim(-3, 103)  # 0 % and 100 % drawn whole
     fig.suptitle("GSM8K per setting and arm (95% Clopper–Pearson CI)")
     fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
                ncols=len(analysis["arm_order"]))
@@ -233,11 +235,13 @@ def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
     return FigureRef(path, "GSM8K accuracy and invalid rate", "Pooled over repeats; SGLang's answer definition (last integer).")
 
 
-def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
+def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str | None:
     spread = analysis.get("repeat_spread") or {}
     metrics = [m for m in SPREAD_METRICS if spread.get(m)]
     if not metrics:
         return "Spread figure: no per-repeat values in these results."
+    if (results.get("repeats") or 1) < 2 and _most_repeats(spread) < 2:
+        return None  # one dot per arm shows no spread
     colors = arm_colors(analysis["arm_order"])
     fig, axes = _grid(len(metrics))
     most = 1
@@ -273,12 +277,18 @@ def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path
                      "Each dot is one repeat's value; the seed saw one unchanged server span 0.920–0.945 over three repeats.")
 
 
+def _most_repeats(spread: dict[str, Any]) -> int:
+    return max((len(entry.get("values") or []) for cases in spread.values() for arms in cases.values() for entry in arms.values()),
+               default=0)
+
+
 def _all_cases(analysis: dict[str, Any], metrics: list[str]) -> list[tuple[float, float]]:
     return sorted({(r["temperature"], r["top_p"]) for r in analysis["estimates"] if r["metric"] in metrics})
 
 
-PLOTTERS: tuple[Callable[[dict[str, Any], dict[str, Any], Path], FigureRef | str], ...] = (
-    plot_rates, plot_accept_length, plot_itl_ecdf, plot_gsm8k, plot_spread)
+# In the page's order: the corruption first, then what it does to answers, acceptance and latency.
+PLOTTERS: tuple[Callable[[dict[str, Any], dict[str, Any], Path], FigureRef | str | None], ...] = (
+    plot_rates, plot_gsm8k, plot_accept_length, plot_itl_ecdf, plot_spread)
 
 
 def render_plots(results: dict[str, Any], out_dir: Path) -> tuple[list[FigureRef], list[str]]:
@@ -290,5 +300,6 @@ def render_plots(results: dict[str, Any], out_dir: Path) -> tuple[list[FigureRef
     with matplotlib.rc_context(STYLE):
         for plotter in PLOTTERS:
             outcome = plotter(results, analysis, out_dir)
-            (figures if isinstance(outcome, FigureRef) else notes).append(outcome)
+            if outcome is not None:
+                (figures if isinstance(outcome, FigureRef) else notes).append(outcome)
     return figures, notes

@@ -1,7 +1,8 @@
 """Render a results dict into a report folder: report.md, report.html, results.csv and the PNG figures.
 
 Reads the results dict only (the A/B analysis must already be in it under
-`reports.document.ANALYSIS_KEY`; without it the report shows raw totals and says so).
+`reports.document.ANALYSIS_KEY`; without it the report shows raw totals and says so).  The page is
+laid out by reports/overview.py: verdicts first, then the figures, then the tables.
 """
 
 from __future__ import annotations
@@ -10,10 +11,18 @@ from pathlib import Path
 from typing import Any
 
 from reports.csv_export import render_csv
-from reports.document import build_document
-from reports.html import render_html
+from reports.document import ANALYSIS_KEY
+from reports.html import KNOWN_VERDICTS, render_html
 from reports.markdown import render_markdown
+from reports.overview import build_report
 from reports.plots import render_plots
+
+
+def _verdicts(results: dict[str, Any]) -> set[str]:
+    """Every verdict string the analysis holds, so the HTML draws each one as a chip, known or not."""
+    analysis = results.get(ANALYSIS_KEY)
+    rows = analysis.get("comparisons") if isinstance(analysis, dict) else None
+    return {str(row["verdict"]) for row in rows or [] if isinstance(row, dict) and row.get("verdict")} | set(KNOWN_VERDICTS)
 
 
 def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -21,9 +30,9 @@ def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures, notes = render_plots(results, out_dir)
-    document = build_document(results, figures, notes)
+    document = build_report(results, figures, notes)
     written = [figure.path for figure in figures]
-    for name, text in (("report.md", render_markdown(document)), ("report.html", render_html(document)),
+    for name, text in (("report.md", render_markdown(document)), ("report.html", render_html(document, _verdicts(results))),
                        ("results.csv", render_csv(results))):
         path = out_dir / name
         path.write_text(text, encoding="utf-8")

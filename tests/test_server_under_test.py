@@ -134,7 +134,8 @@ def test_the_report_opens_with_the_server_under_test(under_test, first, tmp_path
     assert markdown.splitlines()[0].startswith(first), markdown[:300]
     body = (tmp_path / "report.html").read_text().split("<body>", 1)[1].lstrip()
     first_paragraph = body.split("</p>", 1)[0].replace("<strong>", "**").replace("</strong>", "**")
-    assert first_paragraph.startswith("<p>" + first), first_paragraph
+    banner = "emulation" if "emulation" in first else "real"  # the page's first element, styled as a banner
+    assert first_paragraph.startswith(f'<p class="banner {banner}">' + first), first_paragraph
 
 
 def test_old_results_are_judged_by_their_identity() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Sequence
 
 from harness.cli import bench as bench_command
@@ -62,37 +63,42 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from harness.compare.arms import resolve_arms
+    from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
-    from harness.compare.runner import RunPlan, run_sessions
+    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
     from harness.compare.verdicts import compare_arms
     from harness.results.model import ANALYSIS_KEY
-    from harness.results.store import RunDirectory
-    from harness.server.launcher import find_free_port
+    from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
 
+    started = time.perf_counter()
     if args.repeats < 1:
         raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
     rules = parse_fail_on(args.fail_on) if args.fail_on else None  # a bad rule fails before any server starts
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
     check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
-    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, find_free_port(), args.reference_sampler)
+    # The default arms run side by side, so each needs its own port.
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
-    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *args.pytest_arg]
+    markers = args.markers or MAIN_JOB_MARKERS
+    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN_JOB_OPTIONS]
     if args.tokenizer:
         options += ["--tokenizer", args.tokenizer]
     if args.vocab_size:
         options += ["--vocab-size", str(args.vocab_size)]
-    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=args.markers, pytest_options=options)
+    options += args.pytest_arg  # last, so the user's settings win over the main job's
+    # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
+    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
+                   parts=MAIN_JOB_PARTS if args.markers is None else ())
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
                                                          "source": "embedded-reference" if embedded else "arms"},
-              "seed": args.seed, "profile": args.profile, "repeats": args.repeats,
+              "seed": args.seed, "profile": args.profile, "repeats": args.repeats, "markers": markers, "pytest_options": options,
               "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
     print(f"specsuite: results in {run_dir.path}", flush=True)
     try:
@@ -113,14 +119,16 @@ def command_run(args: argparse.Namespace) -> int:
     outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
+    merged["sessions_wall_time_s"] = time.perf_counter() - started
     run_dir.write_results(merged)
-    summary = server_under_test_line(merged) + "\n\n" + summary_markdown(merged)
+    written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
+    summary = server_under_test_line(written) + "\n\n" + summary_markdown(written)
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary)
     if not args.no_report:
-        render_report(merged, run_dir.path / "report")
+        render_report(written, run_dir.path / "report")
         print(f"specsuite: report in {run_dir.path / 'report' / 'report.html'}")
-    print(f"specsuite: wrote {run_dir.results_path}")
+    print(f"specsuite: wrote {run_dir.results_path} ({time.perf_counter() - started:.0f} s)")
     if failed:
         print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.server.session import SERVER_URL_ENV
 
 # The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
 FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference")
@@ -44,7 +45,6 @@ PYTEST_GROUPS = {
 }
 
 RESULTS_DB_ENV = "SPECSUITE_RESULTS_DB"
-SERVER_URL_ENV = "SPECSUITE_SERVER_URL"
 DOCS_PATH = Path(__file__).resolve().parents[2] / "docs" / "options.md"
 
 
@@ -389,7 +389,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--reference-sampler", "with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23",
            ("run",), metavar="ARM=SAMPLER[,ARM=SAMPLER]"),
     Option("--repeats", "interleaved repeats per arm (A B A B ...); launched arms restart each time", ("run",), default=1, type=int),
-    Option("--markers", "pytest marker expression for the suites", ("run",), default="correctness", short="-m"),
+    Option("--markers", "pytest marker expression that narrows the run (default: the main job, correctness or gsm8k or perf)", ("run",),
+           default=None, short="-m"),
     Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,
            metavar="ARG"),
     Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt", ("run",),

@@ -4,13 +4,17 @@ An arm is either a running server (`--server-url`, `--baseline-url`) or a launch
 (`--arm NAME=CMD`), which the pytest session starts and stops, so every repeat of a launched arm
 runs on a freshly started server.  With no server options the arms are the reference server's
 nofix and fix builds, the seed's before/after; `--reference-sampler nofix=sglang==0.5.20,...`
-gives each of them the reference server's `--sampler` (which chain sampler decides).
+gives each of them the reference server's `--sampler` (which chain sampler decides).  The arms of
+a run are started side by side (harness.compare.runner), so each default arm gets its own port.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
+import socket
+from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from harness.errors import SpecsuiteError
@@ -22,22 +26,46 @@ DEFAULT_REFERENCE_ARMS = refserver_contract.ARMS
 
 @dataclass(frozen=True)
 class ArmSpec:
-    """One arm: a name, and either a URL to reach or a command to launch (with its URL)."""
+    """One arm: a name, and either a URL to reach or a command to launch (with its URL).
+
+    `reference_args` is set on the embedded reference server's arms only: (arm, extra flags), from
+    which `on_port` builds the same server on another port, so one arm can run as several
+    sessions at once, each on a server of its own (harness.compare.runner's parts).
+    """
 
     name: str
     url: str | None = None
     launch: str | None = None
+    reference_args: tuple[str, tuple[str, ...]] | None = None
 
     def pytest_args(self) -> list[str]:
         if self.launch:
             return ["--launch", self.launch]
         return ["--server-url", self.url or ""]
 
+    def on_port(self, port: int) -> ArmSpec:
+        """This reference arm launched on `port`; any other arm cannot be duplicated and raises."""
+        if self.reference_args is None:
+            raise SpecsuiteError(f"arm {self.name} is not the embedded reference server; it cannot be started on another port")
+        return reference_arm(self.reference_args[0], port, self.reference_args[1])
+
 
 def reference_arm(arm: str, port: int, extra_args: tuple[str, ...] = ()) -> ArmSpec:
     """The embedded reference server as an arm (the seed's configuration)."""
     command = refserver_contract.server_command(arm, port=port, extra_args=extra_args)
-    return ArmSpec(arm, launch=shlex.join(command))
+    return ArmSpec(arm, launch=shlex.join(command), reference_args=(arm, tuple(extra_args)))
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct TCP ports free right now: every probe socket stays bound until all are picked,
+    so two arms started side by side never get the same one (another process could still take one)."""
+    with ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            probe.bind((host, 0))
+            ports.append(int(probe.getsockname()[1]))
+    return ports
 
 
 def parse_arm(text: str) -> ArmSpec:
@@ -73,9 +101,13 @@ def parse_reference_samplers(text: str) -> dict[str, str]:
     return samplers
 
 
-def resolve_arms(server_url: str | None, baseline_url: str | None, arm_texts: list[str], reference_port: int,
+def resolve_arms(server_url: str | None, baseline_url: str | None, arm_texts: list[str], reference_port: int | Sequence[int],
                  reference_samplers: str | None = None) -> list[ArmSpec]:
-    """The arms in run order; the last one is the baseline the others are compared against."""
+    """The arms in run order; the last one is the baseline the others are compared against.
+
+    `reference_port` places the default reference arms: one port per arm in their order, or a
+    single base port (arm i then serves on base + i).
+    """
     arms: list[ArmSpec] = []
     if server_url:
         arms.append(ArmSpec("candidate", url=server_url))
@@ -86,8 +118,12 @@ def resolve_arms(server_url: str | None, baseline_url: str | None, arm_texts: li
     if samplers and arms:
         raise SpecsuiteError("--reference-sampler applies only with the default reference arms (no --server-url, --baseline-url or --arm)")
     if not arms:
-        arms = [reference_arm(arm, reference_port, ("--sampler", samplers[arm]) if arm in samplers else ())
-                for arm in DEFAULT_REFERENCE_ARMS]
+        ports = ([reference_port + i for i in range(len(DEFAULT_REFERENCE_ARMS))] if isinstance(reference_port, int)
+                 else list(reference_port))
+        if len(ports) != len(DEFAULT_REFERENCE_ARMS) or len(set(ports)) != len(ports):
+            raise SpecsuiteError(f"the default reference arms need {len(DEFAULT_REFERENCE_ARMS)} distinct ports, got {ports}")
+        arms = [reference_arm(arm, port, ("--sampler", samplers[arm]) if arm in samplers else ())
+                for arm, port in zip(DEFAULT_REFERENCE_ARMS, ports, strict=True)]
     names = [arm.name for arm in arms]
     if len(set(names)) != len(names):
         raise SpecsuiteError(f"arm names must be unique, got {', '.join(names)}")

@@ -1,32 +1,72 @@
-"""`specsuite run`: run the pytest suites once per arm and repeat, interleaved, into one folder.
+"""`specsuite run`: run the pytest suites once per arm and repeat into one folder, the arms side by side.
 
 Each (arm, repeat) is its own pytest session in a subprocess, so a launched arm is restarted
-between repeats and a crash in one session cannot take the others down.  Sessions write under
-`<run>/sessions/<arm>-r<k>/`; this module merges their results.json files into `<run>/results.json`
-as each one finishes (so an interrupted run keeps what it has) and records every seed used.
+between repeats and a crash in one session cannot take the others down.  A repeat is one round:
+every arm's session starts at once and the round ends when the last one exits (A and B share the
+host's conditions, and the run takes as long as its slowest arm rather than the sum of them);
+rounds run one after another.  With `parts` (the main job's: correctness, then GSM8K and the bench)
+an embedded reference arm runs each part as its own session on a server of its own, all at once:
+the parts share nothing a measurement needs (every case flushes and reads its own counters on its
+own server), and the run then takes as long as its longest part.  Any other arm is one session,
+since a second copy of a server given by URL or launch command would share or clash with it.
+
+Sessions write under `<run>/sessions/<arm>-r<k>/` (a part: `<arm>-r<k>.<part>/`); this module
+merges their results.json files into `<run>/results.json` while they run (every few seconds, and
+once more as each one exits), so an interrupted run keeps what it has, and it records every seed
+and session command used.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import IO, Any
 
 from tqdm import tqdm
 
-from harness.compare.arms import ArmSpec
+from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
 from harness.project_paths import PROJECT_ROOT
 from harness.results.store import RunDirectory, load_results
+from harness.server.session import SERVER_URL_ENV
 
 REPO_ROOT = PROJECT_ROOT
 SUITES_DIR = REPO_ROOT / "suites"
 SESSION_TIMEOUT_S = 3 * 3600
+POLL_S = 0.2
+REFRESH_S = 5.0  # how often a running session's partial results are merged in
+STOP_GRACE_S = 30.0  # what an interrupted session gets to finish its own cleanup (stop its server)
 # What each session reports about its arm once; kept at arm level in the merged results.
 PER_ARM_KEYS = ("identity", "vocab", "server_under_test")
+
+# The main job: what `specsuite run` runs with no -m (the seed's tables: correctness, GSM8K, bench).
+MAIN_JOB_MARKERS = "correctness or gsm8k or perf"
+# Its workload settings, given to every session before the user's --pytest-arg (so those win):
+# GSM8K at both of the seed's temperatures on the bundled synthetic set; the serving benchmark
+# keeps the suite's defaults, the seed's shape (random 1024/512, concurrency 1) over 8 prompts.
+MAIN_JOB_OPTIONS = ("--gsm8k-path", "synthetic", "--gsm8k-num-questions", "200", "--gsm8k-temperatures", "0,1")
+# The main job split for the reference arms: about equal halves of its work.
+MAIN_JOB_PARTS = ("correctness", "gsm8k or perf")
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """One pytest session: an arm (on its own port when it is a part), a repeat, and what it runs."""
+
+    arm: ArmSpec
+    repeat: int
+    markers: str
+    part: int = 0  # 0: the arm's whole run; 1, 2, ...: its parts
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.arm.name}-r{self.repeat}" + (f".{self.part}" if self.part else "")
 
 
 @dataclass(frozen=True)
@@ -38,10 +78,31 @@ class RunPlan:
     seed: int
     markers: str
     pytest_options: list[str]
+    side_by_side: bool = True  # False: one session at a time, A B A B ...
+    parts: tuple[str, ...] = ()  # marker expressions a reference arm's run is split into (module docstring)
+
+    def _sessions(self, repeat: int, arm: ArmSpec, ports: list[int]) -> list[SessionSpec]:
+        if not self.parts or arm.reference_args is None:
+            return [SessionSpec(arm, repeat, self.markers)]
+        return [SessionSpec(arm.on_port(ports.pop()), repeat, markers, index)
+                for index, markers in enumerate(self.parts, start=1)]
+
+    def rounds(self, ports: Callable[[int], list[int]] = free_ports) -> list[list[SessionSpec]]:
+        """Sessions grouped into what runs at once: every arm (and part) of a repeat, or one arm per round."""
+        splits = sum(1 for arm in self.arms if self.parts and arm.reference_args is not None)
+        rounds = []
+        for repeat in range(1, self.repeats + 1):
+            free = ports(splits * len(self.parts)) if splits else []
+            per_arm = [self._sessions(repeat, arm, free) for arm in self.arms]
+            rounds += [[s for sessions in per_arm for s in sessions]] if self.side_by_side else per_arm
+        return rounds
 
     def schedule(self) -> list[tuple[int, ArmSpec]]:
         """Interleaved order A B A B ...: drift over time hits every arm alike."""
         return [(repeat, arm) for repeat in range(1, self.repeats + 1) for arm in self.arms]
+
+    def session_seed(self, repeat: int) -> int:
+        return self.seed + repeat - 1
 
 
 def _check_checkout() -> None:
@@ -50,43 +111,189 @@ def _check_checkout() -> None:
                              "install with `pip install -e .`")
 
 
-def session_command(plan: RunPlan, arm: ArmSpec, repeat: int, sessions_dir: Path) -> list[str]:
+def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", str(SUITES_DIR), "-m", plan.markers, "-p", "no:cacheprovider", "-q",
-        "--results-dir", str(sessions_dir), "--run-id", f"{arm.name}-r{repeat}", "--arm-name", arm.name,
-        "--seed", str(plan.seed + repeat - 1), *arm.pytest_args(), *plan.pytest_options,
+        # The suites use no hypothesis; its plugin alone costs seconds of import in every session.
+        sys.executable, "-m", "pytest", str(SUITES_DIR), "-m", session.markers, "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+        "-q", "--results-dir", str(sessions_dir), "--run-id", session.run_id, "--arm-name", session.arm.name,
+        "--seed", str(plan.session_seed(session.repeat)), *session.arm.pytest_args(), *plan.pytest_options,
     ]
 
 
+@dataclass
+class _Session:
+    """One running pytest session and what the merge needs to know about it."""
+
+    spec: SessionSpec
+    seed: int
+    command: list[str]
+    log_path: Path
+    session_dir: Path
+    process: subprocess.Popen[bytes]
+    log: IO[str]
+    started: float = field(default_factory=time.perf_counter)
+    seen_mtime: float = 0.0
+
+    @property
+    def label(self) -> str:
+        part = f" ({self.spec.markers})" if self.spec.part else ""
+        return f"{self.spec.arm.name} repeat {self.spec.repeat}{part}"
+
+
+def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
+    log_path = sessions_dir / f"{spec.run_id}.log"
+    command = session_command(plan, spec, sessions_dir)
+    log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in _finish, after the process exits
+    # The child stays in our process group, so a terminal's Ctrl-C reaches it directly
+    # (harness.server.interrupts then waits for it to save its results and stop its server).
+    # Each session is told its arm (--server-url or --launch); an inherited SPECSUITE_SERVER_URL
+    # would beat --launch and point every launched arm at that one server.
+    env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
+    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    return _Session(spec, plan.session_seed(spec.repeat), command, log_path, sessions_dir / spec.run_id, process, log)
+
+
+class _Merger:
+    """Folds each session's results.json into the merged results: a repeat is one entry per arm,
+    whatever number of parts it ran as (cases and workloads joined, the worst exit code)."""
+
+    def __init__(self, merged: dict[str, Any]) -> None:
+        self.merged = merged
+        self.parts: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+
+    def merge(self, session: _Session, exit_code: int | None) -> dict[str, Any]:
+        """Merge the session's entry (partial while exit_code is None); returns that entry."""
+        spec = session.spec
+        entry = _session_entry(session.session_dir, spec.arm, spec.repeat, session.seed, exit_code, session.log_path)
+        entry.update(wall_time_s=time.perf_counter() - session.started, command=session.command, markers=spec.markers)
+        parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
+        parts[spec.part] = entry
+        combined = _combine([parts[index] for index in sorted(parts)])
+        arm_entry = self.merged["arms"].setdefault(spec.arm.name, {"spec": _arm_description(spec.arm), "repeats": []})
+        for key in PER_ARM_KEYS:
+            if combined.get(key) and key not in arm_entry:
+                arm_entry[key] = combined[key]
+        repeats = [r for r in arm_entry["repeats"] if r.get("repeat") != spec.repeat]
+        repeats.append({k: v for k, v in combined.items() if k not in PER_ARM_KEYS})
+        arm_entry["repeats"] = sorted(repeats, key=lambda r: r.get("repeat", 0))
+        return entry
+
+
+def _combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """One repeat from its parts' entries; a single entry is returned as it is."""
+    if len(entries) == 1:
+        return entries[0]
+    first = entries[0]
+    combined: dict[str, Any] = {key: first[key] for key in ("repeat", "seed", "session_dir", "log")}
+    combined["exit_code"] = _worst_exit([e["exit_code"] for e in entries])
+    combined["cases"] = [case for e in entries for case in e.get("cases") or []]
+    combined["workloads"] = {name: value for e in entries for name, value in (e.get("workloads") or {}).items()}
+    combined["warnings"] = [line for e in entries for line in e.get("warnings") or []]
+    combined["wall_time_s"] = max(e["wall_time_s"] for e in entries)
+    for key in PER_ARM_KEYS:
+        combined[key] = next((e[key] for e in entries if e.get(key)), None)
+    statuses = [e.get("session_status") for e in entries]
+    combined["session_status"] = next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete")
+    if any(e.get("running") for e in entries):
+        combined["running"] = True
+    errors = [f"{e['markers']}: {e['error']}" for e in entries if e.get("error")]
+    if errors:
+        combined["error"] = "; ".join(errors)
+    combined["parts"] = [{k: e.get(k) for k in ("markers", "session_dir", "log", "exit_code", "wall_time_s", "command")} for e in entries]
+    return combined
+
+
+def _worst_exit(codes: list[int | None]) -> int | None:
+    """None while any part runs; else the first code that is neither 0 nor 1 (no results), else the highest."""
+    if any(code is None for code in codes):
+        return None
+    broken = [code for code in codes if code not in (0, 1)]
+    return broken[0] if broken else max(code for code in codes if code is not None)
+
+
+def _refresh(merger: _Merger, running: list[_Session]) -> bool:
+    """Merge the partial results of sessions whose results.json changed; True when any did."""
+    changed = False
+    for session in running:
+        try:
+            mtime = (session.session_dir / "results.json").stat().st_mtime
+        except OSError:
+            continue
+        if mtime != session.seen_mtime:
+            session.seen_mtime = mtime
+            try:
+                merger.merge(session, None)
+            except SpecsuiteError:
+                continue  # caught mid-rename or torn; the next refresh or the final merge reads it
+            changed = True
+    return changed
+
+
+def _stop(running: list[_Session]) -> None:
+    """On an interrupt: SIGTERM what still runs (a Ctrl-C already reached them), then wait for their cleanup."""
+    for session in running:
+        if session.process.poll() is None:
+            try:
+                session.process.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + STOP_GRACE_S
+    for session in running:
+        try:
+            session.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            session.process.kill()
+            session.process.wait()
+        session.log.close()
+
+
 def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[str], None], merged: dict[str, Any]) -> dict[str, Any]:
-    """Run every session in schedule order, merging each result as it lands."""
+    """Run every round, its sessions side by side, merging each result as it lands."""
     _check_checkout()
     sessions_dir = run_dir.path / "sessions"
     sessions_dir.mkdir(exist_ok=True)
-    schedule = plan.schedule()
-    bar = tqdm(total=len(schedule), desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
-    for index, (repeat, arm) in enumerate(schedule, start=1):
-        label = f"{arm.name} repeat {repeat}"
-        on_progress(f"[{index}/{len(schedule)}] {label}: running")
-        log_path = sessions_dir / f"{arm.name}-r{repeat}.log"
-        started = time.perf_counter()
-        with open(log_path, "w", encoding="utf-8") as log:
-            try:
-                completed = subprocess.run(session_command(plan, arm, repeat, sessions_dir), cwd=REPO_ROOT, stdout=log,
-                                           stderr=subprocess.STDOUT, timeout=SESSION_TIMEOUT_S, check=False)
-                exit_code = completed.returncode
-            except subprocess.TimeoutExpired:
-                exit_code = -1
-        entry = _session_entry(sessions_dir / f"{arm.name}-r{repeat}", arm, repeat, plan.seed + repeat - 1, exit_code, log_path)
-        entry["wall_time_s"] = time.perf_counter() - started
-        arm_entry = merged["arms"].setdefault(arm.name, {"spec": _arm_description(arm), "repeats": []})
-        for key in PER_ARM_KEYS:
-            if entry.get(key) and key not in arm_entry:
-                arm_entry[key] = entry[key]
-        arm_entry["repeats"].append({k: v for k, v in entry.items() if k not in PER_ARM_KEYS})
-        run_dir.write_results(merged)
-        on_progress(f"[{index}/{len(schedule)}] {label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
-        bar.update(1)
+    rounds = plan.rounds()
+    total = sum(len(round_) for round_ in rounds)
+    merger = _Merger(merged)
+    merged["side_by_side"] = plan.side_by_side and total > len(rounds)
+    merged["sessions"] = [{"arm": s.arm.name, "repeat": s.repeat, "seed": plan.session_seed(s.repeat), "markers": s.markers,
+                           "run_id": s.run_id} for round_ in rounds for s in round_]
+    bar = tqdm(total=total, desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
+    done = 0
+    for round_ in rounds:
+        running = [_start(plan, spec, sessions_dir) for spec in round_]
+        names = ", ".join(s.label for s in running)
+        on_progress(f"[{done + 1}-{done + len(running)}/{total}] running {names}" + (" side by side" if len(running) > 1 else ""))
+        last_refresh = time.monotonic()
+        try:
+            while running:
+                time.sleep(POLL_S)
+                for session in list(running):
+                    exit_code = session.process.poll()
+                    if exit_code is None and time.perf_counter() - session.started > SESSION_TIMEOUT_S:
+                        session.process.terminate()
+                        session.process.wait()
+                        exit_code = -1
+                    if exit_code is None:
+                        continue
+                    session.log.close()
+                    running.remove(session)
+                    entry = merger.merge(session, exit_code)
+                    run_dir.write_results(merged)
+                    done += 1
+                    bar.update(1)
+                    on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
+                if running and time.monotonic() - last_refresh >= REFRESH_S:
+                    last_refresh = time.monotonic()
+                    if _refresh(merger, running):
+                        run_dir.write_results(merged)
+        except KeyboardInterrupt:
+            _stop(running)
+            for session in running:
+                merger.merge(session, session.process.returncode)
+            run_dir.write_results(merged)
+            bar.close()
+            raise
     bar.close()
     return merged
 
@@ -100,11 +307,15 @@ def _arm_description(arm: ArmSpec) -> dict[str, Any]:
     return {"name": arm.name, "url": arm.url, "launch": arm.launch}
 
 
-def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit_code: int, log_path: Path) -> dict[str, Any]:
+def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit_code: int | None, log_path: Path) -> dict[str, Any]:
+    """One repeat's entry; `exit_code` None while the session still runs (`running: true`)."""
     entry: dict[str, Any] = {"repeat": repeat, "seed": seed, "exit_code": exit_code, "session_dir": str(session_dir), "log": str(log_path), "cases": []}
+    if exit_code is None:
+        entry["running"] = True
     results_file = session_dir / "results.json"
     if not results_file.is_file():
-        entry["error"] = _last_line(log_path) or "the session wrote no results"
+        if exit_code is not None:
+            entry["error"] = _last_line(log_path) or "the session wrote no results"
         return entry
     session = load_results(results_file)
     arm_data = (session.get("arms") or {}).get(arm.name, {})
@@ -121,3 +332,4 @@ def _last_line(path: Path) -> str:
     except OSError:
         return ""
     return lines[-1] if lines else ""
+

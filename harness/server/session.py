@@ -56,6 +56,8 @@ def launch_url(command: str, explicit: str | None = None) -> str:
     return f"http://{host}:{port}"
 
 
+SERVER_URL_ENV = "SPECSUITE_SERVER_URL"  # the default of --server-url
+
 # How the server was chosen (`server_under_test["source"]`).
 SOURCE_SERVER_URL = "server-url"
 SOURCE_LAUNCH = "launch"

@@ -48,7 +48,7 @@ class Profile:
 
 
 PROFILES = {
-    "smoke": Profile("smoke", num_prompts=24, max_new_tokens=128, concurrency=8),
+    "smoke": Profile("smoke", num_prompts=24, max_new_tokens=128, concurrency=24),  # a case in one batch
     "nightly": Profile("nightly", num_prompts=96, max_new_tokens=512, concurrency=16),
 }
 

@@ -1,0 +1,312 @@
+"""The report as a reader with five seconds sees it: verdicts first, then figures, then tables.
+
+`build_report(results, figures, notes)` lays out the page the Markdown and HTML renderers print:
+
+1. the server under test (reports/server_under_test.py), always first;
+2. the title and one line of provenance (created, specsuite version, profile, seeds, wall time);
+3. the verdict: one line per arm and family (correctness, GSM8K, serving benchmark), the
+   candidates' from the A/B comparisons, the baseline's as its own figures; an explanation of
+   each unusual verdict shown (e.g. "suspect"); one line naming what did not run;
+4. the figures;
+5. the tables of reports/document.py, less every row and section that holds nothing but "not run".
+
+Verdict strings are rendered as they come (any string the analysis holds); labels, families and
+display formats come from the analysis's metric table when it has one, with fallbacks here for
+older results.  Nothing here computes statistics: every number is read from the results dict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, pct
+from reports.server_under_test import server_under_test_line
+
+FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
+# The order of a line's verdicts: the corruption itself first, then what it disguises itself as
+# (unknown verdicts sit between "better" and the calm ones).
+SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
+UNKNOWN_SEVERITY = 5
+CALM = ("inconclusive", "equivalent")
+# A line's short name for each metric; the analysis's label where a metric is not listed here.
+SHORT = {"invalid_ids": "invalid ids", "fallback_ids": "fallback ids", "padded_row_ids": "padded-row ids",
+         "stray_per_1200": "stray rate", "fragment_excess": "fragments", "nonfinite_draft_probs": "non-finite draft_probs",
+         "sampler_fallbacks": "sampler fallbacks", "accept_length": "acceptance", "gsm8k_accuracy": "accuracy",
+         "gsm8k_invalid": "invalid answers", "itl_median": "median ITL", "output_throughput": "output throughput"}
+# One line on each verdict that needs one; shown under the verdict lines when the verdict appears.
+EXPLAINED = {
+    "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
+                "bug's signature (corrupt draft probabilities accepted by the sampler), not a faster draft model."),
+}
+SIDE_BY_SIDE_NOTE = ("The arms ran side by side on one host: each arm's serving figures include the other arm's load, "
+                     "so small ITL and throughput differences are not the servers'.")
+
+
+@dataclass
+class VerdictLine:
+    """One arm's summary for one family: the text (Markdown marks) and the verdicts it names."""
+
+    arm: str
+    family: str
+    text: str
+    verdicts: list[str] = field(default_factory=list)
+
+
+def _family(analysis: dict[str, Any], metric: str) -> str:
+    source = ((analysis.get("metrics") or {}).get(metric) or {}).get("source")
+    if source in ("cases", "gsm8k", "bench"):
+        return source
+    return "gsm8k" if metric.startswith("gsm8k") else "bench" if metric in ("itl_median", "output_throughput") else "cases"
+
+
+def _short(row: dict[str, Any]) -> str:
+    return SHORT.get(row["metric"]) or row.get("label") or row["metric"].replace("_", " ")
+
+
+def _severity(verdict: str) -> int:
+    return SEVERITY.get(verdict, UNKNOWN_SEVERITY)
+
+
+def _ran(analysis: dict[str, Any], family: str) -> bool:
+    return any(_family(analysis, row["metric"]) == family for row in analysis.get("estimates") or [])
+
+
+def _effect(row: dict[str, Any]) -> str:
+    """The effect, short: points for differences, a signed percentage for relative changes."""
+    effect = row.get("effect") or {}
+    value, scale = effect.get("value"), effect.get("scale")
+    if value is None:
+        return ""
+    if scale == "difference":
+        return f"{value * 100:+.0f} pt".replace("-", "−")
+    if scale == "relative":
+        return f"{value * 100:+.1f}%".replace("-", "−")
+    return ""
+
+
+def _where(rows: list[dict[str, Any]], total_cases: int) -> str:
+    cases = {(r["temperature"], r["top_p"]) for r in rows}
+    if len(cases) == total_cases and total_cases > 1:
+        return "every case"
+    if len(cases) == 1:
+        t, p = next(iter(cases))
+        return f"T={t:g}" + ("" if p == 1 else f" top_p={p:g}")
+    return f"{len(cases)} of {total_cases} cases"
+
+
+def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[dict[str, Any]]) -> VerdictLine:
+    """`worse on A, B (4 of 5 cases); suspect on acceptance; equivalent elsewhere`, ordered by severity."""
+    total_cases = len({(r["temperature"], r["top_p"]) for r in rows})
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_metric.setdefault(row["metric"], []).append(row)
+    groups: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+    for metric_rows in by_metric.values():
+        headline = min((r["verdict"] for r in metric_rows), key=_severity)
+        hits = [r for r in metric_rows if r["verdict"] == headline]
+        groups.setdefault(headline, []).append((_short(metric_rows[0]), hits))
+    parts, named = [], []
+    for verdict in sorted(groups, key=_severity):
+        if verdict in CALM:
+            continue
+        named.append(verdict)
+        items = []
+        for label, hits in groups[verdict]:
+            effect = _effect(hits[0]) if family != "cases" and len(hits) == 1 else ""
+            items.append(label + (f" {effect}" if effect else ""))
+        where = _where([r for _, hits in groups[verdict] for r in hits], total_cases) if family != "bench" else ""
+        parts.append(f"**{verdict}** on {', '.join(items)}" + (f" ({where})" if where else ""))
+    calm = [v for v in CALM if v in groups]
+    if calm:
+        rest = "the rest" if parts else "every row"
+        parts.append(f"{' or '.join(f'**{v}**' for v in calm)} on {rest}")
+        named += calm
+    return VerdictLine(arm, family, "; ".join(parts) or "no comparisons", named)
+
+
+def _state(analysis: dict[str, Any], arm: str, family: str) -> str:
+    """An arm's own figures for a family (the baseline's line, and the candidates' after their verdicts)."""
+    rows = [r for r in analysis.get("estimates") or [] if r["arm"] == arm and _family(analysis, r["metric"]) == family]
+    by_metric: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_metric.setdefault(row["metric"], []).append(row)
+    if family == "cases":
+        sampled = [r for r in by_metric.get("invalid_ids", []) if r["temperature"] > 0]
+        parts = []
+        if sampled:
+            k, n = sum(int(r.get("k") or 0) for r in sampled), sum(float(r.get("n") or 0) for r in sampled)
+            parts.append(f"{k:,} invalid ids in {int(n):,} sampled tokens")
+        stray = [r["value"] for r in by_metric.get("stray_per_1200", []) if r.get("value") is not None]
+        if stray:
+            parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
+        accept = sorted(r["value"] for r in by_metric.get("accept_length", []) if r.get("value") is not None)
+        if accept:
+            parts.append(f"accept length {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
+        return ", ".join(parts)
+    if family == "gsm8k":
+        accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r["temperature"])
+        shown = [f"{pct(r['value'])} at T={r['temperature']:g}" for r in accuracy if r.get("value") is not None]
+        return f"accuracy {', '.join(shown)}" if shown else ""
+    parts = []
+    for metric, unit in (("itl_median", " ms"), ("output_throughput", " tok/s")):
+        values = [r["value"] for r in by_metric.get(metric, []) if r.get("value") is not None]
+        if values:
+            parts.append(f"{_short({'metric': metric})} {fmt(values[0], 4)}{unit}")
+    return ", ".join(parts)
+
+
+def verdict_lines(results: dict[str, Any]) -> list[VerdictLine]:
+    """One line per arm and family that ran: candidates by their verdicts, the baseline by its figures."""
+    analysis = results.get(ANALYSIS_KEY)
+    if not isinstance(analysis, dict):
+        return []
+    baseline = analysis.get("baseline")
+    lines = []
+    for arm in analysis.get("arm_order") or []:
+        for family, label in FAMILIES:
+            if not _ran(analysis, family):
+                continue
+            state = _state(analysis, arm, family)
+            if arm == baseline:
+                line = VerdictLine(arm, family, state or "no figures")
+            else:
+                rows = [r for r in analysis.get("comparisons") or [] if r["candidate"] == arm and _family(analysis, r["metric"]) == family]
+                if not rows:
+                    continue
+                line = _candidate_line(analysis, arm, family, rows)
+                if state:
+                    line.text += f" — {state}"
+            role = " (baseline)" if arm == baseline else ""
+            line.text = f"**{arm}**{role} · {label}: {line.text}"
+            lines.append(line)
+    return lines
+
+
+def not_run_line(results: dict[str, Any]) -> str | None:
+    """`Not run: GSM8K, serving benchmark.` (None when everything ran)."""
+    analysis = results.get(ANALYSIS_KEY)
+    if not isinstance(analysis, dict):
+        return None
+    missing = [label for family, label in FAMILIES if not _ran(analysis, family)]
+    if (results.get("repeats") or 1) < 2:
+        missing.append("spread between repeats (one repeat per arm; `--repeats N` measures it)")
+    if not missing:
+        return None
+    narrowed = results.get("markers") and any(not _ran(analysis, family) for family, _ in FAMILIES)
+    markers = f" (`-m {results['markers']}`)" if narrowed else ""
+    return f"Not run{markers}: {', '.join(missing)}."
+
+
+def provenance_line(results: dict[str, Any]) -> str:
+    """Created, version, profile, seeds, repeats and wall time: what a rerun needs."""
+    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else ""),
+             f"created {results.get('created_utc', '?')}", f"specsuite {results.get('specsuite_version', '?')}",
+             f"profile {results.get('profile', '?')}", f"base seed {results.get('seed', '?')}",
+             f"{results.get('repeats', '?')} repeat(s) per arm"]
+    if results.get("side_by_side"):
+        parts.append("arms side by side")
+    wall = results.get("sessions_wall_time_s")
+    if isinstance(wall, (int, float)):
+        parts.append(f"wall {wall:.0f} s")
+    return " · ".join(parts)
+
+
+def _tables(results: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """document.py's sections after its header, without figures, all-"not run" rows or empty sections;
+    its header's setup lines (arms, identities, how verdicts are decided) become a "Setup" list."""
+    blocks = build_document(results, [], []).blocks
+    first_section = next((i for i, b in enumerate(blocks) if b[0] == "h" and b[1] >= 2), len(blocks))
+    header = [b for b in blocks[:first_section] if b[0] == "list"][:1]
+    setup = [line for line in (header[0][1] if header else []) if _setup_line(line, results)]
+    kept: list[tuple[Any, ...]] = [b for b in blocks[:first_section] if b[0] not in ("h", "p", "list")]  # e.g. raw totals without an analysis
+    for block in blocks[first_section:]:
+        if block[0] == "table":
+            rows = [row for row in block[1].rows if not _empty_row(row)]
+            if not rows:
+                continue
+            block = ("table", Table(block[1].header, rows))
+        kept.append(block)
+    if (results.get("repeats") or 1) < 2:
+        kept = _drop_section(kept, "Spread between repeats")
+    kept += [("h", 2, "Setup"), ("list", setup)] if setup else []
+    return _drop_empty_headings(_drop_section(kept, "Figures"))
+
+
+def _setup_line(line: str, results: dict[str, Any]) -> bool:
+    """Header lines not already on the page: not the status, provenance, warnings or "not run" lines."""
+    return not (line.startswith(("status:", "created ")) or NOT_RUN in line or line in (results.get("warnings") or []))
+
+
+def _empty_row(row: list[str]) -> bool:
+    """A row whose every value says it did not run (the first cell is the row's label)."""
+    values = [cell.strip() for cell in row[1:]]
+    blank = [v == "–" or v.startswith(NOT_RUN) or v.startswith("n/a") for v in values]
+    return bool(values) and all(blank) and any(v != "–" for v in values)
+
+
+def _drop_section(blocks: list[tuple[Any, ...]], title: str) -> list[tuple[Any, ...]]:
+    out, skipping, level = [], False, 0
+    for block in blocks:
+        if block[0] == "h":
+            if skipping and block[1] <= level:
+                skipping = False
+            if block[2] == title:
+                skipping, level = True, block[1]
+                continue
+        if not skipping:
+            out.append(block)
+    return out
+
+
+def _drop_empty_headings(blocks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Drop a heading with no content before the next heading of its level or above."""
+    out: list[tuple[Any, ...]] = []
+    for index, block in enumerate(blocks):
+        if block[0] == "h" and not _has_content(blocks, index):
+            continue
+        out.append(block)
+    return out
+
+
+def _has_content(blocks: list[tuple[Any, ...]], heading: int) -> bool:
+    level = blocks[heading][1]
+    for block in blocks[heading + 1:]:
+        if block[0] != "h":
+            return True
+        if block[1] <= level:
+            return False
+    return False
+
+
+def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
+    """The whole page (module docstring)."""
+    doc = Document(title=f"specsuite report: {results.get('run_id', 'run')}")
+    doc.blocks.append(("banner", server_under_test_line(results)))  # first: a report must not pass for another server's
+    doc.heading(1, doc.title)
+    doc.blocks.append(("provenance", provenance_line(results)))
+    lines = verdict_lines(results)
+    doc.heading(2, "Verdict")
+    if lines:
+        doc.blocks.append(("verdicts", lines))
+    elif isinstance(results.get(ANALYSIS_KEY), dict):
+        doc.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
+    else:
+        doc.paragraph("No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it.")
+    shown = {verdict for line in lines for verdict in line.verdicts}
+    doc.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
+    analysis = results.get(ANALYSIS_KEY)
+    if results.get("side_by_side") and isinstance(analysis, dict) and _ran(analysis, "bench"):
+        doc.paragraph(SIDE_BY_SIDE_NOTE)
+    missing = not_run_line(results)
+    if missing:
+        doc.blocks.append(("note", missing))
+    for line in results.get("warnings") or []:
+        doc.blocks.append(("note", f"warning: {line}"))
+    if figures or figure_notes:
+        doc.heading(2, "Figures")
+        for figure in figures:
+            doc.blocks.append(("figure", figure))
+        doc.bullets(figure_notes)
+    doc.blocks.extend(_tables(results))
+    return doc
