@@ -19,7 +19,15 @@ import pytest
 from harness.cli.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server.generated_text import text_context
-from harness.workloads.integrity.recorder import CheckingClient, CheckingOpenAIClient, IntegrityRecorder, checking_client, checking_openai_client
+from harness.server.server_kind import VLLM, kind_of
+from harness.workloads.integrity.recorder import (
+    CheckingClient,
+    CheckingOpenAIClient,
+    CheckingVLLMClient,
+    IntegrityRecorder,
+    checking_client,
+    checking_openai_client,
+)
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
 
 if TYPE_CHECKING:
@@ -101,7 +109,7 @@ def integrity_recorder(specsuite: SpecsuiteSession) -> IntegrityRecorder:
 @pytest.fixture(scope="session")
 def integrity_probe(specsuite: SpecsuiteSession, integrity_recorder: IntegrityRecorder) -> IntegrityProbe:
     client = specsuite.server.client
-    assert isinstance(client, CheckingClient)
+    assert isinstance(client, (CheckingClient, CheckingVLLMClient))
     return IntegrityProbe(specsuite, client, integrity_recorder)
 
 
@@ -138,7 +146,7 @@ class IntegrityProbe:
     """Sends the suite's requests through the checked client and keeps per-test results."""
 
     specsuite: SpecsuiteSession
-    client: CheckingClient
+    client: CheckingClient | CheckingVLLMClient
     recorder: IntegrityRecorder
     references: dict[str, Reference] = field(default_factory=dict)
     _model_type: str | None = None
@@ -154,10 +162,18 @@ class IntegrityProbe:
     def max_new_tokens_sweep(self) -> list[int]:
         return list(range(1, 2 * self.num_draft_tokens + 4))
 
+    @property
+    def on_vllm(self) -> bool:
+        """The server under test is vLLM: where its documented behaviour differs from SGLang's,
+        the tests expect vLLM's (each place cites vLLM's source)."""
+        return kind_of(self.client) == VLLM
+
     def seeds_honoured(self) -> tuple[bool, str]:
         """Whether sampling_seed makes sampling repeatable here, and why we think so."""
         if self.specsuite.option("assume_deterministic"):
             return True, "--assume-deterministic"
+        if self.on_vllm:  # a seeded request gets its own generator: vllm/sampling_params.py:322, v1/worker/gpu_model_runner.py:1257-1264
+            return True, "vLLM seeds each request's own generator"
         if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
@@ -188,7 +204,9 @@ class IntegrityProbe:
         seen, harness.workloads.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
         only test our guess."""
         count = reference.tokens_to_contain(stop)
-        if count is None or self.client.context.decode is None or self.client.context.encode is None:
+        if count is None or self.on_vllm or self.client.context.decode is None or self.client.context.encode is None:
+            # vLLM searches the new text plus len(stop) - 1 characters before it, so it sees every
+            # string wherever it was spelled (v1/engine/detokenizer.py:321-370).
             return count
         return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None
 

@@ -106,7 +106,7 @@ class SpecsuiteSession:
             server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
             arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
             launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
-            admin_api_key=admin_api_key,
+            admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
         )
         launched = self.server.launched
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)

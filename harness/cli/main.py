@@ -3,6 +3,7 @@
     specsuite run                       # reference server, nofix vs fix, one results folder
     specsuite run --server-url A --baseline-url B --repeats 3
     specsuite serve-reference --arm nofix --port 30000 ...
+    specsuite serve-vllm --method eagle --port 8141 [-- more vLLM args]
     specsuite gsm8k --server-url URL --gsm8k-num-questions 200
 
 Every error the harness can name is printed as one line (`specsuite: error: ...`) with exit
@@ -50,11 +51,17 @@ def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
     add_arguments(serve, "serve-reference")
 
 
+def _add_serve_vllm_parser(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve-vllm", help="run vLLM with one speculation method and the flags the suites need, until Ctrl-C")
+    add_arguments(serve, "serve-vllm")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specsuite", description="Correctness tests and benchmarks for speculative-decoding servers.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(subparsers)
     _add_serve_parser(subparsers)
+    _add_serve_vllm_parser(subparsers)
     _add_gsm8k_parser(subparsers)
     _add_report_parser(subparsers)
     bench_command.add_parser(subparsers)
@@ -157,7 +164,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
     server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
                          tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
-                         admin_api_key=load_admin_api_key())
+                         admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
     results: dict = {}
     workloads: dict = {}
@@ -211,7 +218,13 @@ def command_serve_reference(args: argparse.Namespace) -> int:
     return refserver_contract.serve(args.args, prog="specsuite serve-reference")
 
 
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "gsm8k": command_gsm8k, "report": command_report,
+def command_serve_vllm(args: argparse.Namespace) -> int:
+    from harness.cli.serve_vllm import serve_vllm
+
+    return serve_vllm(args)
+
+
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "serve-vllm": command_serve_vllm, "gsm8k": command_gsm8k, "report": command_report,
             "bench": bench_command.run, "history": history_command.run}
 
 

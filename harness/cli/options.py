@@ -35,7 +35,7 @@ from harness.errors import SpecsuiteError
 from harness.server.session import SERVER_URL_ENV
 
 # The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
-FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference")
+FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference", "serve-vllm")
 CLI_FRONT_ENDS = FRONT_ENDS[1:]
 
 # pytest option groups (`pytest --help` sections) and their titles.
@@ -262,6 +262,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--launch-url", "URL the --launch command serves on", ("pytest", "bench"), metavar="URL",
            default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="conftest", cli_group="server"),
     Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="conftest"),
+    Option("--server-kind", "SGLang or vLLM; auto asks the server (/model_info for SGLang, /version and /v1/models for vLLM)",
+           ("pytest", "gsm8k"), default="auto", choices=("auto", "sglang", "vllm"), pytest_area="conftest", cli_group="server"),
     Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),
            default_text="the reference arm, or 'candidate'", pytest_area="conftest"),
     Option("--temperatures", "comma-separated sampling temperatures of the correctness grid (each >= 0)", PYTEST_RUN, default="0,0.6,1.0",
@@ -463,6 +465,17 @@ OPTIONS: tuple[Option, ...] = (
     # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m fixtures.refserver --help)
     Option("args", "the reference server's flags (python -m fixtures.refserver --help)", ("serve-reference",), action="positional",
            nargs=argparse.REMAINDER, metavar="ARGS"),
+    # ---- `specsuite serve-vllm`: vLLM with one speculation method (harness/server/vllm_launch.py)
+    Option("--method", "vLLM's speculation method, or none", ("serve-vllm",), default="eagle", choices=("eagle", "draft_model", "ngram", "none")),
+    Option("--port", "port to serve on", ("serve-vllm",), default=8141, type=int),
+    Option("--host", "address to serve on", ("serve-vllm",), default="127.0.0.1"),
+    Option("--model", "the target model folder", ("serve-vllm",), default_text="the project's tiny Llama, fixtures/vllm_models/target"),
+    Option("--spec-model", "the draft or EAGLE head folder", ("serve-vllm",), default_text="fixtures/vllm_models/draft or eagle, by --method"),
+    Option("--spec-config", "JSON object merged over the method's --speculative-config, e.g. '{\"num_speculative_tokens\": 5}'", ("serve-vllm",),
+           metavar="JSON"),
+    Option("--vllm-python", "the Python that has vLLM", ("serve-vllm",), default_text="env SPECSUITE_VLLM_PYTHON, else this Python"),
+    Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float),
+    Option("vllm_args", "more vLLM arguments, after --", ("serve-vllm",), action="positional", nargs=argparse.REMAINDER, metavar="-- VLLM_ARGS"),
 )
 
 

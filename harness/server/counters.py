@@ -1,7 +1,7 @@
 """Server-side counters from Prometheus /metrics, as before/after deltas around a workload.
 
 The reference server exports the seed's ground truth (non-finite `draft_probs` entries, sampler
-fallback emissions); SGLang exports its own spec counters.  Both are read the same way: sum every
+fallback emissions); SGLang and vLLM export their own spec counters.  Both are read the same way: sum every
 sample of a metric over its label sets, and subtract the reading taken before the workload.
 """
 
@@ -18,6 +18,11 @@ COUNTERS_OF_INTEREST = (
     "sglang:generation_tokens_total",
     "sglang:num_requests_total",
     "sglang:num_aborted_requests_total",
+    # vLLM's (v1/spec_decode/metrics.py, v1/metrics/loggers.py); present only when it speculates.
+    "vllm:spec_decode_num_drafts_total",
+    "vllm:spec_decode_num_draft_tokens_total",
+    "vllm:spec_decode_num_accepted_tokens_total",
+    "vllm:generation_tokens_total",
 )
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -39,6 +44,17 @@ def parse_prometheus(text: str) -> dict[str, float]:
         if math.isfinite(value):
             values[match.group(1)] = values.get(match.group(1), 0.0) + value
     return values
+
+
+def label_values(text: str, metric: str, label: str) -> set[str]:
+    """The distinct values one label takes on the samples of one metric."""
+    found = set()
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if match and match.group(1) == metric and match.group(2):
+            labels = re.findall(r'(\w+)="([^"]*)"', match.group(2))
+            found.update(value for name, value in labels if name == label)
+    return found
 
 
 def counter_deltas(before: str | None, after: str | None) -> dict[str, float]:

@@ -21,7 +21,9 @@ from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.identity import ServerIdentity
 from harness.server.launcher import LaunchedServer, launch_reference_server
+from harness.server.server_kind import AUTO, kind_of, make_client
 from harness.server.sglang_client import SGLangClient
+from harness.server.vllm_client import VLLMClient
 from harness.server.vocab import VocabInfo, load_vocab_info
 
 
@@ -29,7 +31,7 @@ from harness.server.vocab import VocabInfo, load_vocab_info
 class ServerUnderTest:
     """The resolved server: client, vocabulary facts, identity and, when launched here, the process."""
 
-    client: SGLangClient
+    client: SGLangClient | VLLMClient
     vocab: VocabInfo
     identity: ServerIdentity
     arm: str
@@ -80,7 +82,8 @@ def describe_server_under_test(record: dict[str, Any]) -> str:
     if record.get("reference_emulation"):
         return f"server under test: the REFERENCE EMULATION at {url} (CPU fixtures.refserver, not a real SGLang server; via {record.get('source')})"
     version = f", version {record['version']}" if record.get("version") else ""
-    return f"server under test: {url} (via {record.get('source')}{version})"
+    kind = f"{record['server_kind']} " if record.get("server_kind") else ""
+    return f"server under test: {kind}{url} (via {record.get('source')}{version})"
 
 
 def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str) -> None:
@@ -104,8 +107,10 @@ def open_server(
     admin_api_key: str | None = None,
     require_server_url: bool = False,
     require_reason: str = "--require-server-url",
+    server_kind: str = AUTO,
 ) -> ServerUnderTest:
-    """Resolve the server, check it is SGLang-shaped, and probe its vocabulary (one-line errors).
+    """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
+    its vocabulary (one-line errors).
 
     `require_server_url` refuses the embedded fallback (`require_reason` names the option that
     asked for it in the error line). `admin_api_key` goes only with /flush_cache.
@@ -123,7 +128,7 @@ def open_server(
         arm = arm or reference_arm
     arm = arm or "candidate"
     try:
-        client = SGLangClient(url, api_key=api_key, admin_api_key=admin_api_key)
+        client = make_client(server_kind, url, api_key=api_key, admin_api_key=admin_api_key)
         model_info = client.check_connection()
         server_info = client.server_info()
         tokenizer_dir = tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
@@ -141,5 +146,6 @@ def open_server(
         "source": source,
         "url": identity.base_url,
         "version": identity.version,
+        "server_kind": kind_of(client),
     }
     return ServerUnderTest(client, vocab, identity, arm, launched, under_test)

@@ -24,8 +24,10 @@ from harness.server.session import ServerUnderTest
 from harness.server.sglang_client import SGLangClient
 from harness.server.tokenizer import load_tokenizer
 from harness.server.transport import HttpTransport, shorten
+from harness.server.vllm_client import VLLMClient
 from harness.workloads.integrity.openai_rules import check_openai, check_openai_stream
 from harness.workloads.integrity.sglang_rules import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
+from harness.workloads.integrity.vllm_rules import check_vllm_completion, check_vllm_stream
 
 DEFAULT_QUOTES_PER_CHECK = 5
 UNLABELLED = "unlabelled"
@@ -152,6 +154,24 @@ def guarded_checks(run: Callable[[], list[Violation]]) -> list[Violation]:
         return [Violation("response_shape", f"answer has an unexpected structure: {shorten(repr(exc), 100)}")]
 
 
+class CheckingVLLMClient(VLLMClient):
+    """A `VLLMClient` whose every raw /v1/completions answer (streamed or not) is checked by the
+    vLLM rules before it is translated; like `CheckingClient`, it shares the inner transport."""
+
+    def __init__(self, inner: VLLMClient, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
+        self._http = inner._http
+        self._model, self._card, self._spec_snapshot = inner._model, inner._card, inner._spec_snapshot
+        self.inner = inner
+        self.recorder = recorder
+        self.context = context
+
+    def answered(self, body: dict[str, Any], result: Any) -> None:
+        self.recorder.record(guarded_checks(lambda: check_vllm_completion(body, result, self.context)), answers=_choice_count(result))
+
+    def streamed(self, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        self.recorder.record(guarded_checks(lambda: check_vllm_stream(body, chunks, self.context)), answers=1, stream=True)
+
+
 class CheckingOpenAIClient(OpenAICompletionsClient):
     """An OpenAI client whose every answer (completions or chat, streamed or not) is checked and
     its violations recorded; answers are returned unchanged and a violation never raises."""
@@ -212,7 +232,9 @@ def checking_openai_client(server: ServerUnderTest, recorder: IntegrityRecorder,
     return CheckingOpenAIClient(inner._http, model, recorder, context or context_for_server(server, tokenizer_dir))
 
 
-def checking_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None) -> CheckingClient:
+def checking_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None) -> CheckingClient | CheckingVLLMClient:
     """`server.client`, checked: the one-line wiring for any workload (never checked twice)."""
-    inner = server.client.inner if isinstance(server.client, CheckingClient) else server.client
+    inner = getattr(server.client, "inner", server.client)
+    if isinstance(inner, VLLMClient):
+        return CheckingVLLMClient(inner, recorder, context_for_server(server, tokenizer_dir))
     return CheckingClient(inner, recorder, context_for_server(server, tokenizer_dir))

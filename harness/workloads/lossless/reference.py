@@ -1,5 +1,5 @@
 """The speculation-off reference the two-sample and greedy tests compare against: a running server
-(--lossless-reference-url) or, when none is given, the embedded reference server launched with
+(--lossless-reference-url; SGLang or vLLM, harness.server.server_kind) or, when none is given, the embedded reference server launched with
 `--speculative-algorithm NONE` (only meaningful when the server under test serves that same
 model, which is checked before launching)."""
 
@@ -12,7 +12,9 @@ from typing import Any
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.launcher import LaunchedServer, launch_reference_server
+from harness.server.server_kind import AUTO, make_client
 from harness.server.sglang_client import SGLangClient
+from harness.server.vllm_client import VLLMClient
 
 SPECULATION_OFF_ARGS = ("--speculative-algorithm", "NONE")
 
@@ -21,7 +23,7 @@ SPECULATION_OFF_ARGS = ("--speculative-algorithm", "NONE")
 class ReferenceServer:
     """The reference's client (None when unavailable, with the reason) and, if launched, its process."""
 
-    client: SGLangClient | None
+    client: SGLangClient | VLLMClient | None
     description: dict[str, Any]
     unavailable_reason: str | None = None
     launched: LaunchedServer | None = None
@@ -38,7 +40,7 @@ def embedded_model_path() -> str:
     return refserver_contract.model_dir()
 
 
-def _describe(client: SGLangClient, how: str) -> dict[str, Any]:
+def _describe(client: SGLangClient | VLLMClient, how: str) -> dict[str, Any]:
     model = client.check_connection()
     info = client.server_info()
     return {
@@ -55,7 +57,7 @@ def open_reference(
     """Connect to --lossless-reference-url, or launch the embedded speculation-off reference when the server
     under test serves the embedded model; otherwise the reference is unavailable (with the reason)."""
     if reference_url:
-        client = SGLangClient(reference_url, api_key=api_key)
+        client = make_client(AUTO, reference_url, api_key=api_key)  # SGLang or vLLM, as the server says
         try:
             description = _describe(client, "url")
         except SpecsuiteError:

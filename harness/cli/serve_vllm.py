@@ -1,0 +1,48 @@
+"""`specsuite serve-vllm`: serve vLLM with one speculation method until Ctrl-C or SIGTERM.
+
+    specsuite serve-vllm --method eagle --port 8141
+    specsuite serve-vllm --method none --port 8142                    # the lossless reference
+    specsuite serve-vllm --method eagle --spec-config '{"num_speculative_tokens": 5}' -- --max-num-seqs 4
+
+It waits for /health like the reference server's launcher (harness.server.launcher), prints the
+URL and the command, and stops the server's whole process group on exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from harness.server.launcher import LaunchedServer
+from harness.server.vllm_launch import find_vllm_python, parse_spec_config, vllm_command, vllm_env
+
+
+def serve_vllm(args: argparse.Namespace) -> int:
+    extra = list(args.vllm_args or [])
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    command = vllm_command(find_vllm_python(args.vllm_python), args.method, port=args.port, host=args.host, model=args.model,
+                           spec_model=args.spec_model, spec_overrides=parse_spec_config(args.spec_config), extra_args=extra)
+    host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
+    log_path = Path(f"vllm-{args.method}-{args.port}.log").resolve()
+    server = LaunchedServer(command, base_url=f"http://{host}:{args.port}", log_path=log_path, env=vllm_env(),
+                            ready_timeout_s=args.ready_timeout)
+    print(f"specsuite: starting vLLM ({args.method}): {shlex.join(command)}", file=sys.stderr, flush=True)
+    print(f"specsuite: its log: {log_path}", file=sys.stderr, flush=True)
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        server.start()
+        print(f"specsuite: vLLM ({args.method}) serving at {server.base_url}; Ctrl-C stops it", flush=True)
+        while not stop.wait(1.0):
+            if not server.running:
+                print(f"specsuite: error: vLLM exited with code {server.returncode}; see {log_path}", file=sys.stderr)
+                return 1
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.stop()

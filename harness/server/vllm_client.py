@@ -1,0 +1,446 @@
+"""vLLM's OpenAI-compatible server, answering the workloads in SGLang's native shapes.
+
+The workloads speak SGLang's native `/generate` (payloads with `sampling_params`, answers with
+`output_ids` and `meta_info`). `VLLMClient` keeps that surface and translates each call into
+vLLM 0.32's `/v1/completions`, so every suite runs unchanged against vLLM. Facts it relies on are
+in docs/vllm_api_facts.md, each with its vLLM source line:
+
+* ids come from `return_token_ids` (`choices[i].token_ids`, EOS and stop-string tokens included);
+  the logprob ids come separately, from `logprobs` with `return_tokens_as_token_ids`
+  (`token_id:<id>`), so `Generation.token_source_mismatch` compares two independent sources;
+* speculation stats come per request from `metrics.speculative_decoding` (the server must run with
+  `--per-request-spec-decode-metrics`); vLLM leaves them out for `n > 1`, for several prompts in
+  one request and for a stop-string finish, and then `meta_info` has no `spec_*` keys;
+* the server-wide accept length comes from `/metrics` (`vllm:spec_decode_*` counters): vLLM has no
+  `/flush_cache`, so `flush_cache` takes a snapshot of the counters and `server_info` reports the
+  accept length since the last snapshot, which is what SGLang's flush-then-read gives.
+
+Every raw vLLM answer is handed to `answered` / `streamed` before translation; a checking client
+(`harness.workloads.integrity.recorder`) overrides them to run the vLLM accounting rules on what the
+server really sent, not on the translation.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.errors import SpecsuiteError
+from harness.server.counters import label_values, parse_prometheus
+from harness.server.transport import ServerClient, int_list, shorten
+
+SERVER_KIND = "vllm"
+COMPLETIONS_PATH = "/v1/completions"
+TOKEN_AS_ID = re.compile(r"^token_id:(-?\d+)$")
+SPEC_PREFIX = "vllm:spec_decode_"
+BATCH_WORKERS = 8
+
+# SGLang sampling_params key -> vLLM completions field (same meaning; checked in vLLM's protocol.py).
+SAMPLING_FIELDS = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "min_p": "min_p",
+    "max_new_tokens": "max_tokens",
+    "min_new_tokens": "min_tokens",
+    "stop": "stop",
+    "stop_token_ids": "stop_token_ids",
+    "ignore_eos": "ignore_eos",
+    "n": "n",
+    "sampling_seed": "seed",
+    "no_stop_trim": "include_stop_str_in_output",
+    "skip_special_tokens": "skip_special_tokens",
+    "spaces_between_special_tokens": "spaces_between_special_tokens",
+    "repetition_penalty": "repetition_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "presence_penalty": "presence_penalty",
+}
+
+
+class VLLMClient(ServerClient):
+    """One vLLM server, with `SGLangClient`'s methods. Same timeouts, auth and one-line errors."""
+
+    kind = SERVER_KIND
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,
+                 admin_api_key: str | None = None, model: str | None = None) -> None:
+        super().__init__(base_url, api_key, timeout_s, connect_timeout_s, admin_api_key=admin_api_key)
+        self._model = model
+        self._card: dict[str, Any] | None = None
+        self._spec_snapshot: dict[str, float] | None = None
+
+    # -- hooks for checking clients -----------------------------------------------------------
+
+    def answered(self, body: dict[str, Any], result: Any) -> None:
+        """Called with every non-streamed /v1/completions answer as received."""
+
+    def streamed(self, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        """Called with every complete stream's chunks (before `[DONE]`)."""
+
+    # -- generation -------------------------------------------------------------------------
+
+    def generate(self, payload: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
+        """A native /generate payload served by /v1/completions; a batch or n>1 returns a list,
+        prompt-major as SGLang answers. Per-prompt sampling_params go as one request per prompt."""
+        prompts, batched = native_prompts(payload)
+        params = payload.get("sampling_params") or {}
+        if isinstance(params, list):
+            if len(params) != len(prompts):
+                raise SpecsuiteError(f"/generate payload has {len(params)} sampling_params for {len(prompts)} prompts")
+            with ThreadPoolExecutor(max_workers=min(BATCH_WORKERS, len(prompts))) as pool:
+                parts = list(pool.map(lambda i: self._complete(payload, [prompts[i]], params[i]), range(len(prompts))))
+            return [item for part in parts for item in part]
+        items = self._complete(payload, prompts, params)
+        return items if batched or len(items) > 1 else items[0]
+
+    def _complete(self, payload: dict[str, Any], prompts: list[Any], params: dict[str, Any]) -> list[dict[str, Any]]:
+        body = completions_body(self.model_name(), payload, prompts if len(prompts) > 1 else prompts[0], params, stream=False)
+        result = self._http.json_or_raise("POST", COMPLETIONS_PATH, self._http.request("POST", COMPLETIONS_PATH, json_body=body))
+        self.answered(body, result)
+        choices = result.get("choices") if isinstance(result, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise SpecsuiteError(f"POST {COMPLETIONS_PATH} on {self.base_url} returned no choices")
+        choices = sorted(choices, key=lambda choice: choice.get("index", 0) if isinstance(choice, dict) else 0)
+        single = len(choices) == 1
+        return [native_item(body, result, choice, single) for choice in choices]
+
+    def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """A streamed native request: yields cumulative native chunks (SGLang's default), built
+        from vLLM's delta chunks; the last per request carries usage, finish and spec stats. A
+        batch is streamed as one request per prompt, sent together, with SGLang's `index` on each
+        chunk (the streams are read whole, then yielded in prompt order)."""
+        prompts, batched = native_prompts(payload)
+        params = payload.get("sampling_params") or {}
+        params_list = params if isinstance(params, list) else [params] * len(prompts)
+        if any((p.get("n") or 1) > 1 for p in params_list):
+            raise SpecsuiteError("the vLLM adapter streams n = 1 only")
+
+        def stream(index: int) -> list[dict[str, Any]]:
+            body = completions_body(self.model_name(), payload, prompts[index], params_list[index], stream=True)
+            response = self._http.request("POST", COMPLETIONS_PATH, json_body=body, stream=True)
+            chunks = list(self._http.iter_sse(COMPLETIONS_PATH, response))
+            self.streamed(body, chunks)
+            native = cumulative_native_chunks(body, chunks)
+            return [{**chunk, "index": index} for chunk in native] if batched else native
+
+        if not batched:
+            return iter(stream(0))
+        with ThreadPoolExecutor(max_workers=min(BATCH_WORKERS, len(prompts))) as pool:
+            return iter([chunk for chunks in pool.map(stream, range(len(prompts))) for chunk in chunks])
+
+    # -- server facts -----------------------------------------------------------------------
+
+    def model_card(self) -> dict[str, Any]:
+        """The first card of GET /v1/models (vLLM serves one model per server)."""
+        if self._card is None:
+            result = self._http.json_or_raise("GET", "/v1/models", self._http.request("GET", "/v1/models"))
+            data = result.get("data") if isinstance(result, dict) else None
+            if not isinstance(data, list) or not data or not isinstance(data[0], dict):
+                raise SpecsuiteError(f"GET /v1/models on {self.base_url} lists no model")
+            self._card = data[0]
+        return self._card
+
+    def model_name(self) -> str:
+        return self._model or str(self.model_card().get("id"))
+
+    def version(self) -> str | None:
+        result = self._http.json_or_raise("GET", "/version", self._http.request("GET", "/version"))
+        return str(result.get("version")) if isinstance(result, dict) and result.get("version") else None
+
+    def model_info(self) -> dict[str, Any]:
+        """SGLang's /model_info fields from the model card: `root` is the model folder the server
+        loaded (relative to the server's working directory when it was given so)."""
+        card = self.model_card()
+        root = card.get("root")
+        return {"model_path": root, "tokenizer_path": root, "served_model_name": card.get("id"),
+                "max_model_len": card.get("max_model_len"), "server_kind": SERVER_KIND}
+
+    def check_connection(self) -> dict[str, Any]:
+        info = self.model_info()
+        if not info.get("model_path"):
+            raise SpecsuiteError(f"{self.base_url}: /v1/models names no model folder (root)")
+        return info
+
+    def server_info(self) -> dict[str, Any]:
+        """What SGLang's /server_info would say, from /version and /metrics. vLLM does not say
+        which speculative method it runs over HTTP, only that it speculates and how many tokens
+        it drafts (one `position` label per draft token)."""
+        info: dict[str, Any] = {"version": self.version(), "server_kind": SERVER_KIND, "served_model_name": self.model_name()}
+        counters = self._spec_counters()
+        positions = int(counters.pop("positions", 0))
+        if positions:
+            info.update(speculative_algorithm="vllm (method not reported over HTTP)", speculative_num_steps=positions,
+                        speculative_eagle_topk=1, speculative_num_draft_tokens=positions + 1)
+            accept = accept_length_between(self._spec_snapshot, counters)
+            if accept is not None:
+                info["internal_states"] = [{"avg_spec_accept_length": accept}]
+        return info
+
+    def _spec_counters(self) -> dict[str, float]:
+        text = self.metrics_text()
+        if text is None:
+            return {}
+        return spec_counters(text)
+
+    def health(self) -> bool:
+        return self._probe("/health")
+
+    def ready(self) -> bool:
+        return self._probe("/health")
+
+    def _probe(self, path: str) -> bool:
+        try:
+            response = self._http.request("GET", path)
+        except SpecsuiteError:
+            return False
+        with response:
+            return response.status_code == 200
+
+    # -- tokenizer endpoints -----------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        body = {"model": self.model_name(), "prompt": text, "add_special_tokens": add_special_tokens}
+        result = self._http.json_or_raise("POST", "/tokenize", self._http.request("POST", "/tokenize", json_body=body))
+        return int_list(result.get("tokens") if isinstance(result, dict) else None, f"/tokenize on {self.base_url} answered tokens that")
+
+    def detokenize(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        """POST /detokenize. vLLM's takes no skip_special_tokens and keeps specials (the raw decoding)."""
+        body = {"model": self.model_name(), "tokens": ids}
+        result = self._http.json_or_raise("POST", "/detokenize", self._http.request("POST", "/detokenize", json_body=body))
+        text = result.get("prompt") if isinstance(result, dict) else None
+        if not isinstance(text, str):
+            raise SpecsuiteError(f"/detokenize on {self.base_url} answered {shorten(repr(result), 80)}, not a prompt text")
+        return text
+
+    def detokenize_each(self, ids: list[int], skip_special_tokens: bool = False) -> list[str]:
+        """Each id on its own: vLLM's /detokenize takes one sequence, so one call per distinct id."""
+        distinct = sorted(set(ids))
+        with ThreadPoolExecutor(max_workers=BATCH_WORKERS) as pool:
+            texts = dict(zip(distinct, pool.map(lambda token: self.detokenize([token]), distinct), strict=True))
+        return [texts[token] for token in ids]
+
+    # -- maintenance ------------------------------------------------------------------------
+
+    def flush_cache(self) -> bool:
+        """vLLM has no /flush_cache. What a flush does for the harness (restart the server-wide
+        accept length) is done by a snapshot of the spec counters; always succeeds."""
+        counters = self._spec_counters()
+        counters.pop("positions", None)
+        self._spec_snapshot = counters
+        return True
+
+    def metrics_text(self) -> str | None:
+        response = self._http.request("GET", "/metrics")
+        with response:
+            if response.status_code == 404:
+                return None
+            if not response.ok:
+                raise self._http.status_error("GET", "/metrics", response)
+            return response.text
+
+
+# -- translation: native request -> vLLM body ------------------------------------------------
+
+
+def native_prompts(payload: dict[str, Any]) -> tuple[list[Any], bool]:
+    """The prompts of a native payload (text or ids), and whether it was a batch."""
+    text = payload.get("text")
+    if text is not None:
+        return (list(text), True) if isinstance(text, list) else ([text], False)
+    ids = payload.get("input_ids")
+    if isinstance(ids, list) and ids and isinstance(ids[0], list):
+        return list(ids), True
+    if isinstance(ids, list) and ids:
+        return [ids], False
+    raise SpecsuiteError("/generate payload has neither text nor input_ids")
+
+
+def completions_body(model: str, payload: dict[str, Any], prompt: Any, params: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """The /v1/completions body for a native payload: ids always, logprob ids when logprobs are
+    asked for, prompt logprobs (`echo`) for a scoring request (`logprob_start_len` set)."""
+    body: dict[str, Any] = {"model": model, "prompt": prompt, "stream": stream, "return_token_ids": True}
+    for native, field in SAMPLING_FIELDS.items():
+        if params.get(native) is not None:
+            body[field] = params[native]
+    if body.get("top_k") == -1:
+        body.pop("top_k")  # SGLang's "no top-k" is vLLM's default
+    if payload.get("return_logprob"):
+        body["logprobs"] = int(payload.get("top_logprobs_num") or 0)
+        body["return_tokens_as_token_ids"] = True
+        if payload.get("logprob_start_len") is not None and payload["logprob_start_len"] >= 0:
+            body["echo"] = True
+            body["prompt_logprobs"] = int(payload.get("top_logprobs_num") or 0)
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+# -- translation: vLLM answer -> native item ----------------------------------------------------
+
+
+def token_id_of(token: Any) -> int:
+    """The id in a `token_id:<id>` logprob token (return_tokens_as_token_ids)."""
+    match = TOKEN_AS_ID.match(token) if isinstance(token, str) else None
+    if match is None:
+        raise SpecsuiteError(f"vLLM logprob token {shorten(repr(token), 40)} is not of the form token_id:<id>")
+    return int(match.group(1))
+
+
+def output_triples(logprobs: Any) -> list[list[Any]] | None:
+    """SGLang's `[logprob, id, None]` triples from a completions logprobs object."""
+    if not isinstance(logprobs, dict):
+        return None
+    values, tokens = logprobs.get("token_logprobs") or [], logprobs.get("tokens") or []
+    return [[value, token_id_of(token), None] for value, token in zip(values, tokens, strict=False)]
+
+
+def top_triples(logprobs: Any) -> list[list[list[Any]]] | None:
+    """SGLang's `output_top_logprobs`: per position the `[logprob, id, None]` of vLLM's
+    `top_logprobs` dict, most likely first (vLLM adds the sampled token: up to N+1 entries)."""
+    tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
+    if not isinstance(tops, list):
+        return None
+    ranked = []
+    for entry in tops:
+        pairs = [[value, token_id_of(token), None] for token, value in (entry or {}).items()]
+        ranked.append(sorted(pairs, key=lambda triple: -(triple[0] if triple[0] is not None else float("-inf"))))
+    return ranked
+
+
+def finish_reason(choice: dict[str, Any], ids: list[int], params: dict[str, Any]) -> dict[str, Any] | None:
+    """SGLang's finish_reason object: a stop string or stop id is `matched`; EOS (vLLM's
+    stop_reason None) matches the last id; `length` carries the budget."""
+    reason = choice.get("finish_reason")
+    if reason is None:
+        return None
+    if reason == "length":
+        return {"type": "length", "length": params.get("max_tokens", len(ids))}
+    if reason == "stop":
+        matched = choice.get("stop_reason")
+        return {"type": "stop", "matched": matched if matched is not None else (ids[-1] if ids else None)}
+    return {"type": reason, "message": str(choice.get("stop_reason") or reason)}
+
+
+def spec_meta(metrics: Any) -> dict[str, Any]:
+    """SGLang's per-request spec fields from vLLM's `metrics.speculative_decoding`, the raw
+    object kept beside them. vLLM's accept length is 1 + accepted / steps (the bonus token)."""
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(spec, dict):
+        return {}
+    meta: dict[str, Any] = {"vllm_speculative_decoding": spec}
+    steps = spec.get("num_spec_steps")
+    if isinstance(steps, int) and steps > 0:
+        meta["spec_verify_ct"] = steps
+        meta["spec_accept_length"] = spec.get("mean_acceptance_length")
+        meta["spec_accept_rate"] = spec.get("draft_acceptance_rate")
+        meta["spec_num_correct_drafts"] = spec.get("num_accepted_draft_tokens")
+        meta["spec_num_proposed_drafts"] = spec.get("num_draft_tokens")
+    return meta
+
+
+def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any], single: bool) -> dict[str, Any]:
+    """One native /generate answer item for one completions choice. Usage and metrics belong to
+    the request, so they are used only when the request had one choice."""
+    if not isinstance(choice, dict):
+        raise SpecsuiteError(f"/v1/completions choice is not an object: {shorten(repr(choice), 80)}")
+    ids = int_list(choice.get("token_ids"), "/v1/completions token_ids")
+    prompt_ids = choice.get("prompt_token_ids") or []
+    if body.get("echo"):
+        ids = ids[len(prompt_ids):]  # echo returns prompt + output ids
+    usage = result.get("usage") if single and isinstance(result.get("usage"), dict) else {}
+    meta: dict[str, Any] = {
+        "id": result.get("id"),
+        "finish_reason": finish_reason(choice, ids, body),
+        "prompt_tokens": usage.get("prompt_tokens", len(prompt_ids)),
+        "completion_tokens": usage.get("completion_tokens", len(ids)),
+        "cached_tokens": 0,
+        "server_kind": SERVER_KIND,
+    }
+    logprobs = choice.get("logprobs")
+    if body.get("echo"):
+        meta.update(scoring_logprobs(choice, len(prompt_ids)))
+        meta["output_token_logprobs"] = []
+        ids = [] if body.get("max_tokens") == 0 else ids
+    elif "logprobs" in body:
+        meta["output_token_logprobs"] = output_triples(logprobs) or []
+        if body["logprobs"] > 0:
+            meta["output_top_logprobs"] = top_triples(logprobs) or []
+    if single:
+        meta.update(spec_meta(result.get("metrics")))
+    return {"text": choice.get("text", ""), "output_ids": ids, "meta_info": meta}
+
+
+def scoring_logprobs(choice: dict[str, Any], prompt_len: int) -> dict[str, Any]:
+    """`input_token_logprobs` (and top-k) from vLLM's `prompt_logprobs`: a list, one entry per
+    prompt position (None first), each a dict id -> {logprob, rank, decoded_token}."""
+    entries = choice.get("prompt_logprobs") or []
+    prompt_ids = choice.get("prompt_token_ids") or []
+    triples, tops = [], []
+    for position, entry in enumerate(entries[:prompt_len]):
+        token = prompt_ids[position] if position < len(prompt_ids) else None
+        if not isinstance(entry, dict):
+            triples.append([None, token, None])
+            tops.append(None)
+            continue
+        own = entry.get(str(token)) or {}
+        triples.append([own.get("logprob"), token, None])
+        ranked = sorted(((int(key), value) for key, value in entry.items()), key=lambda kv: kv[1].get("rank") or 0)
+        tops.append([[value.get("logprob"), key, None] for key, value in ranked])
+    return {"input_token_logprobs": triples, "input_top_logprobs": tops}
+
+
+def cumulative_native_chunks(body: dict[str, Any], chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Native cumulative stream chunks from vLLM's delta chunks: one per chunk that carried a
+    choice; the usage-only last chunk (and its spec stats) completes the final one."""
+    text, ids, triples = "", [], []
+    native: list[dict[str, Any]] = []
+    usage, metrics, last_choice = None, None, None
+    for chunk in chunks:
+        if isinstance(chunk.get("usage"), dict):
+            usage = chunk["usage"]
+        if isinstance(chunk.get("metrics"), dict):
+            metrics = chunk["metrics"]
+        for choice in chunk.get("choices") or []:
+            text += choice.get("text") or ""
+            ids = ids + int_list(choice.get("token_ids") or [], "streamed token_ids")
+            triples = triples + (output_triples(choice.get("logprobs")) or [])
+            last_choice = choice
+            meta = {"id": chunk.get("id"), "finish_reason": None, "completion_tokens": len(ids), "server_kind": SERVER_KIND}
+            if "logprobs" in body:
+                meta["output_token_logprobs"] = list(triples)
+            native.append({"text": text, "output_ids": list(ids), "meta_info": meta})
+    if not native:
+        raise SpecsuiteError(f"the {COMPLETIONS_PATH} stream carried no choice")
+    final = native[-1]["meta_info"]
+    final["finish_reason"] = finish_reason(last_choice or {}, ids, body)
+    if usage is not None:
+        final["prompt_tokens"] = usage.get("prompt_tokens")
+        final["completion_tokens"] = usage.get("completion_tokens")
+    final.update(spec_meta(metrics))
+    return native
+
+
+# -- /metrics -----------------------------------------------------------------------------------
+
+
+def spec_counters(metrics_text: str) -> dict[str, float]:
+    """vLLM's speculation counters summed over engines (`num_drafts`, `num_draft_tokens`,
+    `num_accepted_tokens`) and `positions`, the number of draft positions; empty when the
+    server does not speculate (vLLM then exports none of them)."""
+    values = parse_prometheus(metrics_text)
+    totals = {name[len(SPEC_PREFIX):-len("_total")]: value for name, value in values.items()
+              if name.startswith(SPEC_PREFIX) and name.endswith("_total") and "_per_pos" not in name}
+    if totals:
+        totals["positions"] = float(len(label_values(metrics_text, f"{SPEC_PREFIX}num_accepted_tokens_per_pos_total", "position")))
+    return totals
+
+
+def accept_length_between(before: dict[str, float] | None, after: dict[str, float]) -> float | None:
+    """1 + accepted / drafts over the interval (vLLM's own formula, v1/spec_decode/metrics.py);
+    None before any draft."""
+    before = before or {}
+    drafts = after.get("num_drafts", 0.0) - before.get("num_drafts", 0.0)
+    accepted = after.get("num_accepted_tokens", 0.0) - before.get("num_accepted_tokens", 0.0)
+    return 1.0 + accepted / drafts if drafts > 0 else None
