@@ -142,12 +142,12 @@ def test_the_table_is_consistent():
 
 def test_adding_an_option_is_one_entry(monkeypatch):
     """A new entry reaches pytest (default area: conftest's group) and each subcommand it names, with nothing else to edit."""
-    extra = table.Option("--server-kind", "which server", ("pytest", "run", "gsm8k", "bench"), default="auto", choices=("auto", "sglang", "vllm"))
+    extra = table.Option("--draft-flavour", "a made-up option", ("pytest", "run", "gsm8k", "bench"), default="plain", choices=("plain", "spiced"))
     monkeypatch.setattr(table, "OPTIONS", (*table.OPTIONS, extra))
-    assert pytest_parser().parse(["--server-kind", "vllm"]).server_kind == "vllm"
+    assert pytest_parser().parse(["--draft-flavour", "spiced"]).draft_flavour == "spiced"
     for front_end in ("run", "gsm8k", "bench"):
-        assert build_parser().parse_args([front_end]).server_kind == "auto"
-    assert "`--server-kind`" in table.markdown_table()
+        assert build_parser().parse_args([front_end]).draft_flavour == "plain"
+    assert "`--draft-flavour`" in table.markdown_table()
 
 
 def test_a_flag_used_twice_means_one_thing_per_front_end():

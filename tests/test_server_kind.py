@@ -1,0 +1,70 @@
+"""Server-kind detection: SGLang by /model_info, vLLM by /version plus a /v1/models card owned by
+"vllm" (vllm/entrypoints/openai/models/serving.py: `ModelCard(..., owned_by="vllm")`), anything
+else one line. Tiny stdlib HTTP servers answer the routes; no model runs."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from harness.errors import SpecsuiteError
+from harness.server.server_kind import SGLANG, VLLM, detect_server_kind, kind_of, make_client
+from harness.server.sglang_client import SGLangClient
+from harness.server.vllm_client import VLLMClient
+
+VLLM_ROUTES = {"/version": {"version": "0.32.0"},
+               "/v1/models": {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "vllm", "root": "/models/m"}]}}
+SGLANG_ROUTES = {"/model_info": {"model_path": "/models/m", "tokenizer_path": "/models/m"}}
+OTHER_ROUTES = {"/v1/models": {"object": "list", "data": [{"id": "m", "owned_by": "someone"}]}}
+
+
+@contextmanager
+def serving(routes: dict[str, dict]) -> Iterator[str]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            body = routes.get(self.path)
+            self.send_response(200 if body is not None else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps(body or {"detail": "Not Found"}).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_vllm_is_detected_and_gets_the_vllm_client():
+    with serving(VLLM_ROUTES) as url:
+        assert detect_server_kind(url) == VLLM
+        client = make_client("auto", url)
+        assert isinstance(client, VLLMClient) and kind_of(client) == VLLM
+        assert client.model_info()["model_path"] == "/models/m"
+
+
+def test_sglang_is_detected_and_gets_the_sglang_client():
+    with serving(SGLANG_ROUTES) as url:
+        assert detect_server_kind(url) == SGLANG
+        assert isinstance(make_client("auto", url), SGLangClient)
+
+
+def test_forced_kind_skips_the_probe_and_unknown_servers_are_one_line():
+    with serving(OTHER_ROUTES) as url:
+        assert isinstance(make_client("vllm", url), VLLMClient)  # no request made
+        with pytest.raises(SpecsuiteError, match="neither SGLang .* nor vLLM .*--server-kind") as caught:
+            detect_server_kind(url)
+        assert "\n" not in str(caught.value)
+    with pytest.raises(SpecsuiteError, match="unknown server kind"):
+        make_client("tgi", "http://127.0.0.1:1")
