@@ -104,7 +104,8 @@ class VLLMClient(ServerClient):
             raise SpecsuiteError(f"POST {COMPLETIONS_PATH} on {self.base_url} returned no choices")
         choices = sorted(choices, key=lambda choice: choice.get("index", 0) if isinstance(choice, dict) else 0)
         single = len(choices) == 1
-        return [native_item(body, result, choice, single) for choice in choices]
+        start = payload.get("logprob_start_len") if body.get("echo") else None
+        return [native_item(body, result, choice, single, logprob_start=start) for choice in choices]
 
     def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """A streamed native request: yields cumulative native chunks (SGLang's default), built
@@ -340,9 +341,11 @@ def spec_meta(metrics: Any) -> dict[str, Any]:
     return meta
 
 
-def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any], single: bool) -> dict[str, Any]:
+def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any], single: bool,
+                logprob_start: int | None = None) -> dict[str, Any]:
     """One native /generate answer item for one completions choice. Usage and metrics belong to
-    the request, so they are used only when the request had one choice."""
+    the request, so they are used only when the request had one choice. A scoring request
+    (`echo`) reports the prompt's logprobs from `logprob_start` on, as SGLang does."""
     if not isinstance(choice, dict):
         raise SpecsuiteError(f"/v1/completions choice is not an object: {shorten(repr(choice), 80)}")
     ids = int_list(choice.get("token_ids"), "/v1/completions token_ids")
@@ -360,7 +363,7 @@ def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, 
     }
     logprobs = choice.get("logprobs")
     if body.get("echo"):
-        meta.update(scoring_logprobs(choice, len(prompt_ids)))
+        meta.update(scoring_logprobs(choice, len(prompt_ids), int(body.get("prompt_logprobs") or 0), logprob_start or 0))
         meta["output_token_logprobs"] = []
         ids = [] if body.get("max_tokens") == 0 else ids
     elif "logprobs" in body:
@@ -372,13 +375,17 @@ def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, 
     return {"text": choice.get("text", ""), "output_ids": ids, "meta_info": meta}
 
 
-def scoring_logprobs(choice: dict[str, Any], prompt_len: int) -> dict[str, Any]:
-    """`input_token_logprobs` (and top-k) from vLLM's `prompt_logprobs`: a list, one entry per
-    prompt position (None first), each a dict id -> {logprob, rank, decoded_token}."""
+def scoring_logprobs(choice: dict[str, Any], prompt_len: int, top_k: int, start: int = 0) -> dict[str, Any]:
+    """`input_token_logprobs` and the top-k (`input_top_logprobs`, ranks 1..k only) of prompt
+    positions `start`.. from vLLM's `prompt_logprobs`: a list, one entry per prompt position
+    (None first), each a dict id -> {logprob, rank, decoded_token} holding the top-k and the
+    prompt's own token, whatever its rank (kept out of the top-k unless it is in it)."""
     entries = choice.get("prompt_logprobs") or []
     prompt_ids = choice.get("prompt_token_ids") or []
     triples, tops = [], []
     for position, entry in enumerate(entries[:prompt_len]):
+        if position < start:
+            continue
         token = prompt_ids[position] if position < len(prompt_ids) else None
         if not isinstance(entry, dict):
             triples.append([None, token, None])
@@ -386,7 +393,8 @@ def scoring_logprobs(choice: dict[str, Any], prompt_len: int) -> dict[str, Any]:
             continue
         own = entry.get(str(token)) or {}
         triples.append([own.get("logprob"), token, None])
-        ranked = sorted(((int(key), value) for key, value in entry.items()), key=lambda kv: kv[1].get("rank") or 0)
+        ranked = sorted(((int(key), value) for key, value in entry.items() if (value.get("rank") or 0) <= top_k),
+                        key=lambda kv: kv[1].get("rank") or 0)
         tops.append([[value.get("logprob"), key, None] for key, value in ranked])
     return {"input_token_logprobs": triples, "input_top_logprobs": tops}
 
