@@ -104,6 +104,14 @@ def test_the_reports_copies_for_the_plots_match_the_registry() -> None:
     assert document.SPREAD_METRICS == SPREAD_ROWS
 
 
+def test_the_summary_tables_counter_names_are_the_contracts() -> None:
+    from harness.server import refserver_contract
+    from reports import summary_table
+
+    assert summary_table.NONFINITE_COUNTER == refserver_contract.NONFINITE_ENTRIES
+    assert summary_table.FALLBACK_COUNTER == refserver_contract.FALLBACK_EMISSIONS
+
+
 def test_bench_rows_with_repeats_carry_the_rank_pair_and_read_as_one_line() -> None:
     import numpy as np
 
