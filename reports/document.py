@@ -25,15 +25,6 @@ NOT_RUN = "not run"
 
 VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive")  # the order the verdict counts are given in
 
-# Only for reports/plots.py, which reads these two at import time: the registry's display format per
-# metric and its spread rows (this module reads them from the analysis instead).
-# tests/test_metric_registry.py fails when they drift from harness.compare.metric_registry.
-KINDS = {"invalid_ids": "token_rate", "fallback_ids": "token_rate", "padded_row_ids": "token_rate", "stray_per_1200": "per_1200",
-         "fragment_excess": "token_rate", "nonfinite_draft_probs": "per_batch", "sampler_fallbacks": "token_rate",
-         "accept_length": "plain", "gsm8k_accuracy": "proportion", "gsm8k_invalid": "proportion", "itl_median": "ms",
-         "output_throughput": "tok_s"}
-SPREAD_METRICS = ("accept_length", "invalid_ids", "stray_per_1200", "sampler_fallbacks", "gsm8k_accuracy", "itl_median",
-                  "output_throughput")
 
 
 @dataclass
@@ -171,9 +162,20 @@ def mde_text(comparison: dict[str, Any], kind: str) -> str:
     return text
 
 
+def metric_fact(analysis: dict[str, Any], metric: str, key: str) -> str:
+    """One of the registry's facts about a metric, as the analysis carries them (`metrics.<name>`):
+    its label, unit, report format, verdict-line name (`short`), figure title and axis label. A
+    metric the analysis does not describe reads as its name; a fact an older analysis lacks, as
+    its label or unit."""
+    facts = (analysis.get("metrics") or {}).get(metric) or {}
+    fallback = {"report_format": "plain", "short": facts.get("label"), "plot_title": facts.get("label"),
+                "axis_label": facts.get("unit")}.get(key)
+    return facts.get(key) or fallback or metric.replace("_", " ")
+
+
 def kind_of(analysis: dict[str, Any], metric: str) -> str:
     """The display format the registry gives a metric ("plain" for one it does not know)."""
-    return (analysis.get("metrics") or {}).get(metric, {}).get("report_format", "plain")
+    return metric_fact(analysis, metric, "report_format")
 
 
 # ---------------------------------------------------------------- the document

@@ -33,6 +33,7 @@ ul.verdicts li.calm { border-left-color: #1b5e20; }
 table { border-collapse: collapse; margin: 0.6em 0 1.4em; font-size: 0.9em; }
 th, td { border: 1px solid #c8c8c8; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f0f0f0; }
+td.nowrap { white-space: nowrap; }
 tr:nth-child(even) td { background: #fafafa; }
 code, pre { font-family: ui-monospace, Menlo, Consolas, monospace; background: #f4f4f4; }
 pre { padding: 0.6em; overflow-x: auto; }
@@ -52,6 +53,7 @@ KNOWN_VERDICTS = ("worse", "better", "equivalent", "inconclusive", "suspect")
 ALARMING = ("worse",)
 PARAGRAPH_CLASSES = {"p": "", "provenance": "provenance", "note": "note"}  # paragraph-like blocks and their style
 WIDE_PX = 1400  # a figure at least this wide gets the whole row
+NOWRAP_COLUMNS = ("metric", "case")  # short names a reader scans down: never broken over lines
 
 
 def verdict_class(verdict: str) -> str:
@@ -75,7 +77,9 @@ def _inline(text: str, verdicts: Collection[str]) -> str:
 
 def _table(table: Table, verdicts: Collection[str]) -> str:
     head = "".join(f"<th>{_inline(c, verdicts)}</th>" for c in table.header)
-    body = "".join("<tr>" + "".join(f"<td>{_inline(c, verdicts)}</td>" for c in row) + "</tr>" for row in table.rows)
+    nowrap = {i for i, name in enumerate(table.header) if name in NOWRAP_COLUMNS}
+    body = "".join("<tr>" + "".join(('<td class="nowrap">' if i in nowrap else "<td>") + f"{_inline(c, verdicts)}</td>"
+                                    for i, c in enumerate(row)) + "</tr>" for row in table.rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

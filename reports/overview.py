@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, pct
+from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct
 from reports.server_under_test import server_under_test_line
 
 FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
@@ -29,11 +29,6 @@ FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving ben
 SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
 UNKNOWN_SEVERITY = 5
 CALM = ("inconclusive", "equivalent")
-# A line's short name for each metric; the analysis's label where a metric is not listed here.
-SHORT = {"invalid_ids": "invalid ids", "fallback_ids": "fallback ids", "padded_row_ids": "padded-row ids",
-         "stray_per_1200": "stray rate", "fragment_excess": "fragments", "nonfinite_draft_probs": "non-finite draft_probs",
-         "sampler_fallbacks": "sampler fallbacks", "accept_length": "acceptance", "gsm8k_accuracy": "accuracy",
-         "gsm8k_invalid": "invalid answers", "itl_median": "median ITL", "output_throughput": "output throughput"}
 # One line on each verdict that needs one; shown under the verdict lines when the verdict appears.
 EXPLAINED = {
     "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
@@ -60,8 +55,9 @@ def _family(analysis: dict[str, Any], metric: str) -> str:
     return "gsm8k" if metric.startswith("gsm8k") else "bench" if metric in ("itl_median", "output_throughput") else "cases"
 
 
-def _short(row: dict[str, Any]) -> str:
-    return SHORT.get(row["metric"]) or row.get("label") or row["metric"].replace("_", " ")
+def _short(analysis: dict[str, Any], metric: str) -> str:
+    """A verdict line's name for a metric: the registry's `short`, carried in the analysis."""
+    return metric_fact(analysis, metric, "short")
 
 
 def _severity(verdict: str) -> int:
@@ -105,7 +101,7 @@ def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[
     for metric_rows in by_metric.values():
         headline = min((r["verdict"] for r in metric_rows), key=_severity)
         hits = [r for r in metric_rows if r["verdict"] == headline]
-        groups.setdefault(headline, []).append((_short(metric_rows[0]), hits))
+        groups.setdefault(headline, []).append((_short(analysis, metric_rows[0]["metric"]), hits))
     parts, named = [], []
     for verdict in sorted(groups, key=_severity):
         if verdict in CALM:
@@ -152,7 +148,7 @@ def _state(analysis: dict[str, Any], arm: str, family: str) -> str:
     for metric, unit in (("itl_median", " ms"), ("output_throughput", " tok/s")):
         values = [r["value"] for r in by_metric.get(metric, []) if r.get("value") is not None]
         if values:
-            parts.append(f"{_short({'metric': metric})} {fmt(values[0], 4)}{unit}")
+            parts.append(f"{_short(analysis, metric)} {fmt(values[0], 4)}{unit}")
     return ", ".join(parts)
 
 

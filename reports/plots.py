@@ -24,27 +24,13 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from reports.document import ANALYSIS_KEY, KINDS, SPREAD_METRICS, FigureRef, case_title  # noqa: E402
+from reports.document import ANALYSIS_KEY, FigureRef, case_title, kind_of, metric_fact  # noqa: E402
 
 DPI = 110
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10,
          "ytick.labelsize": 10, "figure.titlesize": 14, "axes.grid": True, "grid.alpha": 0.3}
 PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 RATE_PANELS = ("invalid_ids", "fallback_ids", "sampler_fallbacks", "stray_per_1200", "nonfinite_draft_probs", "fragment_excess")
-PANEL_TITLES = {
-    "invalid_ids": "Invalid token ids", "fallback_ids": "Fallback ids (vocab_size-1)", "padded_row_ids": "Padded-row ids",
-    "sampler_fallbacks": "Sampler fallback emissions", "stray_per_1200": "Stray tokens", "fragment_excess": "Excess fragments",
-    "nonfinite_draft_probs": "Non-finite draft_probs entries", "accept_length": "Accept length (run median)",
-    "gsm8k_accuracy": "GSM8K accuracy", "gsm8k_invalid": "GSM8K invalid answers", "itl_median": "Median ITL",
-    "output_throughput": "Output throughput",
-}
-Y_LABELS = {
-    "invalid_ids": "% of generated tokens", "fallback_ids": "% of generated tokens", "padded_row_ids": "% of generated tokens",
-    "fragment_excess": "% of generated tokens", "sampler_fallbacks": "% of committed tokens",
-    "stray_per_1200": "per 1200 generated tokens", "nonfinite_draft_probs": "entries per sampler batch",
-    "accept_length": "tokens per verify step", "gsm8k_accuracy": "% correct", "gsm8k_invalid": "% invalid",
-    "itl_median": "ms", "output_throughput": "tok/s",
-}
 
 
 def arm_colors(arms: list[str]) -> dict[str, str]:
@@ -52,8 +38,14 @@ def arm_colors(arms: list[str]) -> dict[str, str]:
     return {arm: PALETTE[i % len(PALETTE)] for i, arm in enumerate(arms)}
 
 
-def _scale(metric: str) -> float:
-    return 100.0 if KINDS.get(metric) in ("token_rate", "proportion") else 1.0
+def _scale(analysis: dict[str, Any], metric: str) -> float:
+    return 100.0 if kind_of(analysis, metric) in ("token_rate", "proportion") else 1.0
+
+
+def _label_panel(ax: Axes, analysis: dict[str, Any], metric: str) -> None:
+    """A panel's title and y axis: the registry's `plot_title` and `axis_label`, carried in the analysis."""
+    ax.set_title(metric_fact(analysis, metric, "plot_title"))
+    ax.set_ylabel(metric_fact(analysis, metric, "axis_label"))
 
 
 def _offsets(count: int, width: float = 0.36) -> list[float]:
@@ -94,7 +86,7 @@ def _estimate_points(ax: Axes, analysis: dict[str, Any], metric: str, cases: lis
     """Each arm's pooled value per case with its 95 % interval as an error bar."""
     arms = analysis["arm_order"]
     rows = {(r["arm"], r["temperature"], r["top_p"]): r for r in analysis["estimates"] if r["metric"] == metric}
-    scale = _scale(metric)
+    scale = _scale(analysis, metric)
     for arm, offset in zip(arms, _offsets(len(arms)), strict=True):
         xs, ys, low, high = [], [], [], []
         for i, (t, p) in enumerate(cases):
@@ -129,8 +121,7 @@ def plot_rates(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
     for ax, metric in zip(axes, metrics, strict=False):
         _estimate_points(ax, analysis, metric, cases, colors)
         _case_axis(ax, cases)
-        ax.set_title(PANEL_TITLES[metric])
-        ax.set_ylabel(Y_LABELS[metric])
+        _label_panel(ax, analysis, metric)
     fig.suptitle("Event rates per sampling case and arm (pooled over repeats, 95% CI)")
     fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
                ncols=len(analysis["arm_order"]))
@@ -225,8 +216,7 @@ def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
     for ax, metric in zip(axes, metrics, strict=False):
         _estimate_points(ax, analysis, metric, cases, colors)
         _case_axis(ax, cases)
-        ax.set_title(PANEL_TITLES[metric])
-        ax.set_ylabel(Y_LABELS[metric])
+        _label_panel(ax, analysis, metric)
     axes[0].set_ylim(-3, 103)  # 0 % and 100 % drawn whole
     fig.suptitle("GSM8K per setting and arm (95% Clopper–Pearson CI)")
     fig.legend(handles=_legend_handles(analysis["arm_order"], colors, analysis.get("baseline")), loc="outside lower center",
@@ -237,7 +227,7 @@ def plot_gsm8k(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
 
 def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str | None:
     spread = analysis.get("repeat_spread") or {}
-    metrics = [m for m in SPREAD_METRICS if spread.get(m)]
+    metrics = [m for m in analysis.get("spread_rows") or spread if spread.get(m)]
     if not metrics:
         return "Spread figure: no per-repeat values in these results."
     if (results.get("repeats") or 1) < 2 and _most_repeats(spread) < 2:
@@ -248,7 +238,7 @@ def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path
     for ax, metric in zip(axes, metrics, strict=False):
         entries = spread[metric]
         cases = sorted({(e["temperature"], e["top_p"]) for arms in entries.values() for e in arms.values()})
-        scale = _scale(metric)
+        scale = _scale(analysis, metric)
         for arm, offset in zip(analysis["arm_order"], _offsets(len(analysis["arm_order"])), strict=True):
             for i, case in enumerate(cases):
                 entry = next((arms[arm] for arms in entries.values() if arm in arms
@@ -262,8 +252,7 @@ def plot_spread(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path
                 ax.scatter(x + np.linspace(-0.04, 0.04, values.size) * (values.size > 1), values, color=colors[arm],
                            s=36, zorder=3, edgecolors="white", linewidths=0.6)
         _case_axis(ax, cases)
-        ax.set_title(PANEL_TITLES[metric])
-        ax.set_ylabel(Y_LABELS[metric])
+        _label_panel(ax, analysis, metric)
         if metric in RATE_PANELS:
             _zero_visible(ax)
         else:

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+# The reference server's counters the table shows: copies of harness.server.refserver_contract's
+# names (reports/ imports nothing of harness/); tests/test_metric_registry.py holds them equal.
+NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
+FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
 COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "stray / 1200", "accept length",
            "non-finite draft_probs", "sampler fallbacks")
 
@@ -35,8 +39,7 @@ def pooled_case_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 row["stray"] += int(_detector(case, "stray_char"))
                 row["accept"] += list((case.get("acceptance") or {}).get("per_request") or [])
                 counters = case.get("server_counters") or {}
-                for key, metric in (("nonfinite", "specsuite_refserver:draft_probs_nonfinite_entries_total"),
-                                    ("sampler_fallbacks", "specsuite_refserver:sampler_fallback_emissions_total")):
+                for key, metric in (("nonfinite", NONFINITE_COUNTER), ("sampler_fallbacks", FALLBACK_COUNTER)):
                     if metric in counters:
                         row[key] = (row[key] or 0) + int(counters[metric])
         rows.extend(by_case.values())

@@ -18,6 +18,7 @@ import pytest
 
 from harness.cli.options import add_pytest_options
 from harness.errors import SpecsuiteError
+from harness.server import refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.server_kind import VLLM, kind_of
 from harness.workloads.integrity.recorder import (
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 RECORDER_KEY = pytest.StashKey[IntegrityRecorder]()
 AUDIT_TEST = "test_every_answer_in_the_session_passed_integrity"
-REFERENCE_MODEL_TYPE = "specsuite_ngram"  # fixtures/refserver: always honours sampling_seed
+REFERENCE_MODEL_TYPE = refserver_contract.MODEL_TYPE  # the reference server always honours sampling_seed
 REFERENCE_LENGTH = 64
 WORKERS = 8
 MAX_DIVERGENCES_KEPT = 20

@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from harness.compare.verdicts import compare_arms
+from harness.results.model import comparison_document
 
 pytestmark = pytest.mark.ab
 
 
 def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> dict:
-    return {"arm_order": [candidate, "baseline"], "baseline_arm": "baseline",
-            "arms": {candidate: {"repeats": [{"repeat": 1, "cases": [candidate_case]}]},
-                     "baseline": {"repeats": [{"repeat": 1, "cases": [baseline_case]}]}}}
+    return dict(comparison_document({candidate: [{"repeat": 1, "cases": [candidate_case]}],
+                                     "baseline": [{"repeat": 1, "cases": [baseline_case]}]}, "baseline"))
 
 
 def test_not_worse_than_baseline(specsuite, sampling_case):

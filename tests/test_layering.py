@@ -5,11 +5,16 @@
   (harness/server/refserver_contract.py) imports anything;
 - `reports/` reads results only: it imports nothing of `harness/`, `suites/` or `fixtures/`;
 - the modules of `harness/` form no import cycle.
+
+Relative imports count, and so do modules loaded by name (`importlib.import_module`,
+`importlib.resources.files`): the fixtures' data is reached by path (harness.project_paths), not
+by importing `fixtures.data`.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,14 +27,30 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+# Calls that load a module named by a string: importlib.import_module, importlib.resources.files, __import__.
+_LOADERS = {"import_module", "files", "__import__"}
+
+
 def _imports(path: Path) -> Iterator[str]:
-    """Every absolute module a file imports, wherever the import statement sits."""
+    """Every module a file imports, wherever the statement sits: relative imports made absolute,
+    and modules loaded by name (`importlib.import_module("x")`, `resources.files("x")`)."""
+    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield node.module
-            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _LOADERS:
+                yield node.args[0].value
 
 
 def _package_imports(package: str) -> dict[str, set[str]]:
@@ -91,3 +112,16 @@ def test_harness_has_no_import_cycle():
         if module not in state:
             cycle = visit(module)
             assert cycle is None, " -> ".join(cycle or [])
+
+
+def test_the_checks_see_relative_imports_and_modules_loaded_by_name(tmp_path, monkeypatch):
+    package = tmp_path / "harness" / "sub"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    module = package / "mod.py"
+    module.write_text("from . import sibling\nfrom ..other import thing\nimport importlib\n"
+                      "importlib.import_module('fixtures.refserver')\nfrom importlib import resources\n"
+                      "resources.files('fixtures.data')\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert set(_imports(module)) >= {"harness.sub", "harness.sub.sibling", "harness.other", "harness.other.thing",
+                                     "fixtures.refserver", "fixtures.data"}

@@ -99,9 +99,29 @@ def test_every_metric_has_an_engine_a_test_and_json_facts() -> None:
     assert [m.name for m in REGISTRY if m.suspect_when_better] == ["accept_length"]
 
 
-def test_the_reports_copies_for_the_plots_match_the_registry() -> None:
-    assert document.KINDS == {metric.name: metric.report_format for metric in REGISTRY}
-    assert document.SPREAD_METRICS == SPREAD_ROWS
+def test_the_reports_read_the_registrys_display_facts_from_the_analysis() -> None:
+    from reports import overview
+
+    analysis = {"metrics": metric_registry.metric_table()["metrics"], "spread_rows": list(SPREAD_ROWS)}
+    for metric in REGISTRY:
+        assert document.kind_of(analysis, metric.name) == metric.report_format
+        assert document.metric_fact(analysis, metric.name, "short") == (metric.short or metric.label)
+        assert document.metric_fact(analysis, metric.name, "plot_title") == (metric.plot_title or metric.label)
+        assert document.metric_fact(analysis, metric.name, "axis_label") == (metric.axis_label or metric.unit)
+    analysis["metrics"]["invalid_ids"] = {**analysis["metrics"]["invalid_ids"], "short": "bad ids"}
+    assert overview._short(analysis, "invalid_ids") == "bad ids"  # no copy in reports/: the analysis decides
+    older = {"metrics": {"invalid_ids": {"label": "invalid ids", "unit": "per generated token"}}}
+    assert document.metric_fact(older, "invalid_ids", "short") == "invalid ids"
+    assert document.metric_fact(older, "invalid_ids", "axis_label") == "per generated token"
+    assert document.metric_fact({}, "new_metric", "plot_title") == "new metric"
+
+
+def test_the_summary_tables_counter_names_are_the_contracts() -> None:
+    from harness.server import refserver_contract
+    from reports import summary_table
+
+    assert summary_table.NONFINITE_COUNTER == refserver_contract.NONFINITE_ENTRIES
+    assert summary_table.FALLBACK_COUNTER == refserver_contract.FALLBACK_EMISSIONS
 
 
 def test_bench_rows_with_repeats_carry_the_rank_pair_and_read_as_one_line() -> None:

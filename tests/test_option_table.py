@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 from _pytest.config.argparsing import Parser
@@ -20,14 +23,27 @@ from harness.errors import SpecsuiteError
 PLUGIN_MODULES = ("conftest", "suites.pytest_plugin", "suites.plugin_integrity", "suites.plugin_lossless", "suites.plugin_bench",
                   "suites.plugin_history", "suites.plugin_kernel")
 SPECSUITE_GROUPS = set(table.PYTEST_GROUPS)
+ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
 ENV_VARS = ("SPECSUITE_SERVER_URL", "SPECSUITE_RESULTS_DB", "SPECSUITE_BUILD_HASH", "SPECSUITE_ACCELERATOR")
+
+
+def _plugin(name: str) -> ModuleType:
+    """The module; the project's conftest.py by its path, since a `conftest` in sys.modules may be
+    another test's (pytester sessions that ran earlier in this process leave theirs there)."""
+    if name != "conftest":
+        return importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location("specsuite_root_conftest", ROOT_CONFTEST)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def pytest_parser() -> Parser:
     """A pytest option parser with the project's conftest and every suites/ plugin, as a session builds it."""
     parser = Parser(_ispytest=True)
     for name in PLUGIN_MODULES:
-        importlib.import_module(name).pytest_addoption(parser)
+        _plugin(name).pytest_addoption(parser)
     return parser
 
 

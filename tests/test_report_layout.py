@@ -156,3 +156,10 @@ def test_headless_chromium_draws_the_verdicts_before_the_tables(full: dict, tmp_
     subprocess.run([CHROMIUM, *flags, f"--screenshot={shot}", "--window-size=1280,2400", page], capture_output=True,
                    timeout=120, check=True)
     assert _png_size(shot) == (1280, 2400)
+
+
+def test_the_verdict_tables_case_and_metric_cells_do_not_wrap(full: dict, tmp_path: Path) -> None:
+    render_report(full, tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert re.search(r'<td class="nowrap">T = [0-9.]+, top_p = [0-9.]+</td>', page)
+    assert '<td class="nowrap">invalid_ids</td>' in page

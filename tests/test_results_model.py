@@ -59,3 +59,11 @@ def test_upgrade_leaves_a_current_document_alone():
 
 def test_the_renderers_read_the_models_analysis_key():
     assert REPORTS_ANALYSIS_KEY == model.ANALYSIS_KEY
+
+
+def test_comparisons_built_in_memory_use_the_models_shape():
+    repeat = model.session_repeat([], {}, 0)
+    document = model.comparison_document({"base": [repeat], "cand": [repeat, repeat]}, "base")
+    assert document["schema_version"] == model.SCHEMA_VERSION
+    assert document["arm_order"] == ["cand", "base"] and document["baseline_arm"] == "base"
+    assert len(document["arms"]["cand"]["repeats"]) == 2 and model.upgrade(dict(document)) == document

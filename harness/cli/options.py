@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.project_paths import RESULTS_DIR
 from harness.server.session import SERVER_URL_ENV
 
 # The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
@@ -273,7 +274,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
            choices=("smoke", "nightly"), pytest_area="conftest"),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
-           default="specsuite-results", pytest_area="conftest", cli_group="server"),
+           default=RESULTS_DIR, pytest_area="conftest", cli_group="server"),
     Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="conftest"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
            pytest_area="conftest", cli_group=BENCH_SERVING),

@@ -132,6 +132,9 @@ class Metric:
     per_token: Callable[[dict[str, Any]], list[float]] | None = None  # values pooled over one run, for one-run tests
     watch_both_ways: bool = False  # history: a step either way is worth a look
     version: int = 1  # bump when the definition changes: the history never joins old and new values
+    short: str = ""  # the report's verdict lines ("worse on invalid ids, stray rate"); the label when empty
+    plot_title: str = ""  # the report's figure panel title
+    axis_label: str = ""  # the report's figure y axis; the unit when empty
 
     @property
     def higher_is_better(self) -> bool:
@@ -142,47 +145,57 @@ class Metric:
         return {"label": self.label, "unit": self.unit, "direction": self.direction, "threshold": self.threshold,
                 "scale": self.scale, "statistic": self.statistic, "test": STATISTICS[self.statistic], "source": self.source,
                 "report_label": self.report_label, "report_format": self.report_format, "server_counter": self.server_counter,
-                "bad_events": self.bad_events, "version": self.version}
+                "bad_events": self.bad_events, "version": self.version, "short": self.short or self.label,
+                "plot_title": self.plot_title or self.label, "axis_label": self.axis_label or self.unit}
 
 
 def _rate(name: str, label: str, extract: Callable[[dict[str, Any]], Events | None], report_label: str, *,
           unit: str = "per generated token", exposure_unit: str = "tokens", rate_scale: float = 1.0,
-          report_format: ReportFormat = "token_rate", **flags: bool) -> Metric:
-    """An event rate: lower is better, an exact rate-ratio test, a 10 % ratio threshold."""
+          report_format: ReportFormat = "token_rate", **flags: Any) -> Metric:
+    """An event rate: lower is better, an exact rate-ratio test, a 10 % ratio threshold; a per-token rate is
+    plotted in percent."""
+    if report_format == "token_rate":
+        flags.setdefault("axis_label", "% of generated tokens")
     return Metric(name, label, unit, "lower", 0.10, "ratio", "rate_ratio", "cases", "events", extract, report_label,
                   report_format, rate_scale=rate_scale, exposure_unit=exposure_unit, bad_events=True, **flags)
 
 
 REGISTRY: tuple[Metric, ...] = (
-    _rate("invalid_ids", "invalid ids", _detector_events("invalid_id"), "invalid ids / generated tokens", corruption_sign=True),
+    _rate("invalid_ids", "invalid ids", _detector_events("invalid_id"), "invalid ids / generated tokens", corruption_sign=True,
+          plot_title="Invalid token ids"),
     _rate("fallback_ids", "sampler fallback ids (vocab_size-1)", _detector_events("fallback_id"),
-          "fallback ids (vocab_size-1) / generated tokens", corruption_sign=True),
+          "fallback ids (vocab_size-1) / generated tokens", corruption_sign=True, short="fallback ids",
+          plot_title="Fallback ids (vocab_size-1)"),
     _rate("padded_row_ids", "padded-row ids", _detector_events("padded_row_id"), "padded-row ids / generated tokens",
-          corruption_sign=True),
+          corruption_sign=True, plot_title="Padded-row ids"),
     _rate("stray_per_1200", "stray tokens per 1200 generated", _detector_events("stray_char"), "stray tokens per 1200 generated",
-          unit="per 1200 generated tokens", rate_scale=1200.0, report_format="per_1200", corruption_sign=True),
+          unit="per 1200 generated tokens", rate_scale=1200.0, report_format="per_1200", corruption_sign=True,
+          short="stray rate", plot_title="Stray tokens"),
     _rate("fragment_excess", "excess structural fragments", _detector_events("fragment_id", "fragment_text"),
-          "excess structural fragments / generated tokens"),
+          "excess structural fragments / generated tokens", short="fragments", plot_title="Excess fragments"),
     # Non-finite entries cluster inside batches, so this row's p-value is optimistic: a symptom counter.
     _rate("nonfinite_draft_probs", "non-finite draft_probs entries",
           _counter_events(refserver_contract.NONFINITE_ENTRIES, refserver_contract.SAMPLER_BATCHES),
           "non-finite draft_probs entries per batch", unit="per sampler batch", exposure_unit="sampler batches",
-          report_format="per_batch", server_counter=True),
+          report_format="per_batch", server_counter=True, short="non-finite draft_probs",
+          plot_title="Non-finite draft_probs entries", axis_label="entries per sampler batch"),
     _rate("sampler_fallbacks", "sampler fallback emissions", _counter_events(refserver_contract.FALLBACK_EMISSIONS, None),
           "sampler fallback emissions / committed tokens", unit="per committed token", exposure_unit="committed tokens",
-          server_counter=True, corruption_sign=True),
+          server_counter=True, corruption_sign=True, short="sampler fallbacks", plot_title="Sampler fallback emissions",
+          axis_label="% of committed tokens"),
     # A drop slows serving; a rise at T > 0 can be a broken accept test, so the history watches both ways.
     Metric("accept_length", "accept length", "tokens per verify step", "higher", 0.02, "relative", "accept_shift", "cases",
            "per_request", _accept_lengths, "accept length (mean of requests)", "plain", suspect_when_better=True,
-           watch_both_ways=True),
+           watch_both_ways=True, short="acceptance", plot_title="Accept length (run median)"),
     Metric("gsm8k_accuracy", "GSM8K accuracy", "fraction correct", "higher", 0.02, "difference", "mcnemar", "gsm8k",
-           "proportion", _gsm8k_counts("accuracy"), "GSM8K accuracy", "proportion"),
+           "proportion", _gsm8k_counts("accuracy"), "GSM8K accuracy", "proportion", short="accuracy", axis_label="% correct"),
     Metric("gsm8k_invalid", "GSM8K invalid rate", "fraction invalid", "lower", 0.01, "difference", "fisher", "gsm8k",
-           "proportion", _gsm8k_counts("invalid"), "GSM8K invalid rate", "proportion", bad_events=True),
+           "proportion", _gsm8k_counts("invalid"), "GSM8K invalid rate", "proportion", bad_events=True,
+           short="invalid answers", plot_title="GSM8K invalid answers", axis_label="% invalid"),
     Metric("itl_median", "median ITL", "ms", "lower", 0.01, "relative", "run_level", "bench", "run_value", _median_itl,
-           "median ITL", "ms", per_token=itl_ms),
+           "median ITL", "ms", per_token=itl_ms, plot_title="Median ITL"),
     Metric("output_throughput", "output throughput", "tok/s", "higher", 0.01, "relative", "run_level", "bench", "run_value",
-           _output_throughput, "output throughput", "tok_s"),
+           _output_throughput, "output throughput", "tok_s", plot_title="Output throughput"),
 )
 
 BY_NAME: dict[str, Metric] = {metric.name: metric for metric in REGISTRY}

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from harness.errors import SpecsuiteError
+from harness.project_paths import RESULTS_DIR
 
-DEFAULT_SQLITE_PATH = Path("specsuite-results") / "history.sqlite"
+DEFAULT_SQLITE_PATH = Path(RESULTS_DIR) / "history.sqlite"
 SQLITE_BUSY_TIMEOUT_S = 30.0
 POSTGRES_CONNECT_TIMEOUT_S = 10
 POSTGRES_STATEMENT_TIMEOUT_MS = 60_000

@@ -21,6 +21,7 @@ from harness.errors import SpecsuiteError
 from harness.history.metrics import METRIC_VERSIONS, MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.store import HistoryStore
+from harness.results.model import comparison_document
 
 LAST_GOOD = "last-good"
 TONIGHT = "tonight"
@@ -96,9 +97,8 @@ def compare_case(baseline: HistoryBaseline, tonight_case: dict[str, Any], *, alp
     history_repeats = baseline.case_runs(case_id)
     if not history_repeats:
         raise SpecsuiteError(f"baseline {baseline.describe()} has no case {case_id}")
-    merged = {"arm_order": [TONIGHT, HISTORY], "baseline_arm": HISTORY,
-              "arms": {TONIGHT: {"repeats": [{"repeat": 1, "cases": [tonight_case]}]}, HISTORY: {"repeats": history_repeats}}}
-    rows = compare_arms(merged, alpha=alpha)["comparisons"]
+    merged = comparison_document({TONIGHT: [{"repeat": 1, "cases": [tonight_case]}], HISTORY: history_repeats}, HISTORY)
+    rows = compare_arms(dict(merged), alpha=alpha)["comparisons"]
     stale = baseline.stale_metrics()
     skipped = [f"{name}: stored as version {version}, now version {METRIC_VERSIONS[name]}" for name, version in sorted(stale.items())]
     rows = [row for row in rows if row["metric"] not in stale]

@@ -43,6 +43,10 @@ class Repeat(TypedDict, total=False):
     identity: dict[str, Any] | None
     vocab: dict[str, Any] | None
     server_under_test: dict[str, Any] | None
+    command: list[str]  # the pytest session's argv (one part), or absent
+    markers: str  # the -m expression the session ran
+    running: bool  # a part still runs (a partial merge)
+    parts: list[dict[str, Any]]  # a repeat run as several sessions: {markers, session_dir, log, exit_code, wall_time_s, command}
 
 
 class Arm(TypedDict, total=False):
@@ -83,6 +87,15 @@ class ResultsDocument(TypedDict, total=False):
 def session_repeat(cases: list[dict[str, Any]], workloads: dict[str, Any], seed: int | None) -> Repeat:
     """The one repeat a pytest session writes for an arm it measured."""
     return {"repeat": 1, "seed": seed, "cases": cases, "workloads": workloads}
+
+
+def comparison_document(arms: dict[str, list[Repeat]], baseline: str) -> ResultsDocument:
+    """Arms given as their repeats, as a document the A/B (`compare_arms`) reads: the candidates in
+    the order given, the baseline last. For comparisons built in memory (the ab suite, the nightly
+    baseline from the history, the perf suite's interleaved benchmark runs)."""
+    order = [name for name in arms if name != baseline] + [baseline]
+    return {"schema_version": SCHEMA_VERSION, "arm_order": order, "baseline_arm": baseline,
+            "arms": {name: {"repeats": list(arms[name])} for name in order}}
 
 
 def upgrade(document: dict[str, Any]) -> ResultsDocument:

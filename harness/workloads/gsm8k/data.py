@@ -9,12 +9,12 @@ the source and the problem.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import datasets
 
 from harness.errors import SpecsuiteError
+from harness.project_paths import DATA_DIR
 
 __all__ = ["GSM8KItem", "HF_DATASET", "SYNTHETIC_SOURCE", "load_gsm8k", "one_line", "parse_label", "synthetic_path"]
 
@@ -52,7 +52,7 @@ def parse_label(answer: str) -> int:
 
 def synthetic_path() -> Path:
     """Path of the project's synthetic GSM8K-format set (fixtures/data/gsm8k_synth.jsonl)."""
-    return Path(str(resources.files("fixtures.data").joinpath("gsm8k_synth.jsonl")))
+    return DATA_DIR / "gsm8k_synth.jsonl"
 
 
 def load_gsm8k(source: str | None, split: str = "test") -> list[GSM8KItem]:
