@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from harness.errors import SpecsuiteError
 from harness.server.openai_client import OpenAICompletionsClient
+from tests.helpers.http_sessions import serve
 
 API_KEY = "sk-planted-openai-7d1b"
 
@@ -97,23 +96,6 @@ class FakeOpenAI(BaseHTTPRequestHandler):
         self.wfile.write(b"0\r\n\r\n")
 
 
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass
-
-
-@contextmanager
-def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = QuietServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -5,10 +5,9 @@ else one line. Tiny stdlib HTTP servers answer the routes; no model runs."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -16,6 +15,7 @@ from harness.errors import SpecsuiteError
 from harness.server.server_kind import SGLANG, VLLM, detect_server_kind, kind_of, make_client
 from harness.server.sglang_client import SGLangClient
 from harness.server.vllm_client import VLLMClient
+from tests.helpers.http_sessions import serve
 
 VLLM_ROUTES = {"/version": {"version": "0.32.0"},
                "/v1/models": {"object": "list", "data": [{"id": "m", "object": "model", "owned_by": "vllm", "root": "/models/m"}]}}
@@ -36,14 +36,8 @@ def serving(routes: dict[str, dict]) -> Iterator[str]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(Handler) as url:
+        yield url
 
 
 def test_vllm_is_detected_and_gets_the_vllm_client():

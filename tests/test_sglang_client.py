@@ -8,11 +8,9 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
@@ -20,6 +18,7 @@ from harness.errors import SpecsuiteError
 from harness.server.generation import Generation, generations_from_sglang
 from harness.server.identity import ServerIdentity
 from harness.server.sglang_client import SGLangClient
+from tests.helpers.http_sessions import serve
 
 API_KEY = "sk-planted-9c2e-SECRET"
 MODEL_INFO = {"model_path": "/models/tiny", "tokenizer_path": "/models/tiny", "served_model_name": "tiny"}
@@ -189,23 +188,6 @@ class Silent(WebPage):
         time.sleep(STALL_S)
 
 
-class QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: object, client_address: object) -> None:
-        pass  # a client that gave up (timeout tests) leaves the handler a broken pipe
-
-
-@contextmanager
-def serve(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    server = QuietServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture(scope="module")

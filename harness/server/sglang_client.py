@@ -96,14 +96,6 @@ class SGLangClient(ServerClient):
         on 503, on any other status, or when the server cannot be reached."""
         return self._probe("/ready")
 
-    def _probe(self, path: str) -> bool:
-        # A readiness poll runs while the server may still be starting: unreachable means "not yet".
-        try:
-            response = self._http.request("GET", path)
-        except SpecsuiteError:
-            return False
-        with response:
-            return response.status_code == 200
 
     # -- tokenizer endpoints -----------------------------------------------------------------
 
@@ -156,12 +148,3 @@ class SGLangClient(ServerClient):
                 return False
             raise self._http.status_error("POST", "/flush_cache", response, admin=True)
 
-    def metrics_text(self) -> str | None:
-        """GET /metrics as Prometheus text, or None when the server runs without --enable-metrics."""
-        response = self._http.request("GET", "/metrics")
-        with response:
-            if response.status_code == 404:
-                return None
-            if not response.ok:
-                raise self._http.status_error("GET", "/metrics", response)
-            return response.text

@@ -317,6 +317,26 @@ class ServerClient:
     def close(self) -> None:
         self._http.close()
 
+    def _probe(self, path: str) -> bool:
+        """GET `path`: True on 200. A readiness poll runs while the server may still be starting,
+        so unreachable means "not yet" (False), as does any other status."""
+        try:
+            response = self._http.request("GET", path)
+        except SpecsuiteError:
+            return False
+        with response:
+            return response.status_code == 200
+
+    def metrics_text(self) -> str | None:
+        """GET /metrics as Prometheus text, or None when the server exports none (404)."""
+        response = self._http.request("GET", "/metrics")
+        with response:
+            if response.status_code == 404:
+                return None
+            if not response.ok:
+                raise self._http.status_error("GET", "/metrics", response)
+            return response.text
+
     def __enter__(self) -> Self:
         return self
 

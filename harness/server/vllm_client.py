@@ -191,13 +191,6 @@ class VLLMClient(ServerClient):
     def ready(self) -> bool:
         return self._probe("/health")
 
-    def _probe(self, path: str) -> bool:
-        try:
-            response = self._http.request("GET", path)
-        except SpecsuiteError:
-            return False
-        with response:
-            return response.status_code == 200
 
     # -- tokenizer endpoints -----------------------------------------------------------------
 
@@ -232,14 +225,6 @@ class VLLMClient(ServerClient):
         self._spec_snapshot = counters
         return True
 
-    def metrics_text(self) -> str | None:
-        response = self._http.request("GET", "/metrics")
-        with response:
-            if response.status_code == 404:
-                return None
-            if not response.ok:
-                raise self._http.status_error("GET", "/metrics", response)
-            return response.text
 
 
 # -- translation: native request -> vLLM body ------------------------------------------------
