@@ -57,8 +57,12 @@ def main(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 2:
         print("usage: vllm_outcomes.py RESULTS.xml [KNOWN.json]", file=sys.stderr)
         return 2
-    results = outcomes(Path(argv[0]))
-    known = json.loads(Path(argv[1] if len(argv) > 1 else DEFAULT_KNOWN).read_text())
+    try:
+        results = outcomes(Path(argv[0]))
+        known = json.loads(Path(argv[1] if len(argv) > 1 else DEFAULT_KNOWN).read_text())
+    except (OSError, ET.ParseError, json.JSONDecodeError) as exc:
+        print(f"vllm job: cannot read the run or the findings: {exc}", file=sys.stderr)
+        return 2
     counts = {state: sum(1 for s in results.values() if s == state) for state in ("passed", "failed", "skipped", "error")}
     explained = [t for t, s in results.items() if s == "failed"]
     print(f"vllm job: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, {counts['error']} errors")

@@ -1,0 +1,61 @@
+"""The vLLM job's judge (.ci/vllm_outcomes.py): passes only when every failure is a documented
+finding and every finding still fires; also checks docs/findings/vllm_known_failures.json names
+tests that exist."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = importlib.util.spec_from_file_location("vllm_outcomes", ROOT / ".ci" / "vllm_outcomes.py")
+outcomes_module = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(outcomes_module)
+KNOWN = json.loads((ROOT / "docs" / "findings" / "vllm_known_failures.json").read_text())
+PADDED = "suites/test_correctness.py::test_no_padded_row_ids[t=1-top_p=0.95]"
+
+
+def _junit(tmp_path: Path, cases: dict[str, str]) -> Path:
+    rows = []
+    for test_id, state in cases.items():
+        path, name = test_id.split("::")
+        classname = path.removesuffix(".py").replace("/", ".")
+        inner = {"failed": "<failure message='x'/>", "error": "<error message='x'/>", "skipped": "<skipped message='x'/>"}.get(state, "")
+        rows.append(f'<testcase classname="{classname}" name="{name}">{inner}</testcase>')
+    path = tmp_path / "run.xml"
+    path.write_text(f"<testsuites><testsuite>{''.join(rows)}</testsuite></testsuites>")
+    return path
+
+
+def test_known_failures_only_pass(tmp_path):
+    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "passed"}))
+    assert outcomes_module.judge(results, KNOWN) == []
+
+
+def test_an_unexplained_failure_fails(tmp_path):
+    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "failed"}))
+    assert any("unexplained failure" in p and "max_new_tokens_sweep" in p for p in outcomes_module.judge(results, KNOWN))
+
+
+def test_a_finding_that_stops_firing_fails(tmp_path):
+    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "passed"}))
+    assert any("no longer fires" in p for p in outcomes_module.judge(results, KNOWN))
+
+
+def test_no_test_or_an_error_fails(tmp_path):
+    assert "no test ran" in outcomes_module.judge(outcomes_module.outcomes(_junit(tmp_path, {PADDED: "skipped"})), KNOWN)
+    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_gsm8k.py::test_gsm8k_accuracy[t=0]": "error"}))
+    assert any(p.startswith("error:") for p in outcomes_module.judge(results, KNOWN))
+
+
+def test_patterns_name_tests_that_exist():
+    suites = {path.name: path.read_text() for path in (ROOT / "suites").glob("test_*.py")}
+    for finding in KNOWN["findings"]:
+        assert (ROOT / finding["finding"]).is_file()
+        for pattern in finding["may_fail"] + finding["must_fire_one_of"]:
+            file_part, test_part = pattern.split("::")
+            name = re.match(r"[a-z_]+", test_part.replace("\\", "")).group(0).rstrip("_")
+            source = suites[Path(file_part).name]
+            assert re.search(rf"def {name}", source), pattern
