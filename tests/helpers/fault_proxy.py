@@ -1,11 +1,14 @@
 """A fault-injecting reverse proxy for the integrity tests: sits between a client (or a whole suite,
-via --server-url) and a real server, forwards everything, and breaks /generate answers on purpose.
+via --server-url) and a real server, forwards everything, and breaks answers on purpose.
 
-One fault at a time, each aimed at one integrity rule (see FAULTS). Answer faults change one answer
-per response (the first that qualifies); in a stream they change that request's final chunk, which
-in SGLang's cumulative streaming is the whole answer. Streams are read to `[DONE]`, altered, then
-replayed as SSE. Request faults rewrite the request before forwarding it. `mutations` counts how
-often the active fault was actually applied, so a test can prove the fault happened.
+Two APIs: SGLang's native `/generate`, and vLLM's OpenAI `/v1/completions` (the faults on those
+shapes are in `tests/helpers/openai_fault_proxy.py`; the forwarding, SSE relay and counting here
+serve both). One fault at a time, each aimed at one check (see FAULTS; OPENAI_FAULTS are the ones
+that apply to `/v1/completions`). Answer faults change one answer per response (the first that
+qualifies); in a native stream they change that request's final chunk, which in SGLang's
+cumulative streaming is the whole answer. Streams are read to `[DONE]`, altered, then replayed as
+SSE. Request faults rewrite the request before forwarding it. `mutations` counts how often the
+active fault was actually applied, so a test can prove the fault happened.
 
 In-process:  with FaultProxy(upstream_url, "swap_chunks") as proxy: ... proxy.url ...
 Standalone:  python -m tests.helpers.fault_proxy --upstream http://127.0.0.1:30000 --fault eos_tail
@@ -25,6 +28,7 @@ import orjson
 from aiohttp import web
 
 from harness.workloads.integrity.sglang_rules import CANARY_PATTERN, is_batch_payload, split_payload
+from tests.helpers.openai_fault_proxy import OPENAI_FAULTS, PADDED_ID, break_completion, break_completion_stream
 
 FAULTS = {
     "eos_tail": "append two ids after the matched EOS/stop id (counts and logprobs kept consistent)",
@@ -41,7 +45,11 @@ FAULTS = {
     "stream_tail_junk": "append '!' to the final chunk's text only (stream != non-stream)",
     "drop_seed": "remove sampling_seed from requests (a server that ignores seeds)",
     "pin_seed": "rewrite every sampling_seed to 7 (a server that mixes up seeds)",
+    "padded_id": "/v1/completions only: one generated id becomes a padded-row id (logprob token kept consistent)",
+    "accept_inflate": "/v1/completions only: k + 1 more accepted drafts in metrics.speculative_decoding (mean and histogram kept consistent)",
 }
+assert set(OPENAI_FAULTS) <= set(FAULTS), "every /v1/completions fault is named in FAULTS"
+NATIVE_PATH, COMPLETIONS_PATH = "/generate", "/v1/completions"
 ANSWER_FAULTS = ("eos_tail", "overshoot", "completion_off_by_one", "drop_logprob", "junk_text", "keep_stop", "bad_length", "accept_overflow")
 JUNK = " ".join(["lorem"] * 40)
 HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "accept-encoding", "keep-alive"}
@@ -104,9 +112,10 @@ def break_answer(fault: str, answer: dict[str, Any]) -> None:
 class FaultProxy:
     """The proxy, served by its own event loop on a background thread."""
 
-    def __init__(self, upstream: str, fault: str | None = None, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, upstream: str, fault: str | None = None, host: str = "127.0.0.1", port: int = 0, padded_id: int = PADDED_ID) -> None:
         self.upstream = upstream.rstrip("/")
         self.fault = fault
+        self.padded_id = padded_id
         self.mutations = 0
         self._host, self._port = host, port
         self._loop = asyncio.new_event_loop()
@@ -164,12 +173,14 @@ class FaultProxy:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         payload = None
-        if request.path == "/generate" and body:
+        if request.path in (NATIVE_PATH, COMPLETIONS_PATH) and body:
             try:
                 payload = orjson.loads(body)
             except orjson.JSONDecodeError:
                 payload = None
-            if isinstance(payload, dict):
+            if not isinstance(payload, dict):
+                payload = None
+            elif request.path == NATIVE_PATH:
                 payload = self._break_request(payload)
                 body = orjson.dumps(payload)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_HEADERS}
@@ -178,8 +189,13 @@ class FaultProxy:
             if upstream.content_type == "text/event-stream":
                 return await self._relay_stream(request, upstream, payload)
             raw = await upstream.read()
-            if isinstance(payload, dict) and upstream.status == 200:
-                raw = orjson.dumps(self._break_answers(payload, orjson.loads(raw)))
+            if payload is not None and upstream.status == 200:
+                answer = orjson.loads(raw)
+                if request.path == COMPLETIONS_PATH:
+                    self.mutations += break_completion(self.fault, payload, answer, self.padded_id)
+                else:
+                    answer = self._break_answers(payload, answer)
+                raw = orjson.dumps(answer)
             return web.Response(body=raw, status=upstream.status, content_type=upstream.content_type)
 
     async def _relay_stream(self, request: web.Request, upstream: aiohttp.ClientResponse, payload: Any) -> web.StreamResponse:
@@ -190,8 +206,12 @@ class FaultProxy:
                 events.append(line[len(b"data: "):])
         chunks = [orjson.loads(e) for e in events if e.strip() != b"[DONE]"]
         done = len(chunks) != len(events)
-        if isinstance(payload, dict) and all(isinstance(c, dict) and "error" not in c for c in chunks):
-            chunks = self._break_stream(payload, chunks)
+        if payload is not None and all(isinstance(c, dict) and "error" not in c for c in chunks):
+            if request.path == COMPLETIONS_PATH:
+                chunks, applied = break_completion_stream(self.fault, payload, chunks, self.padded_id)
+                self.mutations += applied
+            else:
+                chunks = self._break_stream(payload, chunks)
         response = web.StreamResponse(status=upstream.status, headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
         await response.prepare(request)
         for chunk in chunks:
