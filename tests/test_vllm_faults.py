@@ -51,15 +51,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PROMPT = REPETITIVE_PROMPTS[1]  # "Count from one to forty in words: ..."
 EOS_PROMPT = "Did Mr. Orton accept a curtain?"  # greedy, the tiny target ends its answer with EOS after about 11 ids
 UPSTREAM_ENV = "SPECSUITE_VLLM_FAULTS_UPSTREAM"
-TAKEN_PORTS = {8141, 8142, 8151, 8161, 8162}  # other people's servers on the shared machine
-
-
-def _port() -> int:
-    while (port := find_free_port()) in TAKEN_PORTS:
-        pass
-    return port
-
-
 @pytest.fixture(scope="module")
 def upstream(tmp_path_factory):
     """The vLLM server's base URL: one EAGLE server of this module's own."""
@@ -70,7 +61,7 @@ def upstream(tmp_path_factory):
         python = find_vllm_python()
     except SpecsuiteError as exc:
         pytest.skip(str(exc))
-    port = _port()
+    port = find_free_port()
     log = tmp_path_factory.mktemp("vllm-faults") / "vllm.log"
     with LaunchedServer(vllm_command(python, "eagle", port=port), base_url=f"http://127.0.0.1:{port}", log_path=log,
                         env=vllm_env(), cwd=ROOT, ready_timeout_s=900) as server:
