@@ -88,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--per-request-connection", action="store_true", help="ours opens a connection per request (bench_serving)")
     parser.add_argument("--no-token-ids", action="store_true", help="ours sends return_token_ids: false (vLLM's exact payload)")
+    parser.add_argument("--post-warmup-pause", type=float, default=0.0,
+                        help="seconds ours waits after its warmup (bench_serving: 1.0; vLLM's client: none, the default here)")
     parser.add_argument("--out", default=None, help="write every run's values and the table as JSON")
     args = parser.parse_args(argv)
     if args.num_prompts < 1 or args.output_len < 4 or args.rounds < 1:
@@ -109,18 +111,20 @@ def write_prompts(path: Path, count: int, tokenizer_dir: Path) -> None:
     path.write_text(json.dumps(chosen, indent=1))
 
 
-def ours(url: str, args: argparse.Namespace, prompts: Path) -> dict[str, Any]:
+def ours(url: str, args: argparse.Namespace, prompts: Path, work: Path, index: int) -> dict[str, Any]:
     extra = {"return_token_ids": False} if args.no_token_ids else {}
     config = BenchConfig(base_url=url, backend="vllm", model=SERVED_NAME, tokenizer=str(MODELS / "target"), dataset_name="sharegpt",
                          dataset_path=str(prompts), num_prompts=args.num_prompts, sharegpt_output_len=args.output_len,
                          max_concurrency=args.max_concurrency, warmup_requests=1, seed=args.seed, temperature=0.0,
-                         keep_alive=not args.per_request_connection, extra_request_body=extra, output_details=True)
-    record = run_benchmark(config, echo=lambda line: print(f"  specsuite: {line}", file=sys.stderr))
+                         keep_alive=not args.per_request_connection, extra_request_body=extra, output_details=True,
+                         post_warmup_sleep_s=args.post_warmup_pause)
+    record = run_benchmark(config, output_file=str(work / f"specsuite_{index}.jsonl"), echo=lambda line: print(f"  specsuite: {line}", file=sys.stderr))
     values = {key: record.get(key) for _, key, _ in ROWS}
     values["median_itl_ms"] = record.get("median_itl_ms")  # per token, for scale
     values["failed"] = record.get("failed")
     for key in ("generated_texts", "output_lens", "input_lens"):
         values[f"_{key}"] = record.get(key)
+    values["_tpots"] = request_tpots(record)
     values.update(vllm_definitions(record))
     return values
 
@@ -160,7 +164,14 @@ def theirs(url: str, args: argparse.Namespace, prompts: Path, work: Path, index:
     values["failed"] = result.get("failed")
     for key in ("generated_texts", "output_lens", "input_lens"):
         values[f"_{key}"] = result.get(key)
+    values["_tpots"] = request_tpots(result)
     return values
+
+
+def request_tpots(result: dict[str, Any]) -> list[float]:
+    """Per-request TPOT in ms from the per-request arrays both result files carry under the same names."""
+    return [(latency - ttft) / (tokens - 1) * 1000.0
+            for latency, ttft, tokens in zip(result["latencies"], result["ttfts"], result["output_lens"], strict=True) if tokens > 1]
 
 
 def spread(values: list[Any]) -> str:
@@ -203,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         for index in range(args.rounds):
             order = ("specsuite", "vllm") if index % 2 == 0 else ("vllm", "specsuite")
             for client in order:
-                run = ours(url, args, prompts) if client == "specsuite" else theirs(url, args, prompts, work, index)
+                run = ours(url, args, prompts, work, index) if client == "specsuite" else theirs(url, args, prompts, work, index)
                 runs[client].append(run)
                 shown = ", ".join(f"{k} {v:.3f}" for k, v in run.items() if not k.startswith("_") and isinstance(v, float))
                 print(f"  round {index + 1} {client:>9}: {shown}", flush=True)
@@ -236,6 +247,13 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]], load
     print("spread of each client's own runs (max/min - 1), the machine's noise floor: "
           + "; ".join(f"{label}: specsuite {spread([r[mine] for r in runs['specsuite']])}, vllm {spread([r[their] for r in runs['vllm']])}"
                       for label, mine, their in ROWS[2:4]))
+    pooled = {side: statistics.median([t for r in rs for t in r["_tpots"]]) for side, rs in runs.items()}
+    best_tpot = {"specsuite": min(r["median_tpot_ms"] for r in runs["specsuite"]), "vllm": min(r["median_tpot_ms"] for r in runs["vllm"])}
+    best_rate = {"specsuite": max(r["output_throughput"] for r in runs["specsuite"]), "vllm": max(r["output_throughput"] for r in runs["vllm"])}
+    print(f"median TPOT of all requests pooled over the runs: specsuite {pooled['specsuite']:.3f} ms, vllm {pooled['vllm']:.3f} ms "
+          f"({relative(pooled['specsuite'], pooled['vllm']):+.2%}); least disturbed run (min median TPOT, max tok/s): "
+          f"TPOT {best_tpot['specsuite']:.3f} vs {best_tpot['vllm']:.3f} ms ({relative(best_tpot['specsuite'], best_tpot['vllm']):+.2%}), "
+          f"tok/s {best_rate['specsuite']:.1f} vs {best_rate['vllm']:.1f} ({relative(best_rate['specsuite'], best_rate['vllm']):+.2%})")
     ours_def = median_of([r["median_tpot_ms"] for r in runs["specsuite"]])
     vllm_def = median_of([r["median_tpot_ms_vllm_def"] for r in runs["specsuite"]])
     tail = median_of([r["median_done_tail_ms"] for r in runs["specsuite"]])
@@ -262,7 +280,8 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]], load
     if args.out:
         stripped = {side: [{k: v for k, v in r.items() if not k.startswith("_")} for r in rs] for side, rs in runs.items()}
         Path(args.out).write_text(json.dumps({"args": vars(args), "load_start": load, "load_end": load_end, "same_requests": same,
-                                              "runs": stripped, "table": table, "paired": paired, "work": str(work)}, indent=2))
+                                              "runs": stripped, "table": table, "paired": paired,
+                                              "pooled_tpot_ms": pooled, "work": str(work)}, indent=2))
         print(f"wrote {args.out}")
     return 0 if verdict and same and failed == 0 else 1
 
