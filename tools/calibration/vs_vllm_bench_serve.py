@@ -88,6 +88,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--tolerance", type=float, default=0.02)
     parser.add_argument("--per-request-connection", action="store_true", help="ours opens a connection per request (bench_serving)")
     parser.add_argument("--no-token-ids", action="store_true", help="ours sends return_token_ids: false (vLLM's exact payload)")
+    parser.add_argument("--with-plain-arm", action="store_true",
+                        help="a third client in the rotation: ours with return_token_ids false, to see what the token ids cost the server")
     parser.add_argument("--post-warmup-pause", type=float, default=0.0,
                         help="seconds ours waits after its warmup (bench_serving: 1.0; vLLM's client: none, the default here)")
     parser.add_argument("--out", default=None, help="write every run's values and the table as JSON")
@@ -111,14 +113,15 @@ def write_prompts(path: Path, count: int, tokenizer_dir: Path) -> None:
     path.write_text(json.dumps(chosen, indent=1))
 
 
-def ours(url: str, args: argparse.Namespace, prompts: Path, work: Path, index: int) -> dict[str, Any]:
-    extra = {"return_token_ids": False} if args.no_token_ids else {}
+def ours(url: str, args: argparse.Namespace, prompts: Path, work: Path, index: int, token_ids: bool = True) -> dict[str, Any]:
+    extra = {} if token_ids and not args.no_token_ids else {"return_token_ids": False}
     config = BenchConfig(base_url=url, backend="vllm", model=SERVED_NAME, tokenizer=str(MODELS / "target"), dataset_name="sharegpt",
                          dataset_path=str(prompts), num_prompts=args.num_prompts, sharegpt_output_len=args.output_len,
                          max_concurrency=args.max_concurrency, warmup_requests=1, seed=args.seed, temperature=0.0,
                          keep_alive=not args.per_request_connection, extra_request_body=extra, output_details=True,
                          post_warmup_sleep_s=args.post_warmup_pause)
-    record = run_benchmark(config, output_file=str(work / f"specsuite_{index}.jsonl"), echo=lambda line: print(f"  specsuite: {line}", file=sys.stderr))
+    out_file = work / f"specsuite_{index}{'' if token_ids else '_plain'}.jsonl"
+    record = run_benchmark(config, output_file=str(out_file), echo=lambda line: print(f"  specsuite: {line}", file=sys.stderr))
     values = {key: record.get(key) for _, key, _ in ROWS}
     values["median_itl_ms"] = record.get("median_itl_ms")  # per token, for scale
     values["failed"] = record.get("failed")
@@ -209,12 +212,18 @@ def main(argv: list[str] | None = None) -> int:
         server = LaunchedServer(command, base_url=url, log_path=work / "server.log", env={"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
                                 cwd=ROOT, ready_timeout_s=args.startup_timeout, stop_timeout_s=30.0).start()
         print(f"vLLM ready after {time.monotonic() - started:.0f} s", flush=True)
-    runs: dict[str, list[dict[str, Any]]] = {"specsuite": [], "vllm": []}
+    runs: dict[str, list[dict[str, Any]]] = {"specsuite": [], "vllm": [], **({"plain": []} if args.with_plain_arm else {})}
     try:
         for index in range(args.rounds):
-            order = ("specsuite", "vllm") if index % 2 == 0 else ("vllm", "specsuite")
+            clients = ["specsuite", "vllm", "plain"] if args.with_plain_arm else ["specsuite", "vllm"]
+            order = clients[index % len(clients):] + clients[: index % len(clients)]  # rotate, so no client always goes first
+            if not args.with_plain_arm and index % 2:
+                order = ["vllm", "specsuite"]
             for client in order:
-                run = ours(url, args, prompts, work, index) if client == "specsuite" else theirs(url, args, prompts, work, index)
+                if client == "vllm":
+                    run = theirs(url, args, prompts, work, index)
+                else:
+                    run = ours(url, args, prompts, work, index, token_ids=client == "specsuite")
                 runs[client].append(run)
                 shown = ", ".join(f"{k} {v:.3f}" for k, v in run.items() if not k.startswith("_") and isinstance(v, float))
                 print(f"  round {index + 1} {client:>9}: {shown}", flush=True)
@@ -254,6 +263,12 @@ def report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]], load
           f"({relative(pooled['specsuite'], pooled['vllm']):+.2%}); least disturbed run (min median TPOT, max tok/s): "
           f"TPOT {best_tpot['specsuite']:.3f} vs {best_tpot['vllm']:.3f} ms ({relative(best_tpot['specsuite'], best_tpot['vllm']):+.2%}), "
           f"tok/s {best_rate['specsuite']:.1f} vs {best_rate['vllm']:.1f} ({relative(best_rate['specsuite'], best_rate['vllm']):+.2%})")
+    if "plain" in runs:
+        for label, mine, their in ROWS[2:4]:
+            a = median_of([r[mine] for r in runs["plain"]])
+            b = median_of([r[their] for r in runs["vllm"]])
+            c = median_of([r[mine] for r in runs["specsuite"]])
+            print(f"ours without token ids, {label}: {a:.3f}; against vllm bench {relative(a, b):+.2%}, against ours with token ids {relative(a, c):+.2%}")
     ours_def = median_of([r["median_tpot_ms"] for r in runs["specsuite"]])
     vllm_def = median_of([r["median_tpot_ms_vllm_def"] for r in runs["specsuite"]])
     tail = median_of([r["median_done_tail_ms"] for r in runs["specsuite"]])
