@@ -7,8 +7,9 @@ by our `sharegpt` dataset and vLLM's `sharegpt` dataset, each with a fixed outpu
 (--sharegpt-output-len), the same seed (both shuffle with Python's `random` seeded alike, so the
 order is the same too), greedy (we send temperature 0 by default; vLLM gets `--temperature 0`,
 without which the server's default of 1.0 would apply), ignore_eos on both, concurrency 1, one
-warmup request each (ours is capped at 32 tokens and followed by a 1 s pause, theirs is request 0
-in full). Connections: ours with --keep-alive, as vLLM's client keeps one session open
+warmup request each (ours is capped at 32 tokens, theirs is request 0 in full; ours skips
+bench_serving's 1 s pause after it by default, as vLLM's client has none: --post-warmup-pause).
+Connections: ours with --keep-alive, as vLLM's client keeps one session open
 (--per-request-connection for bench_serving's new connection per request). The clients alternate
 A B A B ... for --rounds rounds; for each metric the script prints the median over the rounds of
 each client's run value and the relative difference, and checks that both clients got the same
@@ -25,6 +26,8 @@ Definitions (vLLM: `benchmarks/serve.py` and `benchmarks/lib/endpoint_request_fu
 | output tok/s | sum(usage.completion_tokens) / duration, clock around the measured requests | the same |
 
 So vLLM's ITL is compared with our per-chunk ITL; our per-token ITL is printed beside it for scale.
+Against `vllm_sse_emulator.py` (--server-url) the server's speed is fixed, which leaves the clients.
+Measured figures: tools/calibration/README.md.
 
     /work/main/.venv/bin/python tools/calibration/vs_vllm_bench_serve.py --rounds 3 --out /tmp/vs_vllm.json
 """
