@@ -336,7 +336,9 @@ def _vllm_counters(config: BenchConfig) -> dict[str, float] | None:
     """vLLM's /metrics, parsed; None when it cannot be read (the accept length is then left out)."""
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     try:
-        response = requests.get(config.base_url.rstrip("/") + "/metrics", headers=headers, timeout=(5.0, 30.0))
+        with requests.Session() as session:
+            session.trust_env = False  # like the benchmark's own session: no proxy between us and the server
+            response = session.get(config.base_url.rstrip("/") + "/metrics", headers=headers, timeout=(5.0, 30.0))
     except requests.RequestException:
         return None
     return parse_prometheus(response.text) if response.status_code == 200 else None
