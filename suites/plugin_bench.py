@@ -53,7 +53,8 @@ def bench_config(specsuite, base_url: str):
         random_output_len=option("bench_output_len"), random_range_ratio=option("bench_range_ratio"),
         tokenize_prompt=not option("bench_text_prompts") and option("bench_dataset") != "sharegpt" and option("bench_backend") != "sglang-oai-chat",
         max_concurrency=option("bench_max_concurrency"), request_rate=option("bench_request_rate"), warmup_requests=option("bench_warmup"),
-        flush_cache=not option("bench_no_flush"), seed=option("seed"), api_key=load_api_key(),
+        seed=option("seed"), api_key=load_api_key(),
+        flush_cache=not option("bench_no_flush") and option("bench_backend") != "vllm",  # vLLM: a /metrics delta instead
         admin_api_key=load_admin_api_key(),
     )
 

@@ -4,6 +4,8 @@ embedded reference server.
     specsuite bench --server-url http://node:30000 --dataset-name random --random-input-len 1024 \\
         --random-output-len 512 --random-range-ratio 1.0 --max-concurrency 1 --num-prompts 64
     specsuite bench --reference-arg=--step-time-ms=2.56 --num-prompts 16 --max-concurrency 1
+    specsuite bench --backend vllm --server-url http://node:8000 --dataset-name sharegpt --dataset-path prompts.json \
+        --sharegpt-output-len 128 --max-concurrency 1 --num-prompts 8 --keep-alive
 
 Flags carry bench_serving's names and defaults (see harness.workloads.serving.runner.BenchConfig). The
 result is appended as one JSONL line to --output-file (default: bench_serving's file name

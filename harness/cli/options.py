@@ -340,7 +340,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--lossless-numerics-gap", "a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics", ("pytest",),
            default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
     # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead
-    Option("--bench-backend", "benchmark backend", ("pytest",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"),
+    Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
+           default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
@@ -406,7 +407,8 @@ OPTIONS: tuple[Option, ...] = (
            ("bench",), action="append", default_factory=list, metavar="ARG", cli_group="server"),
     # ---- `specsuite bench`: bench_serving's flags, names and defaults (the in-suite benchmark has its own --bench-* options)
     Option("--output-file", "JSONL file to append to", ("bench",), default_text="bench_serving's name in --results-dir", cli_group="server"),
-    Option("--backend", "benchmark backend (bench_serving's flag)", ("bench",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat"),
+    Option("--backend", "benchmark backend (bench_serving's flag; vllm: streamed /v1/completions with usage and token ids, as "
+           "`vllm bench serve` sends it)", ("bench",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
            cli_group=BENCH_SERVING),
     Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING),
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
@@ -430,9 +432,9 @@ OPTIONS: tuple[Option, ...] = (
            "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
     Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
            ("bench",), default=42, type=int, cli_group=BENCH_SERVING),
-    Option("--temperature", "native backend only, as in bench_serving: the OpenAI backends send temperature 0.0 (see --oai-sampling)",
+    Option("--temperature", "native and vllm backends, as in bench_serving: its OpenAI backends send temperature 0.0 (see --oai-sampling)",
            ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
-    Option("--top-p", "native backend only, sent when below 1, as in bench_serving: the OpenAI backends send no top_p (see --oai-sampling). "
+    Option("--top-p", "native and vllm backends, sent when below 1, as in bench_serving: its OpenAI backends send no top_p (see --oai-sampling). "
            "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING),
     Option("--oai-sampling", "specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
            "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)", ("bench",),

@@ -1,7 +1,8 @@
-"""Streaming request functions with bench_serving's timing rules, for three backends.
+"""Streaming request functions with bench_serving's timing rules, for four backends.
 
 Backends (bench_serving's names): `sglang` (native POST /generate, cumulative chunks),
-`sglang-oai` (POST /v1/completions) and `sglang-oai-chat` (POST /v1/chat/completions).
+`sglang-oai` (POST /v1/completions), `sglang-oai-chat` (POST /v1/chat/completions), and `vllm`
+(POST /v1/completions as `vllm bench serve` sends it; see "The vllm backend" below).
 
 Timing, per request, all from `time.perf_counter()`:
 - `start_time` is taken just before the POST; a per-request connection (the default, as
@@ -15,10 +16,10 @@ Timing, per request, all from `time.perf_counter()`:
 - `itl`: native backend: a later chunk carrying n = completion_tokens - previous > 0 new tokens
   adds n entries of gap / n (gap since the previous counted chunk); a chunk with n = 0 is skipped
   and its gap merges into the next. OpenAI backends: one entry per non-empty chunk (the
-  per-token split for sglang-oai happens in `metrics`, as in bench_serving). Tokens of the first
-  chunk produce no entry.
+  per-token split for sglang-oai happens in `metrics`, as in bench_serving); vllm: the native
+  rule with n = len(token_ids). Tokens of the first chunk produce no entry.
 - `chunk_itl`: one gap per counted chunk after the first, never split; `chunk_tokens` holds the
-  tokens each of those chunks carried (native only).
+  tokens each of those chunks carried (native and vllm).
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
 
@@ -29,6 +30,34 @@ body has them (completions lines 311-313, chat 471-473; bench_serving's vllm and
 use the same two functions). That is the default here too. `oai_sampling=True` (`specsuite bench
 --oai-sampling`, ours) sends `--temperature` and a `--top-p` below 1 on the OpenAI backends as
 well: a deliberate difference, recorded in the run's `sampling_sent`.
+
+The vllm backend. The payload follows `vllm bench serve`'s completions request function
+(vllm 0.32 `benchmarks/lib/endpoint_request_func.py`): model, prompt, `repetition_penalty: 1.0`,
+max_tokens, `stream: true`, `stream_options: {include_usage: true}`, `ignore_eos` when set; plus,
+ours, `return_token_ids: true` so every chunk says which tokens it carries (an extra body can
+set it false). Sampling: `--temperature` is always sent (default 0.0) and `--top-p` when below 1.
+`vllm bench serve` sends no temperature unless given one, so the server's default applies (the
+model's generation_config, temperature 1.0 for the project's models): pass it `--temperature 0`
+to compare. SGLang's bench_serving also has a `vllm` backend, but it is its sglang-oai request
+function under another name (no stream_options, so no usage chunk: output tokens fall back to the
+requested length; temperature 0.0; chunk ITL never split, as its retokenized split is for
+sglang-oai only). Ours reads what vLLM's own client reads:
+- output tokens: `usage.completion_tokens` of the usage-only final chunk (`choices: []`);
+- a chunk counts when its `token_ids` is non-empty (or, without token ids, its text is): vLLM's
+  client counts every message with `choices`, empty text included; with ignore_eos and no stop
+  strings vLLM sends no token-less choice chunks, so both count the same chunks;
+- `ttft`: the first counted chunk (bench_serving: the first with text; vLLM: the first with choices);
+- `itl` per token, bench_serving's native rule: a chunk of n = len(token_ids) tokens adds n entries
+  of gap / n. vLLM's ITL is per chunk: one entry per chunk, a speculative step of several
+  accepted tokens being one entry. That is our `chunk_itl` (with `chunk_tokens` = n), the number
+  to hold against vLLM's ITL; our `itl` is about the accept length times smaller. Without token
+  ids, `itl` is per chunk too;
+- `latency` (E2E): bench_serving's, the last line, `data: [DONE]` included. vLLM stops the clock at
+  the last chunk with choices; the usage chunk and [DONE] follow within a millisecond, so TPOT =
+  (E2E - TTFT) / (output_len - 1) differs by that over output_len - 1 (under 0.1% at 128 tokens);
+- per-request accept length: `metrics.speculative_decoding.mean_acceptance_length` of the usage
+  chunk, when the server runs with `--per-request-spec-decode-metrics` (`spec_verify_ct` from its
+  `num_spec_steps`).
 
 Deliberate differences from bench_serving, all on failure paths: an in-stream error object fails
 the request (bench_serving counts it a success with no text), a usage-only chunk with
@@ -49,8 +78,9 @@ from harness.errors import SpecsuiteError
 from harness.server.transport import error_message_of, shorten
 from harness.workloads.serving.datasets import DatasetRow
 
-BACKENDS = ("sglang", "sglang-oai", "sglang-oai-chat")
-API_PATHS = {"sglang": "/generate", "sglang-oai": "/v1/completions", "sglang-oai-chat": "/v1/chat/completions"}
+BACKENDS = ("sglang", "sglang-oai", "sglang-oai-chat", "vllm")
+API_PATHS = {"sglang": "/generate", "sglang-oai": "/v1/completions", "sglang-oai-chat": "/v1/chat/completions", "vllm": "/v1/completions"}
+TOKEN_COUNTING_BACKENDS = ("sglang", "vllm")  # backends that know each chunk's token count
 READ_BUFSIZE = 10 * 1024**2  # cumulative native chunks grow long; bench_serving uses the same 10 MB
 _DONE = b"[DONE]"
 
@@ -117,8 +147,8 @@ OAI_DEFAULT_TEMPERATURE = 0.0  # what bench_serving's OpenAI request functions s
 def sampling_sent(settings: RequestSettings) -> dict[str, Any]:
     """The sampling fields every request of the run carries, before the extra body is merged
     (which may still override them); top_p is absent when not sent."""
-    native = settings.backend == "sglang"
-    if native or settings.oai_sampling:
+    explicit = settings.backend in ("sglang", "vllm")  # vllm: as `vllm bench serve --temperature`
+    if explicit or settings.oai_sampling:
         sent: dict[str, Any] = {"temperature": settings.temperature}
         if settings.top_p < 1.0:
             sent["top_p"] = settings.top_p
@@ -128,7 +158,7 @@ def sampling_sent(settings: RequestSettings) -> dict[str, Any]:
 
 def ignored_sampling_flags(settings: RequestSettings) -> list[str]:
     """The --temperature/--top-p values that bench_serving (and so, by default, we) do not send."""
-    if settings.backend == "sglang" or settings.oai_sampling:
+    if settings.backend in ("sglang", "vllm") or settings.oai_sampling:
         return []
     ignored = []
     if settings.temperature != OAI_DEFAULT_TEMPERATURE and "temperature" not in settings.extra_request_body:
@@ -157,6 +187,11 @@ def build_payload(settings: RequestSettings, row: DatasetRow) -> dict[str, Any]:
         common["top_p"] = sampling_fields["top_p"]
     if settings.backend == "sglang-oai":
         return {**common, "prompt": row.prompt, "best_of": 1, "max_tokens": row.output_len, **extra}
+    if settings.backend == "vllm":
+        if not settings.ignore_eos and "ignore_eos" not in extra:
+            del common["ignore_eos"]  # vLLM's client sends the flag only when set
+        return {**common, "prompt": row.prompt, "repetition_penalty": 1.0, "max_tokens": row.output_len,
+                "stream_options": {"include_usage": True}, "return_token_ids": True, **extra}
     if not isinstance(row.prompt, str):
         raise SpecsuiteError("the chat backend needs text prompts: drop --tokenize-prompt")
     return {**common, "messages": [{"role": "user", "content": row.prompt}], "max_completion_tokens": row.output_len, **extra}
@@ -180,6 +215,8 @@ class _StreamState:
             raise _StreamError(f"server error in stream: {shorten(message)}")
         if self.backend == "sglang":
             self._native(data, stamp)
+        elif self.backend == "vllm":
+            self._vllm(data, stamp)
         else:
             self._openai(data, stamp)
 
@@ -238,6 +275,41 @@ class _StreamState:
             self.out.text_chunks.append(text)
         self.last_stamp = stamp
         self.texts.append(text)
+
+    def _vllm(self, data: dict[str, Any], stamp: float) -> None:
+        usage = data.get("usage") or {}
+        if usage.get("completion_tokens") is not None:
+            self.out.output_len = int(usage["completion_tokens"])
+        if usage.get("prompt_tokens"):
+            self.out.server_prompt_len = usage["prompt_tokens"]
+        spec = (data.get("metrics") or {}).get("speculative_decoding")
+        if isinstance(spec, dict):  # only with --per-request-spec-decode-metrics, in the usage chunk
+            if spec.get("mean_acceptance_length") is not None:
+                self.out.spec_accept_length = float(spec["mean_acceptance_length"])
+            if spec.get("num_spec_steps") is not None:
+                self.out.spec_verify_ct = int(spec["num_spec_steps"])
+        choices = data.get("choices") or []
+        if not choices:
+            return
+        choice = choices[0]
+        text = choice.get("text") or ""
+        ids = choice.get("token_ids")
+        new = len(ids) if isinstance(ids, list) else None  # None: the server sent no token ids
+        if (new == 0) or (new is None and not text):
+            return  # nothing arrived: the gap merges into the next chunk's
+        self.texts.append(text)
+        if not self.first_seen:
+            self.first_seen = True
+            self.out.ttft = stamp - self.out.start_time
+        else:
+            gap = stamp - self.last_stamp
+            n = new or 1
+            self.out.itl.extend([gap / n] * n)
+            self.out.chunk_itl.append(gap)
+            if new is not None:
+                self.out.chunk_tokens.append(new)
+            self.out.text_chunks.append(text)
+        self.last_stamp = stamp
 
     def finish(self) -> None:
         if self.backend != "sglang":

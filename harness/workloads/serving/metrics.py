@@ -16,7 +16,9 @@ Definitions (SGLang 0.5.23 `calculate_metrics`), over successful requests only:
   token times rebuilt as start + TTFT + cumulative ITL; a request occupies every bucket from
   int(start) to int(end) inclusive.
 Additions: the same statistics for per-chunk ITL (`*_chunk_itl_ms`) and for the per-request accept
-length (`*_request_accept_length`, from meta_info.spec_accept_length), plus `failed`.
+length (`*_request_accept_length`, from meta_info.spec_accept_length, or on vllm from the usage
+chunk's metrics.speculative_decoding.mean_acceptance_length), plus `failed`. On vllm, `itl` is per
+token and `chunk_itl` is what `vllm bench serve` calls ITL (see harness.workloads.serving.client).
 """
 
 from __future__ import annotations

@@ -11,6 +11,12 @@ is dispatched at offset sum(gap_0..gap_{i-1}) with gaps ~ Exponential(1 / reques
 from the seeded RandomState (all at t = 0 when the rate is inf); after the last request, GET
 /server_info for `internal_states[0].avg_spec_accept_length`; the clock stops.
 
+The vllm backend (vLLM has no /server_info, /model_info or /flush_cache): the tokenizer defaults
+to the `root` of /v1/models (the served model's path); no flush (a requested one is skipped with
+a warning); the server-wide accept length is `vllm bench serve`'s, 1 + accepted / drafts from the
+`vllm:spec_decode_*` counters of /metrics read just before the clock starts and just after it
+stops, so it covers the measured requests only.
+
 Ctrl-C: the requests still running are cancelled, the metrics of those that finished are
 computed over the time until the interrupt, and the line is written with status "interrupted"
 before KeyboardInterrupt propagates.
@@ -29,11 +35,13 @@ from typing import Any
 
 import aiohttp
 import numpy as np
+import requests
 from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter
 from harness.server.cache_flush import FlushOutcome, flush_before_measurement
+from harness.server.counters import parse_prometheus
 from harness.server.openai_client import OpenAICompletionsClient
 from harness.server.secrets import redact
 from harness.server.session import is_reference_emulation
@@ -138,6 +146,8 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
     """Tokenizer, request set, the generator state after sampling, and the model name."""
     config.check()
     tokenizer_path = config.tokenizer
+    if tokenizer_path is None and config.backend == "vllm":
+        tokenizer_path = _vllm_model_root(config)
     if tokenizer_path is None:  # an OpenAI-only server has no /model_info: then --tokenizer is needed
         with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
             info = client.model_info()
@@ -155,6 +165,16 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
                           dataset_path=config.dataset_path, sharegpt_output_len=config.sharegpt_output_len,
                           sharegpt_context_len=config.sharegpt_context_len)
     return tokenizer, rows, rng, model or "default"
+
+
+def _vllm_model_root(config: BenchConfig) -> str:
+    """The served model's path from vLLM's /v1/models (`root`), the tokenizer it loaded."""
+    with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
+        cards = oai.models()
+    root = cards[0].get("root") if cards else None
+    if not isinstance(root, str) or not root:
+        raise SpecsuiteError(f"{display_url(config.base_url)}/v1/models names no model path (root): pass --tokenizer")
+    return root
 
 
 def run_benchmark(
@@ -264,7 +284,10 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             warm = await asyncio.gather(*(one(warm_row) for _ in range(config.warmup_requests)))
             if not any(o.success for o in warm):
                 raise SpecsuiteError(f"warmup failed on {display_url(config.base_url)}: {warm[0].error}")
-        if config.flush_cache:
+        if config.flush_cache and config.backend == "vllm":
+            state.warnings.append("--flush-cache skipped: vLLM has no /flush_cache (the accept length is a /metrics delta instead)")
+            echo(state.warnings[-1])
+        elif config.flush_cache:
             outcome = await asyncio.to_thread(_flush, config)
             state.cache_flushed = outcome.flushed
             if not outcome.flushed:
@@ -280,13 +303,16 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             state.outputs[index] = await one(row)
             bar.update(1)
 
+        vllm = config.backend == "vllm"
+        counters_before = await asyncio.to_thread(_vllm_counters, config) if vllm else None
         state.start = time.perf_counter()
         try:
             await asyncio.gather(*(scheduled(i, row) for i, row in enumerate(rows)))
         finally:
             bar.close()
-        server_info = await asyncio.to_thread(_server_info, config)
+        server_info = None if vllm else await asyncio.to_thread(_server_info, config)
         state.duration = time.perf_counter() - state.start
+        vllm_accept = vllm_accept_length(counters_before, await asyncio.to_thread(_vllm_counters, config)) if vllm else None
     finally:
         if shared is not None:
             await shared.close()
@@ -294,10 +320,37 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
     accept = internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
     if state.cache_flushed is False:
         accept = None  # it would mix in the warmup and earlier traffic, under the name of this run's
+    if config.backend == "vllm":
+        accept = vllm_accept
     failed = [o for o in state.outputs if o is not None and not o.success]
     if failed:
         echo(f"{len(failed)} of {len(rows)} requests failed; first error: {failed[0].error}")
     return (float(accept) if accept is not None else None), server_info
+
+
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+
+
+def _vllm_counters(config: BenchConfig) -> dict[str, float] | None:
+    """vLLM's /metrics, parsed; None when it cannot be read (the accept length is then left out)."""
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    try:
+        with requests.Session() as session:
+            session.trust_env = False  # like the benchmark's own session: no proxy between us and the server
+            response = session.get(config.base_url.rstrip("/") + "/metrics", headers=headers, timeout=(5.0, 30.0))
+    except requests.RequestException:
+        return None
+    return parse_prometheus(response.text) if response.status_code == 200 else None
+
+
+def vllm_accept_length(before: dict[str, float] | None, after: dict[str, float] | None) -> float | None:
+    """`vllm bench serve`'s acceptance length: 1 + accepted draft tokens / drafts between two scrapes."""
+    if not before or not after or VLLM_DRAFTS not in after:
+        return None
+    drafts = after[VLLM_DRAFTS] - before.get(VLLM_DRAFTS, 0.0)
+    accepted = after.get(VLLM_ACCEPTED, 0.0) - before.get(VLLM_ACCEPTED, 0.0)
+    return 1.0 + accepted / drafts if drafts > 0 else None
 
 
 def _flush(config: BenchConfig) -> FlushOutcome:
