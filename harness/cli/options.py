@@ -341,7 +341,7 @@ OPTIONS: tuple[Option, ...] = (
            default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
     # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
-           default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
+           default_text="vllm on a vLLM server, else sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
