@@ -377,7 +377,7 @@ def _start_and_wait_for_records(command: list[str], records_glob: str, results: 
 
 def test_sigterm_to_pytest_writes_junit_results_and_stops_the_server(tmp_path):
     pid_file, junit, results = tmp_path / "server.pid", tmp_path / "junit.xml", tmp_path / "results"
-    command = _misbehaving_command(find_free_port(), pid_file, "--default", "slow", "--slow-s", "0.4")
+    command = _misbehaving_command(find_free_port(), pid_file, "--faults", "ok", "--default", "slow", "--slow-s", "3")
     process = _start_and_wait_for_records([*PYTEST_SUITE, "--launch", command, "--results-dir", str(results), f"--junitxml={junit}"],
                                           "*/arms/*/requests.jsonl", results)
     signalled = time.monotonic()
@@ -393,7 +393,7 @@ def test_sigterm_to_pytest_writes_junit_results_and_stops_the_server(tmp_path):
 
 def test_sigterm_to_specsuite_run_lets_the_session_clean_up(tmp_path):
     pid_file, results = tmp_path / "server.pid", tmp_path / "results"
-    command = _misbehaving_command(find_free_port(), pid_file, "--default", "slow", "--slow-s", "0.4")
+    command = _misbehaving_command(find_free_port(), pid_file, "--faults", "ok", "--default", "slow", "--slow-s", "3")
     run = [sys.executable, "-m", "harness.cli.main", "run", "--arm", f"slowarm={command}", "--results-dir", str(results),
            "--temperatures", "0", "--top-p", "1.0", "--no-report"]
     process = _start_and_wait_for_records(run, "*/sessions/*/arms/*/requests.jsonl", results)
