@@ -54,11 +54,27 @@ def test_sglang_is_detected_and_gets_the_sglang_client():
         assert isinstance(make_client("auto", url), SGLangClient)
 
 
-def test_forced_kind_skips_the_probe_and_unknown_servers_are_one_line():
+def test_forced_kind_skips_the_probe_and_unknown_servers_get_the_sglang_diagnosis():
     with serving(OTHER_ROUTES) as url:
         assert isinstance(make_client("vllm", url), VLLMClient)  # no request made
-        with pytest.raises(SpecsuiteError, match="neither SGLang .* nor vLLM .*--server-kind") as caught:
-            detect_server_kind(url)
+        assert detect_server_kind(url) == SGLANG  # no vLLM signature: SGLang's client says what is wrong
+        with pytest.raises(SpecsuiteError, match="does not look like an SGLang server") as caught:
+            make_client("auto", url).check_connection()
         assert "\n" not in str(caught.value)
     with pytest.raises(SpecsuiteError, match="unknown server kind"):
         make_client("tgi", "http://127.0.0.1:1")
+
+
+def test_a_refused_probe_is_the_auth_error():
+    class Refusing(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b'{"error": "Unauthorized"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serve(Refusing) as url, pytest.raises(SpecsuiteError, match="SPECSUITE_API_KEY"):
+        detect_server_kind(url)

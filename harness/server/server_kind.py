@@ -7,7 +7,9 @@ Detection (`--server-kind auto`, the default) asks the server itself:
   `GET /v1/models` with `owned_by: "vllm"` (vllm/entrypoints/openai/models/serving.py builds the
   card; docs/vllm_api_facts.md).
 
-A server that is neither is one line naming what it answered. `--server-kind sglang|vllm` skips
+Anything without vLLM's signature is treated as SGLang, the first server kind, so a server that is
+neither gets the SGLang client's one-line diagnosis ("does not look like an SGLang server: ...").
+A probe refused for want of a key is that one-line auth error. `--server-kind sglang|vllm` skips
 the probe (a proxy that hides one of the routes, say).
 """
 
@@ -30,6 +32,9 @@ PROBE_TIMEOUT_S = 30.0
 def _json_or_none(http: HttpTransport, path: str) -> Any:
     response = http.request("GET", path)
     with response:
+        auth = http.auth_error(response)
+        if auth is not None:
+            raise auth  # the key is missing or wrong: say so, not "unknown server"
         if response.status_code != 200:
             return None
         try:
@@ -39,7 +44,7 @@ def _json_or_none(http: HttpTransport, path: str) -> Any:
 
 
 def detect_server_kind(base_url: str, api_key: str | None = None) -> str:
-    """`sglang` or `vllm`, from the routes the server answers; one-line error otherwise."""
+    """`vllm` when the server shows vLLM's signature, else `sglang`."""
     http = HttpTransport(base_url, api_key, timeout_s=PROBE_TIMEOUT_S)
     try:
         for path in ("/model_info", "/get_model_info"):
@@ -47,16 +52,12 @@ def detect_server_kind(base_url: str, api_key: str | None = None) -> str:
             if isinstance(info, dict) and info.get("model_path"):
                 return SGLANG
         version = _json_or_none(http, "/version")
-        models = _json_or_none(http, "/v1/models")
+        models = _json_or_none(http, "/v1/models") if isinstance(version, dict) and version.get("version") else None
     finally:
         http.close()
     cards = models.get("data") if isinstance(models, dict) else None
     owners = {card.get("owned_by") for card in cards or [] if isinstance(card, dict)}
-    if isinstance(version, dict) and version.get("version") and VLLM in owners:
-        return VLLM
-    raise SpecsuiteError(f"{http.display_url} is neither SGLang (no /model_info with a model_path) nor vLLM "
-                         f"(/version {'answered' if version else 'missing'}, /v1/models owners {sorted(map(str, owners)) or 'none'}); "
-                         "pass --server-kind sglang|vllm to say which")
+    return VLLM if VLLM in owners else SGLANG
 
 
 def make_client(kind: str, base_url: str, api_key: str | None = None, admin_api_key: str | None = None) -> SGLangClient | VLLMClient:
