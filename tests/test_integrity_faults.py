@@ -50,15 +50,6 @@ def checked(proxy, tmp_path_factory):
     server.close()
 
 
-@pytest.fixture
-def fault(proxy):
-    """Set the proxy's fault for one test; always back to pass-through afterwards."""
-    def set_fault(name: str | None) -> None:
-        proxy.fault = name
-    yield set_fault
-    proxy.fault = None
-
-
 @pytest.fixture(scope="module")
 def reference(checked):
     """A greedy answer to PROMPT: its ids pick stop ids and stop strings that are sure to match."""

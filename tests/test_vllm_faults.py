@@ -84,15 +84,6 @@ def session(proxy, tmp_path_factory):
     server.close()
 
 
-@pytest.fixture
-def fault(proxy):
-    """Set the proxy's fault for one test; always back to pass-through afterwards."""
-    def set_fault(name: str | None) -> None:
-        proxy.fault = name
-    yield set_fault
-    proxy.fault = None
-
-
 @pytest.fixture(scope="module")
 def reference(session):
     """A greedy answer to PROMPT: its ids pick a stop id that is sure to match."""
@@ -191,12 +182,7 @@ def test_integrity_suite_fails_on_swapped_chunks_end_to_end(proxy, fault, tmp_pa
     """End to end: the integrity suite's test_stream_reassembles_at_greedy through the proxy passes
     clean and fails with swapped chunks."""
     args = ("suites/test_integrity.py", "-p", "suites.plugin_integrity", "-k", "stream_reassembles_at_greedy")
-    clean = _suite(proxy.url, tmp_path / "clean", *args)
-    assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr[-2000:]
-    fault("swap_chunks")
-    broken = _suite(proxy.url, tmp_path / "swapped", *args)
-    assert proxy.mutations >= 1
-    assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr[-2000:]
+    broken = _clean_then_broken(proxy, fault, "swap_chunks", tmp_path, *args)
     assert "FAILED suites/test_integrity.py::test_stream_reassembles_at_greedy" in broken.stdout, broken.stdout[-3000:]
     assert "stream vs non-stream: output_ids differ" in broken.stdout
 
@@ -208,15 +194,20 @@ def _suite(proxy_url: str, tmp_path: Path, *args: str) -> subprocess.CompletedPr
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
 
 
+def _clean_then_broken(proxy, fault, name: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The suite through the proxy: it passes clean, then fails (exit 1) once `name` is applied."""
+    clean = _suite(proxy.url, tmp_path / "clean", *args)
+    assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr[-2000:]
+    fault(name)
+    broken = _suite(proxy.url, tmp_path / name, *args)
+    assert proxy.mutations >= 1
+    assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr[-2000:]
+    return broken
+
+
 def test_correctness_suite_fails_on_padded_ids_end_to_end(proxy, fault, tmp_path):
     """End to end: `pytest suites -m correctness --temperatures 0` through the proxy passes clean
     and fails test_no_padded_row_ids with the padded-id fault."""
-    args = ("suites", "-m", "correctness", "--temperatures", "0")
-    clean = _suite(proxy.url, tmp_path / "clean", *args)
-    assert clean.returncode == 0, clean.stdout[-3000:] + clean.stderr[-2000:]
-    fault("padded_id")
-    broken = _suite(proxy.url, tmp_path / "padded", *args)
-    assert proxy.mutations >= 1
-    assert broken.returncode == 1, broken.stdout[-3000:] + broken.stderr[-2000:]
+    broken = _clean_then_broken(proxy, fault, "padded_id", tmp_path, "suites", "-m", "correctness", "--temperatures", "0")
     failed = [line for line in broken.stdout.splitlines() if line.startswith("FAILED")]
     assert any("test_no_padded_row_ids" in line for line in failed), "\n".join(failed) or broken.stdout[-3000:]
