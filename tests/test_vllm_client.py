@@ -169,3 +169,23 @@ def test_serve_vllm_without_vllm_is_one_line(tmp_path, capsys, monkeypatch):
     assert main(["serve-vllm", "--method", "eagle", "--port", "18141"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "vLLM is not installed" in err[0] and "Traceback" not in err[0]
+
+
+def test_serve_vllm_never_prints_an_api_key(capsys, monkeypatch, tmp_path):
+    """Arguments after `--` reach vLLM as given, but the printed command line redacts a key."""
+    from harness.cli import serve_vllm
+    from harness.cli.main import main
+
+    class Refused(Exception):
+        pass
+
+    def no_start(self):
+        raise Refused
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(serve_vllm, "find_vllm_python", lambda explicit=None: "python3")
+    monkeypatch.setattr(serve_vllm.LaunchedServer, "start", no_start)
+    with pytest.raises(Refused):
+        main(["serve-vllm", "--method", "none", "--port", "18149", "--", "--api-key", "sk-very-secret-1234"])
+    printed = capsys.readouterr()
+    assert "sk-very-secret-1234" not in printed.err + printed.out and "--api-key" in printed.err

@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.server.identity import redact_command
 from harness.server.launcher import LaunchedServer
 from harness.server.vllm_launch import find_vllm_python, parse_spec_config, vllm_command, vllm_env
 
@@ -31,7 +32,8 @@ def serve_vllm(args: argparse.Namespace) -> int:
     log_path = Path(f"vllm-{args.method}-{args.port}.log").resolve()
     server = LaunchedServer(command, base_url=f"http://{host}:{args.port}", log_path=log_path, env=vllm_env(),
                             ready_timeout_s=args.ready_timeout)
-    print(f"specsuite: starting vLLM ({args.method}): {shlex.join(command)}", file=sys.stderr, flush=True)
+    # vLLM arguments after `--` may carry --api-key: never print it.
+    print(f"specsuite: starting vLLM ({args.method}): {redact_command(shlex.join(command))}", file=sys.stderr, flush=True)
     print(f"specsuite: its log: {log_path}", file=sys.stderr, flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
