@@ -203,3 +203,20 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
     assert line["status"] == "interrupted"
     assert 1 <= line["completed"] < 400 and line["duration"] > 0
     assert len(line["itls"]) == line["completed"] + line["failed"] and line["output_throughput"] > 0
+
+
+def test_start_gate_holds_the_measured_requests(refserver):
+    """The gate (vs_vllm_bench_serve.py --together) is called once, after the warmup, and the clock of the
+    measured run starts when it returns: its wait is in no figure."""
+    calls = []
+
+    def gate() -> None:
+        calls.append(time.perf_counter())
+        time.sleep(0.5)
+
+    began = time.perf_counter()
+    record = run_benchmark(small_config(refserver.base_url, "sglang", warmup_requests=1), echo=lambda line: None, start_gate=gate)
+    elapsed = time.perf_counter() - began
+    assert len(calls) == 1 and record["completed"] == 3 and record["failed"] == 0
+    assert record["duration"] < elapsed - 0.5
+    assert min(record["start_times"]) >= 0.0  # measured from the gate's return, not before it

@@ -32,3 +32,40 @@ def pin_process(pid: int | None, cpu: int = SERVER_CPU) -> bool:
         except (ProcessLookupError, PermissionError):
             pass
     return True
+
+
+def descendants(pid: int) -> list[int]:
+    """`pid` and every process below it (read from /proc, so it sees children started by vLLM itself)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # the process ended while we looked
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def pin_unbound_threads(root_pid: int, cpu: int) -> int:
+    """Pin every thread under `root_pid` that may still run on every core to `cpu`, and leave the threads
+    the server bound itself alone (vLLM's CPU worker binds its OpenMP threads to the cores it computes on,
+    and keeps one core for the rest: its API server and engine loop float over both unless pinned).
+    Returns how many threads were pinned."""
+    if not can_pin():
+        return 0
+    everywhere = set(range(os.cpu_count() or 1))
+    pinned = 0
+    for pid in descendants(root_pid):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                if os.sched_getaffinity(int(task.name)) >= everywhere:
+                    os.sched_setaffinity(int(task.name), {cpu})
+                    pinned += 1
+            except (ProcessLookupError, PermissionError, FileNotFoundError):
+                pass
+    return pinned

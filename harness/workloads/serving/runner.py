@@ -184,8 +184,12 @@ def run_benchmark(
     output_file: str | None = None,
     echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
     server_under_test: dict[str, Any] | None = None,
+    start_gate: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark and return its record (also appended to `output_file` when given).
+
+    `start_gate`, when given, is called in a worker thread after the warmup, just before the measured
+    requests, and they start when it returns: a calibration script uses it to start two clients at one moment.
 
     `server_under_test` (how the caller chose the server, see harness.server.session) is stored in
     the record with the URL and whether /server_info came from the reference emulation.
@@ -207,7 +211,7 @@ def run_benchmark(
     run["sampling_sent"] = sampling_sent(settings)  # what the requests carried, before --extra-request-body
     state.server_under_test = dict(server_under_test or {"embedded_reference": False, "source": "server-url"})
     try:
-        accept_length, server_info = asyncio.run(_benchmark(config, settings, rows, offsets, state, progress, echo))
+        accept_length, server_info = asyncio.run(_benchmark(config, settings, rows, offsets, state, progress, echo, start_gate))
         status = "complete"
     except KeyboardInterrupt:
         if state.start is not None:
@@ -261,7 +265,8 @@ def _new_session(config: BenchConfig, shared: bool) -> aiohttp.ClientSession:
 
 
 async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[DatasetRow], offsets: list[float],
-                     state: _RunState, progress: bool, echo: Callable[[str], None]) -> tuple[float | None, dict[str, Any] | None]:
+                     state: _RunState, progress: bool, echo: Callable[[str], None],
+                     start_gate: Callable[[], None] | None = None) -> tuple[float | None, dict[str, Any] | None]:
     semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
     shared = _new_session(config, shared=True) if config.keep_alive else None
 
@@ -305,6 +310,8 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
 
         vllm = config.backend == "vllm"
         counters_before = await asyncio.to_thread(_vllm_counters, config) if vllm else None
+        if start_gate is not None:
+            await asyncio.to_thread(start_gate)
         state.start = time.perf_counter()
         try:
             await asyncio.gather(*(scheduled(i, row) for i, row in enumerate(rows)))
