@@ -4,6 +4,7 @@
     specsuite run --server-url A --baseline-url B --repeats 3
     specsuite serve-reference --arm nofix --port 30000 ...
     specsuite serve-vllm --method eagle --port 8141 [-- more vLLM args]
+    specsuite serve-sglang --sglang-version 0.5.23 --method eagle --port 30000 [-- more SGLang args]
     specsuite gsm8k --server-url URL --gsm8k-num-questions 200
 
 Every error the harness can name is printed as one line (`specsuite: error: ...`) with exit
@@ -56,12 +57,18 @@ def _add_serve_vllm_parser(subparsers: argparse._SubParsersAction) -> None:
     add_arguments(serve, "serve-vllm")
 
 
+def _add_serve_sglang_parser(subparsers: argparse._SubParsersAction) -> None:
+    serve = subparsers.add_parser("serve-sglang", help="run a real SGLang release on this CPU, on the project's ops, until Ctrl-C")
+    add_arguments(serve, "serve-sglang")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="specsuite", description="Correctness tests and benchmarks for speculative-decoding servers.")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(subparsers)
     _add_serve_parser(subparsers)
     _add_serve_vllm_parser(subparsers)
+    _add_serve_sglang_parser(subparsers)
     _add_gsm8k_parser(subparsers)
     _add_report_parser(subparsers)
     bench_command.add_parser(subparsers)
@@ -224,7 +231,14 @@ def command_serve_vllm(args: argparse.Namespace) -> int:
     return serve_vllm(args)
 
 
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "serve-vllm": command_serve_vllm, "gsm8k": command_gsm8k, "report": command_report,
+def command_serve_sglang(args: argparse.Namespace) -> int:
+    from harness.cli.serve_sglang import serve_sglang
+
+    return serve_sglang(args)
+
+
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "serve-vllm": command_serve_vllm,
+            "serve-sglang": command_serve_sglang, "gsm8k": command_gsm8k, "report": command_report,
             "bench": bench_command.run, "history": history_command.run}
 
 

@@ -36,7 +36,8 @@ from harness.project_paths import RESULTS_DIR
 from harness.server.session import SERVER_URL_ENV
 
 # The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
-FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference", "serve-vllm")
+FRONT_ENDS = ("pytest", "run", "gsm8k", "bench", "history", "history ingest", "history list", "report", "serve-reference", "serve-vllm",
+              "serve-sglang")
 CLI_FRONT_ENDS = FRONT_ENDS[1:]
 
 # pytest option groups (`pytest --help` sections) and their titles.
@@ -479,6 +480,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("--vllm-python", "the Python that has vLLM", ("serve-vllm",), default_text="env SPECSUITE_VLLM_PYTHON, else this Python"),
     Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float),
     Option("vllm_args", "more vLLM arguments, after --", ("serve-vllm",), action="positional", nargs=argparse.REMAINDER, metavar="-- VLLM_ARGS"),
+    # ---- `specsuite serve-sglang`: a real SGLang release on this CPU, on the project's ops (harness/server/sglang_launch.py)
+    Option("--sglang-version", "the SGLang release to serve", ("serve-sglang",), default="0.5.23", choices=("0.5.20", "0.5.23")),
+    Option("--method", "SGLang's speculation: EAGLE with the project's head, or none", ("serve-sglang",), default="eagle",
+           choices=("eagle", "none"), dest="sglang_method"),
+    Option("--port", "port to serve on", ("serve-sglang",), default=30000, type=int, dest="sglang_port", metavar="PORT"),
+    Option("--host", "address to serve on", ("serve-sglang",), default="127.0.0.1", dest="sglang_host", metavar="HOST"),
+    Option("--sglang-dir", "the folder holding the installed releases (install_sglang.sh DIR VERSION)", ("serve-sglang",),
+           default_text="env SPECSUITE_SGLANG_DIR, else .sglang in the checkout"),
+    Option("--install", "install the release first if it is not installed", ("serve-sglang",), action="store_true"),
+    Option("--ready-timeout", "seconds to wait for SGLang's /health", ("serve-sglang",), default=900.0, type=float, dest="sglang_ready_timeout", metavar="SECONDS"),
+    Option("sglang_args", "more SGLang arguments, after --", ("serve-sglang",), action="positional", nargs=argparse.REMAINDER,
+           metavar="-- SGLANG_ARGS"),
 )
 
 
