@@ -143,6 +143,8 @@ def test_secret_value_is_scrubbed_from_unrelated_strings():
         ({"disable_cuda_graph": False, "disable_decode_cuda_graph": True}, "off"),
         ({"cuda_graph_backend_decode": "disabled"}, "off"),
         ({}, "unknown"),
+        # A live SGLang CPU server (tests/data/sglang_live) reports disable_cuda_graph False but runs no CUDA graph.
+        ({"device": "cpu", "disable_cuda_graph": False}, "none (cpu)"),
     ],
 )
 def test_cuda_graph_state(info, state):

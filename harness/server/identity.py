@@ -78,7 +78,10 @@ def sanitise(value: Any, secrets: set[str]) -> Any:
 
 def cuda_graph_state(server_info: dict[str, Any]) -> str:
     """"off" when any SGLang switch disables the decode CUDA graph, "on" when the switches are
-    present and none does, "unknown" when the server reports none of them."""
+    present and none does, "unknown" when the server reports none of them; "none (cpu)" on a CPU server,
+    which reports the switches but has no CUDA graphs (SGLang's /server_info says device "cpu")."""
+    if server_info.get("device") == "cpu":
+        return "none (cpu)"
     off_flags = ("disable_cuda_graph", "disable_decode_cuda_graph")
     backend = server_info.get("cuda_graph_backend_decode")
     if any(server_info.get(name) is True for name in off_flags) or backend == "disabled":
