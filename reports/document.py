@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.server_under_test import server_under_test_line
 from reports.summary_table import summary_markdown
 
@@ -197,7 +198,7 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
         doc.blocks.append(("raw", summary_markdown(results)))
         doc.bullets(figure_notes)
         return doc
-    _before_after(doc, analysis)
+    _before_after(doc, analysis, gsm8k_is_synthetic(results))
     _verdicts(doc, analysis)
     _spread(doc, analysis, results)
     doc.heading(2, "Figures")
@@ -255,7 +256,7 @@ def _cases(analysis: dict[str, Any]) -> list[tuple[float, float]]:
     return sorted(keys)
 
 
-def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
+def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = False) -> None:
     arms, baseline = analysis["arm_order"], analysis.get("baseline")
     candidates = analysis.get("candidates") or []
     estimates = {(r["arm"], r["metric"], r["temperature"], r["top_p"]): r for r in analysis["estimates"]}
@@ -275,6 +276,8 @@ def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
         rows = []
         for metric in analysis["report_rows"]:
             label, kind = metrics[metric]["report_label"], metrics[metric]["report_format"]
+            if synthetic and metrics[metric]["source"] == "gsm8k":
+                label += " (synthetic set)"
             if metric in counters and metric not in present:
                 continue  # the server does not export this counter
             workload = None if metrics[metric]["source"] == "cases" else metrics[metric]["source"]
@@ -313,11 +316,16 @@ def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
     for row in rows:
         kind = kind_of(analysis, row["metric"])
         table.rows.append([row["metric"], case_title(row["temperature"], row["top_p"]), row["candidate"], row["baseline"],
-                           _value(row.get("candidate_value"), kind), _value(row.get("baseline_value"), kind),
+                           _value(row.get("candidate_value"), kind) + _statistic(row), _value(row.get("baseline_value"), kind) + _statistic(row),
                            effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row, kind),
                            (row.get("test") or "–") + (f"; {row['note']}" if row.get("note") else ""),
                            f"**{row['verdict']}**"])
     doc.table(table)
+
+
+def _statistic(row: dict[str, Any]) -> str:
+    """Which statistic a verdict row's values are, when it is not the per-case tables' (accept length: medians there, means here)."""
+    return f" ({row['value_statistic']})" if row.get("value_statistic") and row.get("candidate_value") is not None else ""
 
 
 def _value(value: float | None, kind: str) -> str:

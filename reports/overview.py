@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct
+from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
 FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
@@ -138,7 +139,7 @@ def _state(analysis: dict[str, Any], arm: str, family: str) -> str:
             parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
         accept = sorted(r["value"] for r in by_metric.get("accept_length", []) if r.get("value") is not None)
         if accept:
-            parts.append(f"accept length {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
+            parts.append(f"accept length (mean of requests) {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
         return ", ".join(parts)
     if family == "gsm8k":
         accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r["temperature"])
@@ -164,6 +165,8 @@ def verdict_lines(results: dict[str, Any]) -> list[VerdictLine]:
             if not _ran(analysis, family):
                 continue
             state = _state(analysis, arm, family)
+            if family == "gsm8k" and state and gsm8k_is_synthetic(results):
+                state = f"synthetic-set {state}"
             if arm == baseline:
                 line = VerdictLine(arm, family, state or "no figures")
             else:
@@ -294,6 +297,9 @@ def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes
     analysis = results.get(ANALYSIS_KEY)
     if results.get("side_by_side") and isinstance(analysis, dict) and _ran(analysis, "bench"):
         doc.paragraph(SIDE_BY_SIDE_NOTE)
+    synthetic = gsm8k_source_note(results)
+    if synthetic and isinstance(analysis, dict) and _ran(analysis, "gsm8k"):
+        doc.blocks.append(("note", synthetic))
     missing = not_run_line(results)
     if missing:
         doc.blocks.append(("note", missing))

@@ -172,6 +172,7 @@ class SpecsuiteSession:
                     parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
                     record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
                 )
+                runs[key]["source"] = self.option("gsm8k_path")  # the report says when it was the synthetic set
             self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
             self.write_results("running")
         return runs[key]

@@ -196,6 +196,9 @@ def _combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
     combined["session_status"] = next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete")
     if any(e.get("running") for e in entries):
         combined["running"] = True
+    reasons = list(dict.fromkeys(e["reason"] for e in entries if e.get("reason")))
+    if reasons:
+        combined["reason"] = "; ".join(reasons)
     errors = [f"{e['markers']}: {e['error']}" for e in entries if e.get("error")]
     if errors:
         combined["error"] = "; ".join(errors)
@@ -282,7 +285,7 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
                     run_dir.write_results(merged)
                     done += 1
                     bar.update(1)
-                    on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
+                    on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.get('reason'))} ({entry['wall_time_s']:.0f} s)")
                 if running and time.monotonic() - last_refresh >= REFRESH_S:
                     last_refresh = time.monotonic()
                     if _refresh(merger, running):
@@ -298,9 +301,30 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     return merged
 
 
-def _outcome(exit_code: int) -> str:
-    meanings = {0: "all checks passed", 1: "some checks failed", 4: "server unreachable", 5: "no tests collected", -1: "timed out"}
-    return meanings.get(exit_code, f"pytest exit {exit_code}")
+def _outcome(exit_code: int, reason: str | None = None) -> str:
+    """What a session's exit means; for a session that tested nothing, its own one-line reason when it gave one
+    (pytest exits 4 for a bad option and for a server it cannot reach or use alike)."""
+    meanings = {0: "all checks passed", 1: "some checks failed", 4: "stopped before testing", 5: "no tests collected", -1: "timed out"}
+    meaning = meanings.get(exit_code, f"pytest exit {exit_code}")
+    return f"{meaning}: {reason}" if reason and exit_code not in (0, 1) else meaning
+
+
+USAGE_ERROR_PREFIX = "ERROR: "  # how pytest prints a UsageError (the plugins' one-line reasons) on stderr
+
+
+def session_reason(log_path: Path) -> str | None:
+    """The session's own one-line reason for stopping: the last `ERROR: ...` line pytest printed
+    (a bad option, a server that is not reachable or not an LLM server), without pytest's and
+    specsuite's prefixes; None when the log has none."""
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    errors = [line.strip()[len(USAGE_ERROR_PREFIX):] for line in text.splitlines() if line.strip().startswith(USAGE_ERROR_PREFIX)]
+    if not errors:
+        return None
+    reason = errors[-1]
+    return reason[len("specsuite: "):] if reason.startswith("specsuite: ") else reason
 
 
 def _arm_description(arm: ArmSpec) -> dict[str, Any]:
@@ -312,10 +336,14 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     entry: dict[str, Any] = {"repeat": repeat, "seed": seed, "exit_code": exit_code, "session_dir": str(session_dir), "log": str(log_path), "cases": []}
     if exit_code is None:
         entry["running"] = True
+    if exit_code is not None and exit_code not in (0, 1):
+        reason = session_reason(log_path)
+        if reason:
+            entry["reason"] = reason
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
-            entry["error"] = _last_line(log_path) or "the session wrote no results"
+            entry["error"] = entry.get("reason") or _last_line(log_path) or "the session wrote no results"
         return entry
     session = load_results(results_file)
     arm_data = (session.get("arms") or {}).get(arm.name, {})

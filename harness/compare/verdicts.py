@@ -211,14 +211,15 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
         return None
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
-        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)),
+        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
                    n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
                    mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
         return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
     a = np.concatenate([v for _, v in c_series])
     b = np.concatenate([v for _, v in b_series])
     shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
-    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)),
+    # The values a rank test compares are medians; the report's per-case tables show means of requests, and say so.
+    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
                p_value=mann_whitney(a, b).p_value, test="Mann–Whitney U; Hodges–Lehmann relative shift",
                effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
                        "ci": interval(shift.ci)},
