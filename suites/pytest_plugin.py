@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, deprecation_notes, parse_option
+from harness.cli.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
 from harness.results.model import session_repeat
 from harness.results.store import RecordWriter, RunDirectory
@@ -268,12 +268,9 @@ SERVER_FIXTURE = "specsuite"  # every server-backed test depends on it, directly
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = specsuite_session(session.config)
     state.pytest_session = session
-    if not state.targets_suites():
-        return
     try:
-        # Reading these properties validates the grid options before anything is collected.
-        _ = state.grid
-        _ = state.gsm8k_temperatures
+        # Every option of the table, before anything is collected or any server starts: one line naming it (exit 4).
+        check_values(vars(session.config.option), "pytest")
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
 

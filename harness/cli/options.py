@@ -93,6 +93,15 @@ TEMPERATURE = Range("a temperature", low=0.0)
 SAMPLED_TEMPERATURE = Range("a sampled temperature (greedy has its own test)", low=0.0, low_open=True)
 TOP_P = Range("top_p", low=0.0, high=1.0, low_open=True)
 COUNT = Range("a count", low=1)
+NON_NEGATIVE_COUNT = Range("a count", low=0)
+SEED = Range("a seed", low=0)
+SECONDS = Range("a time in seconds", low=0.0, low_open=True)
+PROBABILITY = Range("a fraction", low=0.0, high=1.0)
+SIGNIFICANCE = Range("a significance level", low=0.0, high=1.0, low_open=True, high_open=True)
+MARGIN = Range("a relative margin", low=0.0, high=1.0, low_open=True, high_open=True)
+RATE = Range("a request rate (inf: all at once)", low=0.0, low_open=True)
+NON_NEGATIVE = Range("a value", low=0.0)
+PORT = Range("a port", low=1, high=65535)
 
 
 def _number(item: str, kind: type, option: str) -> float:
@@ -166,6 +175,7 @@ class Option:
     env: str | None = None  # the default comes from this environment variable when it is set
     type: Callable[[str], Any] | None = None
     parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list); the stored value stays text
+    bounds: Range | None = None  # a number's range, checked when a session or command starts (`check_values`)
     choices: tuple[Any, ...] | None = None
     metavar: str | None = None
     action: str | None = None
@@ -600,10 +610,65 @@ def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:
 
 
 def check_values(values: Mapping[str, Any], front_end: str) -> None:
-    """Parse every comma-list option's value once, so bad input fails before anything runs."""
+    """Check every option's value once, so bad input fails in one line naming the option before anything
+    runs: comma lists through their parser, numbers against their range (`BOUNDS`), the fault policy
+    and `--bench-fail-on` through theirs."""
     for option in options_for(front_end):
+        value = values.get(option.dest_for(front_end))
+        if value is None:
+            continue
         if option.parse is not None:
-            option.parse_value(values.get(option.dest_for(front_end)))
+            option.parse_value(value)
+        bounds = option.bounds or (BOUNDS.get(option.flag) if option.type in (int, float) else None)
+        if bounds is not None:
+            for item in value if isinstance(value, list) else [value]:
+                bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), option.flag)
+        checker = VALUE_CHECKS.get(option.flag)
+        if checker is not None and value != "":
+            checker(str(value), option.flag)
+
+
+def _fault_policy(text: str, option: str) -> None:
+    from harness.server.faults import RunPolicy  # only when the option is given a value
+
+    try:
+        RunPolicy.parse(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {str(exc).removeprefix('fault policy: ')}") from None
+
+
+def _fail_on(text: str, option: str) -> None:
+    from harness.compare.fail_on import parse_fail_on
+
+    try:
+        parse_fail_on(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {exc}") from None
+
+
+# The range of every number option, by flag (a flag that several front ends share means the same thing on each).
+BOUNDS: dict[str, Range] = {
+    "--launch-timeout": SECONDS, "--ready-timeout": SECONDS, "--vocab-size": COUNT, "--seed": SEED, "--kernel-seed": SEED,
+    "--alpha": SIGNIFICANCE, "--max-stray-per-1200": NON_NEGATIVE,
+    "--gsm8k-num-questions": COUNT, "--gsm8k-num-shots": NON_NEGATIVE_COUNT, "--gsm8k-parallel": COUNT,
+    "--gsm8k-min-accuracy": PROBABILITY, "--gsm8k-max-invalid": PROBABILITY,
+    "--integrity-stop-offsets": COUNT, "--integrity-batch-size": COUNT,
+    "--lossless-samples": COUNT, "--lossless-max-new-tokens": Range("a token count (positions 2.. are tested)", low=3),
+    "--lossless-top-k": COUNT, "--lossless-two-sample-size": COUNT, "--lossless-two-sample-prompts": COUNT,
+    "--lossless-greedy-prompts": COUNT, "--lossless-greedy-tokens": COUNT, "--lossless-concurrency": COUNT,
+    "--lossless-numerics-gap": NON_NEGATIVE,
+    "--bench-num-prompts": COUNT, "--bench-input-len": COUNT, "--bench-output-len": COUNT, "--bench-range-ratio": PROBABILITY,
+    "--bench-max-concurrency": COUNT, "--bench-request-rate": RATE, "--bench-warmup": NON_NEGATIVE_COUNT, "--bench-repeats": COUNT,
+    "--bench-margin": MARGIN,
+    "--kernel-vocab": COUNT, "--tokenizer-vocab": COUNT, "--kernel-batch": COUNT, "--kernel-steps": COUNT, "--kernel-dist-rows": COUNT,
+    "--repeats": COUNT,
+    "--num-prompts": COUNT, "--random-input-len": COUNT, "--random-output-len": COUNT, "--random-range-ratio": PROBABILITY,
+    "--sharegpt-output-len": COUNT, "--sharegpt-context-len": COUNT, "--request-rate": RATE, "--max-concurrency": COUNT,
+    "--warmup-requests": NON_NEGATIVE_COUNT, "--temperature": TEMPERATURE, "--top-p": TOP_P,
+    "--min-size": COUNT, "--latest": COUNT, "--port": PORT,
+}
+# Text options with a grammar of their own, checked by their parser.
+VALUE_CHECKS: dict[str, Callable[[str, str], None]] = {"--fault-policy": _fault_policy, "--bench-fail-on": _fail_on, "--fail-on": _fail_on}
 
 
 def front_end_of(args: argparse.Namespace) -> str:
