@@ -19,6 +19,10 @@ from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUP
 from harness.errors import SpecsuiteError
 
 
+RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
+                     "or launch each arm with --arm NAME=CMD")
+
+
 def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
@@ -39,7 +43,7 @@ def command_run(args: argparse.Namespace) -> int:
     rules = parse_fail_on(rules_text) if rules_text else None  # a bad rule fails before any server starts
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
-    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
     # The default arms run side by side, so each needs its own port.
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms

@@ -65,7 +65,8 @@ SOURCE_SERVER_URL = "server-url"
 SOURCE_LAUNCH = "launch"
 SOURCE_EMBEDDED = "embedded-reference"
 REFUSED_FALLBACK = ("no server under test: {why} refuses the embedded reference server (a CPU emulation, not SGLang); "
-                    "pass --server-url URL (or set SPECSUITE_SERVER_URL) or --launch CMD")
+                    "{how}")
+GIVE_A_SERVER = "pass --server-url URL (or set SPECSUITE_SERVER_URL) or --launch CMD"  # pytest, gsm8k, bench; `specsuite run` says its own
 
 
 def is_reference_emulation(server_info: dict[str, Any]) -> bool:
@@ -86,10 +87,11 @@ def describe_server_under_test(record: dict[str, Any]) -> str:
     return f"server under test: {kind}{url} (via {record.get('source')}{version})"
 
 
-def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str) -> None:
-    """Raise the one-line refusal when no server was given and the fallback is not allowed."""
+def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str, how: str = GIVE_A_SERVER) -> None:
+    """Raise the one-line refusal when no server was given and the fallback is not allowed; `how` names the
+    options of the command that refuses (every hint names an option that command has)."""
     if require_server_url and not server_url and not launch:
-        raise SpecsuiteError(REFUSED_FALLBACK.format(why=why))
+        raise SpecsuiteError(REFUSED_FALLBACK.format(why=why, how=how))
 
 
 def open_server(
