@@ -18,7 +18,6 @@ import time
 from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from harness.errors import SpecsuiteError
 
-
 RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
                      "or launch each arm with --arm NAME=CMD")
 
