@@ -352,6 +352,14 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
         return None
+    zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
+    if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
+        row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
+                   effect={"name": "relative median difference", "scale": "relative", "value": None, "ci": None},
+                   mde={"scale": "relative", "value": None, "power": POWER, "note": "zero gaps"},
+                   note=f"{zeros} zero inter-token gaps: a client that gave every event of one network read the same time "
+                        "(results before ITL definition 2); rerun the benchmark for a test")
+        return None
     boot = relative_median_diff_ci(a_tokens, b_tokens, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     equivalence = tost_equivalence(a_tokens, b_tokens, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None
     row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
