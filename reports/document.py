@@ -296,7 +296,7 @@ def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = Fal
         doc.table(Table(header, rows))
     missing = [m for m in counters if m not in present]
     if missing:
-        doc.paragraph(f"Not shown: {', '.join(missing)} (the server exports no such counter).")
+        doc.paragraph(f"Not shown: {', '.join(missing)} (no values in these results).")
 
 
 def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:

@@ -199,7 +199,8 @@ def not_run_line(results: dict[str, Any]) -> str | None:
 
 def provenance_line(results: dict[str, Any]) -> str:
     """Created, version, profile, seeds, repeats and wall time: what a rerun needs."""
-    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else ""),
+    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else "")
+             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
              f"created {results.get('created_utc', '?')}", f"specsuite {results.get('specsuite_version', '?')}",
              f"profile {results.get('profile', '?')}", f"base seed {results.get('seed', '?')}",
              f"{results.get('repeats', '?')} repeat(s) per arm"]

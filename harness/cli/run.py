@@ -65,9 +65,7 @@ def command_run(args: argparse.Namespace) -> int:
     try:
         run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
     except KeyboardInterrupt:
-        run_dir.mark_interrupted("during the pytest sessions")
-        print(f"specsuite: interrupted; partial results in {run_dir.results_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return _finish_interrupted(merged, run_dir, args, started, embedded)
     failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
     merged["server_under_test"]["reference_emulation"] = embedded or any(
         (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
@@ -108,6 +106,42 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_CHECKS_FAILED if outcome is not None and outcome.failed else EXIT_OK
 
 
+def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
+    """An interrupted run: results.json says so and where it stopped; the partial summary and report follow when
+    any session reached a server (a second Ctrl-C skips them)."""
+    from harness.compare.verdicts import compare_arms
+    from harness.results.model import ANALYSIS_KEY
+    from harness.results.store import load_results
+    from reports.render import render_report
+
+    merged["status"] = "interrupted"
+    merged["stopped_at"] = merged.get("stopped_at") or "during the pytest sessions"
+    merged["sessions_wall_time_s"] = time.perf_counter() - started
+    merged["server_under_test"]["reference_emulation"] = embedded or any(
+        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    run_dir.write_results(merged)
+    if not any(arm.get("identity") for arm in merged["arms"].values()):
+        print(f"specsuite: interrupted {merged['stopped_at']}, before any session reached its server; no report "
+              f"({run_dir.results_path})", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        merged[ANALYSIS_KEY] = compare_arms(merged)
+        run_dir.write_results(merged)
+        written = load_results(run_dir.results_path)
+        summary = summary_document(written, run_verdict_lines(written), "exit 130: interrupted; the verdicts cover what finished")
+        (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
+        if not args.no_report:
+            render_report(written, run_dir.path / "report")
+    except KeyboardInterrupt:
+        print("specsuite: interrupted again: no partial report", file=sys.stderr)
+    except SpecsuiteError as exc:
+        print(f"specsuite: no partial report: {exc}", file=sys.stderr)
+    print(f"specsuite: interrupted {merged['stopped_at']}; partial results in {run_dir.results_path}"
+          + ("" if args.no_report else f", partial report in {run_dir.path / 'report' / 'report.html'}")
+          + f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def plain(markdown: str) -> str:
     """A Markdown line for the terminal: without the bold marks."""
     return markdown.replace("**", "")
@@ -140,7 +174,11 @@ def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
 
-    lines = [server_under_test_line(results), "", "## Verdict", ""]
+    lines = [server_under_test_line(results), ""]
+    if results.get("status") not in (None, "complete"):  # an interrupted or failed run says so before any verdict
+        why = results.get("stopped_at") or results.get("error") or ""
+        lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
+    lines += ["## Verdict", ""]
     lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
     lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
     return "\n".join(lines)
