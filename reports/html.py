@@ -48,6 +48,7 @@ figcaption { font-size: 0.9em; color: #444; }
 .v-better { color: #fff; background: #1b5e20; border-color: #1b5e20; }
 .v-equivalent { color: #0d47a1; border-color: #0d47a1; }
 .v-inconclusive { color: #555; border-color: #aaa; font-weight: 500; }
+.v-none-in-either-arm { color: #1b5e20; border-color: #9c9; font-weight: 500; }
 .v-suspect { color: #fff; background: #8a3ffc; border-color: #5a1fbf; }
 .v-suspect::before { content: "\\26A0\\FE0E  "; }
 """

@@ -20,16 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct
+from reports.document import ANALYSIS_KEY, NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct, shown_verdict
 from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
 FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
 # The order of a line's verdicts: the corruption itself first, then what it disguises itself as
 # (unknown verdicts sit between "better" and the calm ones).
-SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
+SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9, NONE_IN_EITHER: 10}
 UNKNOWN_SEVERITY = 5
-CALM = ("inconclusive", "equivalent")
+CALM = ("inconclusive", "equivalent", NONE_IN_EITHER)
 # One line on each verdict that needs one; shown under the verdict lines when the verdict appears.
 EXPLAINED = {
     "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
@@ -100,8 +100,8 @@ def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[
         by_metric.setdefault(row["metric"], []).append(row)
     groups: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
     for metric_rows in by_metric.values():
-        headline = min((r["verdict"] for r in metric_rows), key=_severity)
-        hits = [r for r in metric_rows if r["verdict"] == headline]
+        headline = min((shown_verdict(r) for r in metric_rows), key=_severity)
+        hits = [r for r in metric_rows if shown_verdict(r) == headline]
         groups.setdefault(headline, []).append((_short(analysis, metric_rows[0]["metric"]), hits))
     parts, named = [], []
     for verdict in sorted(groups, key=_severity):

@@ -45,6 +45,13 @@ from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_k
 SUITES_DIR = Path(__file__).resolve().parent
 
 
+def remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        pass
+
+
 @dataclass
 class SpecsuiteSession:
     """Per-session state: options, the server, the results folder and the cached case results."""
@@ -102,12 +109,17 @@ class SpecsuiteSession:
         check_server_given(self.option("server_url"), self.option("launch"), self.require_reason() is not None,
                            self.require_reason() or "")
         self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=load_secrets())
-        self.server = open_server(
-            server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
-            arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
-            launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
-            admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
-        )
+        try:
+            self.server = open_server(
+                server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
+                arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
+                launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
+                admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
+            )
+        except (SpecsuiteError, KeyboardInterrupt):
+            remove_if_empty(self.run_dir.path)  # a server never reached leaves no empty timestamped folder (a launch log stays)
+            self.run_dir = None
+            raise
         launched = self.server.launched
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
         self.prompts = load_prompts(self.option("prompts"))

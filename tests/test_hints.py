@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.options import options_for
+from harness.cli.options import FRONT_ENDS, option_kwargs, options_for
 from harness.cli.run import RUN_GIVE_A_SERVER, exit_policy_line, run_verdict_lines, summary_document
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
 from harness.compare.verdicts import compare_arms
@@ -29,6 +29,10 @@ MAIN_JOB = ROOT / "tests" / "data" / "ab_results" / "main_job_smoke.json.gz"
 PASSED_THROUGH = re.compile(r"--pytest-arg=(--[a-z][a-z0-9-]*)")
 COMMAND_SPAN = re.compile(r"`((?:pytest|specsuite [a-z0-9-]+) [^`]*)`")
 FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9-]*")
+
+
+# Flags of the programs an option passes on to (vLLM, the reference server, a launch command), named in help texts.
+FOREIGN_FLAGS = {"--speculative-config", "--host", "--port", "--speculative-algorithm", "--step-time-ms", "--sampler", "--help"}
 
 
 def unknown_flags(text: str, front_end: str) -> list[str]:
@@ -43,7 +47,7 @@ def unknown_flags(text: str, front_end: str) -> list[str]:
     text = COMMAND_SPAN.sub("", text)
     missing += [flag for flag in PASSED_THROUGH.findall(text) if not known(flag, "pytest")]
     rest = PASSED_THROUGH.sub("--pytest-arg", text)
-    return missing + [flag for flag in FLAG.findall(rest) if not known(flag, front_end)]
+    return missing + [flag for flag in FLAG.findall(rest) if not known(flag, front_end) and flag not in FOREIGN_FLAGS]
 
 
 def test_the_walk_itself_catches_a_wrong_hint() -> None:
@@ -84,3 +88,16 @@ def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
                 lines.append(exit_policy_line(argparse.Namespace(profile=profile, fail_on=fail_on), result))
     lines += summary_document(results, run_verdict_lines(results), lines[-1]).splitlines()
     assert [(line, unknown_flags(line, "run")) for line in lines if unknown_flags(line, "run")] == []
+
+
+HELP_CASES = [(front_end, option) for front_end in FRONT_ENDS for option in options_for(front_end)]
+
+
+@pytest.mark.parametrize(("front_end", "option"), HELP_CASES, ids=[f"{f}:{o.flag}" for f, o in HELP_CASES])
+def test_each_help_text_names_options_of_its_own_command(front_end: str, option) -> None:
+    """A help text shared by several commands must fit each (issue 24: `specsuite gsm8k --help` spoke of `specsuite run`)."""
+    text = option_kwargs(option, front_end)["help"].replace("%%", "%")
+    assert unknown_flags(text, front_end) == [], text
+    other_commands = [name for name in ("specsuite run", "specsuite bench", "specsuite history", "a pytest session")
+                      if name in text and name != f"specsuite {front_end}"]
+    assert not other_commands, text

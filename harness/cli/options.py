@@ -188,6 +188,12 @@ class Option:
     pytest_area: str | None = None  # which suites/ module declares it (each plugin can be loaded alone)
     pytest_group: str = "specsuite"
     cli_group: str | None = None  # an argparse argument group, where the parser has one of that name
+    help_for: tuple[tuple[str, str], ...] = ()  # (front end, help) where the general help does not fit that command
+    default_text_for: tuple[tuple[str, str], ...] = ()  # (front end, shown default) likewise
+
+    def help_on(self, front_end: str) -> str:
+        """The help a front end shows: its own text where the option has one, else the general one."""
+        return dict(self.help_for).get(front_end, self.help)
 
     @property
     def positional(self) -> bool:
@@ -264,9 +270,17 @@ OPTIONS: tuple[Option, ...] = (
     # ---- the server under test (conftest.py) and the baseline
     Option("--server-url", "base URL of a running server under test; `specsuite run` compares it against --baseline-url. "
            "The API key comes from SPECSUITE_API_KEY", SERVER_FRONT_ENDS, env=SERVER_URL_ENV,
-           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server"),
+           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server",
+           help_for=(("pytest", "base URL of a running server under test. The API key comes from SPECSUITE_API_KEY"),
+                     ("run", "base URL of the candidate server, compared against --baseline-url. The API key comes from SPECSUITE_API_KEY"),
+                     ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
+                     ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
+           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),)),
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
            "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="conftest",
+           help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
+                                "benchmark runs"),
+                     ("run", "base URL of the baseline server: the last arm, the one every other arm is compared against")),
            aliases=(Alias("--bench-baseline-url", ("pytest",)),)),
     Option("--launch", "start this server command, wait until ready, log to the results folder, stop it after", ("pytest", "gsm8k", "bench"),
            metavar="CMD", pytest_area="conftest", cli_group="server"),
@@ -282,9 +296,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
            parse=top_p_list, pytest_area="conftest"),
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
-           choices=("smoke", "nightly"), pytest_area="conftest"),
+           choices=("smoke", "nightly"), pytest_area="conftest",
+           help_for=(("run", "token budget per case; nightly also implies --require-server-url and exits 1 when a candidate is "
+                             "worse or suspect on a correctness metric (no --fail-on needed)"),)),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
-           default=RESULTS_DIR, pytest_area="conftest", cli_group="server"),
+           default=RESULTS_DIR, pytest_area="conftest", cli_group="server",
+           help_for=(("pytest", "where run folders go"), ("run", "where run folders go"), ("gsm8k", "where run folders go"),
+                     ("bench", "where the JSONL results and server logs go"))),
     Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="conftest"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
            pytest_area="conftest", cli_group=BENCH_SERVING),
@@ -292,7 +310,10 @@ OPTIONS: tuple[Option, ...] = (
            pytest_area="conftest"),
     Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="conftest"),
     Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
-           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest"),
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest",
+           help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
+                     ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
+                     ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1"))),
     Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="conftest"),
     Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="conftest"),
     # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)
@@ -315,7 +336,15 @@ OPTIONS: tuple[Option, ...] = (
            "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin"),
     Option("--require-server-url", "refuse to fall back to the embedded reference server when no server is given "
            "(--server-url or SPECSUITE_SERVER_URL, --launch; `specsuite run`: also --baseline-url, --arm); pytest exits 4, specsuite 2; "
-           "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server"),
+           "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server",
+           help_for=(("pytest", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                                "SPECSUITE_SERVER_URL, --launch): exit 4; --profile nightly implies it"),
+                     ("run", "refuse to fall back to the embedded reference arms when no server is given (--server-url, "
+                             "--baseline-url, --arm): exit 2; --profile nightly implies it"),
+                     ("gsm8k", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                               "SPECSUITE_SERVER_URL, --launch): exit 2"),
+                     ("bench", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                               "SPECSUITE_SERVER_URL, --launch): exit 2"))),
     # ---- integrity (suites/plugin_integrity.py)
     Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
            default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
@@ -374,7 +403,11 @@ OPTIONS: tuple[Option, ...] = (
     # ---- the history database (suites/plugin_history.py and `specsuite history`)
     Option("--results-db", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB. Not given: a pytest "
            "session stores nothing, `specsuite history` reads specsuite-results/history.sqlite", ("pytest", *HISTORY_ALL),
-           default_factory=results_db_default, env=RESULTS_DB_ENV, metavar="URL", pytest_area="history"),
+           default_factory=results_db_default, env=RESULTS_DB_ENV, metavar="URL", pytest_area="history",
+           help_for=(("pytest", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB; not given, "
+                                "the session stores nothing"),
+                     *((verb, "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default "
+                              "specsuite-results/history.sqlite)") for verb in HISTORY_ALL))),
     Option("--compare-to", "the nightly regression test's baseline, from the history: the newest passed run of tonight's "
            "configuration and arm, or that run id (needs --results-db)", ("pytest",), metavar="last-good|RUN_ID", pytest_area="history"),
     Option("--build-hash", "the server build under test, stored with the run", ("pytest", "history ingest"), env="SPECSUITE_BUILD_HASH",
@@ -407,7 +440,8 @@ OPTIONS: tuple[Option, ...] = (
            default=None, short="-m"),
     Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,
            metavar="ARG"),
-    Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt", ("run",),
+    Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt "
+           "(--profile nightly adds its own gate: worse or suspect on a correctness metric)", ("run",),
            metavar="RULES"),
     Option("--no-report", "skip rendering report.md/report.html/PNGs", ("run",), action="store_true"),
     # ---- the embedded reference server, when no server is given (`specsuite gsm8k`, `specsuite bench`)
@@ -472,7 +506,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="RESULTS.json"),
     Option("--arm", "only this arm of each file (repeatable)", ("history ingest",), action="append", dest="ingest_arm"),
     Option("--outcome", "whether the run's checks passed; only passed runs can be last-good", ("history ingest",),
-           choices=("passed", "failed", "unknown"), default_text="from a `specsuite run` file's exit codes, else unknown"),
+           choices=("passed", "failed", "unknown"), default_text="from the file's recorded session exit codes, else unknown"),
     Option("--date", "the run's date, YYYY-MM-DD[THH:MM:SSZ]", ("history ingest",), default_text="the file's created_utc"),
     Option("--node", "the machine that ran the suites", ("history ingest",), default_text="this one"),
     # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m fixtures.refserver --help)
@@ -537,9 +571,9 @@ def _escape(text: str) -> str:
 
 def option_kwargs(option: Option, front_end: str, *, suppress_default: bool = False) -> dict[str, Any]:
     """addoption/add_argument keyword arguments for one option on one front end."""
-    shown = option.default_label()
+    shown = dict(option.default_text_for).get(front_end) or option.default_label()
     aliases = [alias for alias in option.aliases if front_end in alias.front_ends]
-    help_text = option.help + (f" (default: {shown})" if shown else "")
+    help_text = option.help_on(front_end) + (f" (default: {shown})" if shown else "")
     if aliases:
         help_text += "; also " + ", ".join(alias.flag + (" (deprecated)" if alias.deprecated else "") for alias in aliases)
     kwargs: dict[str, Any] = {"help": _escape(help_text)}
