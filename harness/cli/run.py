@@ -53,6 +53,7 @@ def command_run(args: argparse.Namespace) -> int:
     if args.vocab_size:
         options += ["--vocab-size", str(args.vocab_size)]
     options += args.pytest_arg  # last, so the user's settings win over the main job's
+    check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
                    parts=MAIN_JOB_PARTS if args.markers is None else ())
@@ -182,6 +183,24 @@ def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
     lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
     lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
     return "\n".join(lines)
+
+
+def check_session_options(options: list[str]) -> None:
+    """Check the values of the pytest options every session gets (the main job's and --pytest-arg's) against the
+    option table, as each session would at its start: one line naming the option. Arguments the table does not
+    know are left to pytest."""
+    from harness.cli.options import add_options, check_values
+
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    add_options(parser.add_argument, "pytest")
+    try:
+        known, _ = parser.parse_known_args(options)
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise SpecsuiteError(f"--pytest-arg: {exc}") from None
+    try:
+        check_values(vars(known), "pytest")
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{exc} (a pytest option given to every session)") from None
 
 
 def sessions_error(merged: dict) -> str:
