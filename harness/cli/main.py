@@ -83,9 +83,13 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     items = load_gsm8k(args.gsm8k_path)
     api_key = load_api_key()
     run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
-    server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
-                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
-                         admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
+    try:
+        server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
+                             tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
+                             admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
+    except (SpecsuiteError, KeyboardInterrupt):
+        remove_if_empty(run_dir.path)  # a server never reached leaves no empty timestamped folder
+        raise
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
     results: dict = {}
     workloads: dict = {}
@@ -128,6 +132,13 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     print(f"specsuite: wrote {run_dir.results_path}")
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK
+
+
+def remove_if_empty(folder) -> None:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        pass
 
 
 def command_report(args: argparse.Namespace) -> int:
