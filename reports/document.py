@@ -17,13 +17,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reports.server_under_test import server_under_test_line
+from reports.gsm8k_source import gsm8k_is_synthetic
+from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
 from reports.summary_table import summary_markdown
 
 ANALYSIS_KEY = "ab_compare"  # the results model's key (harness.results.model.ANALYSIS_KEY; tests hold them equal)
 NOT_RUN = "not run"
 
-VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive")  # the order the verdict counts are given in
+NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
+VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive", NONE_IN_EITHER)  # the order the verdict counts are given in
+
+
+def shown_verdict(row: dict[str, Any]) -> str:
+    """The verdict as the report shows it: an event rate with no event in either arm is not "inconclusive" but
+    "none in either arm" (nothing to compare, nothing wrong)."""
+    events = row.get("events") or {}
+    if row.get("verdict") == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
+        return NONE_IN_EITHER
+    return str(row.get("verdict"))
 
 
 
@@ -197,7 +208,7 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
         doc.blocks.append(("raw", summary_markdown(results)))
         doc.bullets(figure_notes)
         return doc
-    _before_after(doc, analysis)
+    _before_after(doc, analysis, gsm8k_is_synthetic(results))
     _verdicts(doc, analysis)
     _spread(doc, analysis, results)
     doc.heading(2, "Figures")
@@ -239,12 +250,14 @@ def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
 def _identity_text(arm: dict[str, Any]) -> str:
     identity = arm.get("identity") or {}
     spec = identity.get("speculative") or {}
-    parts = [f"server {identity.get('version', '?')}"]
+    emulated = REFERENCE_MARKER_KEY in (identity.get("server_args") or {})
+    parts = [f"reference emulation of SGLang {identity.get('version', '?')}" if emulated else f"server {identity.get('version', '?')}"]
     if spec.get("speculative_algorithm"):
         parts.append(f"{spec['speculative_algorithm']} steps {spec.get('speculative_num_steps')} topk "
                      f"{spec.get('speculative_eagle_topk')} draft tokens {spec.get('speculative_num_draft_tokens')}")
     if identity.get("cuda_graph"):
-        parts.append(f"CUDA graph {identity['cuda_graph']}")
+        # The reference server has no GPU: its "CUDA graph" is a simulated graph memory pool (the founding bug's mechanism).
+        parts.append(f"simulated CUDA-graph pool {identity['cuda_graph']} (CPU emulation)" if emulated else f"CUDA graph {identity['cuda_graph']}")
     if identity.get("vocab_size"):
         parts.append(f"vocab {identity['vocab_size']} (tokenizer {identity.get('tokenizer_length')})")
     return ", ".join(parts)
@@ -255,7 +268,7 @@ def _cases(analysis: dict[str, Any]) -> list[tuple[float, float]]:
     return sorted(keys)
 
 
-def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
+def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = False) -> None:
     arms, baseline = analysis["arm_order"], analysis.get("baseline")
     candidates = analysis.get("candidates") or []
     estimates = {(r["arm"], r["metric"], r["temperature"], r["top_p"]): r for r in analysis["estimates"]}
@@ -266,15 +279,15 @@ def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
     doc.heading(2, "Before / after, per sampling case")
     doc.paragraph("Each cell: the arm's pooled value over its repeats with a 95% interval (Clopper–Pearson for "
                   "proportions, t for the mean accept length, order statistics for the median ITL). The verdict column "
-                  "compares the candidate with the baseline; see the verdict table for effects and p-values. A higher "
-                  "accept length in an arm that also emits invalid ids is the founding bug's signature (corrupt draft "
-                  "probabilities accepted), not a speed-up: its verdict is **suspect**, not better.")
+                  "compares the candidate with the baseline; see the verdict table for effects and p-values.")
     header = ["metric"] + [f"{arm} ({'baseline' if arm == baseline else 'candidate'})" for arm in arms]
     header += [f"verdict {c} vs {baseline}" for c in candidates]
     for temperature, top_p in _cases(analysis):
         rows = []
         for metric in analysis["report_rows"]:
             label, kind = metrics[metric]["report_label"], metrics[metric]["report_format"]
+            if synthetic and metrics[metric]["source"] == "gsm8k":
+                label += " (synthetic set)"
             if metric in counters and metric not in present:
                 continue  # the server does not export this counter
             workload = None if metrics[metric]["source"] == "cases" else metrics[metric]["source"]
@@ -287,13 +300,13 @@ def _before_after(doc: Document, analysis: dict[str, Any]) -> None:
                 cells.append(estimate_cell(row, kind) if row else (f"{NOT_RUN} at this setting" if workload else "n/a (no data)"))
             for candidate in candidates:
                 comparison = comparisons.get((candidate, metric, temperature, top_p))
-                cells.append(f"**{comparison['verdict']}** (p_adj {fmt_p(comparison.get('p_adjusted'))})" if comparison else "–")
+                cells.append(f"**{shown_verdict(comparison)}** (p_adj {fmt_p(comparison.get('p_adjusted'))})" if comparison else "–")
             rows.append(cells)
         doc.heading(3, case_title(temperature, top_p))
         doc.table(Table(header, rows))
     missing = [m for m in counters if m not in present]
     if missing:
-        doc.paragraph(f"Not shown: {', '.join(missing)} (the server exports no such counter).")
+        doc.paragraph(f"Not shown: {', '.join(missing)} (no values in these results).")
 
 
 def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
@@ -302,22 +315,53 @@ def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
     if not rows:
         doc.paragraph("No comparisons: the results hold fewer than two arms with data.")
         return
-    counts = {v: sum(r["verdict"] == v for r in rows) for v in VERDICTS}
-    counts = {v: n for v, n in counts.items() if n or v != "suspect"}  # "0 suspect" says nothing
+    counts = {v: sum(shown_verdict(r) == v for r in rows) for v in VERDICTS}
+    counts = {v: n for v, n in counts.items() if n or v not in ("suspect", NONE_IN_EITHER)}  # "0 suspect" says nothing
     doc.paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + ". Rates compare events per unit exposure "
                   "(ratio candidate / baseline); from a zero-event baseline any significant increase is 'worse'.")
-    doc.bullets([f"suspect: {row['label']}, {row['candidate']} vs {row['baseline']}, "
-                 f"{case_title(row['temperature'], row['top_p'])}: {row['note']}" for row in rows if row["verdict"] == "suspect"])
+    doc.bullets(_suspect_summary(rows))
     table = Table(["metric", "case", "candidate", "baseline", "candidate value", "baseline value", "effect [95% CI]",
                    "p", "p (Holm)", "MDE", "test", "verdict"], [])
     for row in rows:
         kind = kind_of(analysis, row["metric"])
         table.rows.append([row["metric"], case_title(row["temperature"], row["top_p"]), row["candidate"], row["baseline"],
-                           _value(row.get("candidate_value"), kind), _value(row.get("baseline_value"), kind),
+                           _value(row.get("candidate_value"), kind) + _statistic(row), _value(row.get("baseline_value"), kind) + _statistic(row),
                            effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row, kind),
-                           (row.get("test") or "–") + (f"; {row['note']}" if row.get("note") else ""),
-                           f"**{row['verdict']}**"])
+                           (row.get("test") or "–") + _note_cell(row),
+                           f"**{shown_verdict(row)}**"])
     doc.table(table)
+
+
+def _suspect_summary(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per suspect metric and pair of arms, naming its cases and what the arm is worse on (the why is said once,
+    under the verdict lines)."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["verdict"] == "suspect":
+            groups.setdefault((row["label"], row["candidate"], row["baseline"]), []).append(row)
+    lines = []
+    for (label, candidate, baseline), hits in groups.items():
+        signs = sorted({sign for row in hits for sign in row.get("suspect_because") or ()})
+        cases = "; ".join(case_title(row["temperature"], row["top_p"]) for row in hits)
+        lines.append(f"**suspect**: {label}, {candidate} vs {baseline}, in {len(hits)} case(s) ({cases}): higher while worse on "
+                     f"{', '.join(signs) or 'a corruption sign'}")
+    return lines
+
+
+def _note_cell(row: dict[str, Any]) -> str:
+    """The verdict table's note: a suspect row's explanation is given once above the table, not on every row."""
+    note = row.get("note")
+    if not note:
+        return ""
+    if row["verdict"] == "suspect":
+        rest = note.split("; ", 1)[1] if "; " in note and note.startswith("higher accept length") else ""
+        return "; suspect: see above" + (f"; {rest}" if rest else "")
+    return f"; {note}"
+
+
+def _statistic(row: dict[str, Any]) -> str:
+    """Which statistic a verdict row's values are, when it is not the per-case tables' (accept length: medians there, means here)."""
+    return f" ({row['value_statistic']})" if row.get("value_statistic") and row.get("candidate_value") is not None else ""
 
 
 def _value(value: float | None, kind: str) -> str:

@@ -37,7 +37,9 @@ td.nowrap { white-space: nowrap; }
 tr:nth-child(even) td { background: #fafafa; }
 code, pre { font-family: ui-monospace, Menlo, Consolas, monospace; background: #f4f4f4; }
 pre { padding: 0.6em; overflow-x: auto; }
-.figures { display: grid; grid-template-columns: 1fr 1fr; gap: 1em; align-items: start; }
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 560px), 1fr)); gap: 1em; align-items: start; }
+.table-wrap { overflow-x: auto; max-width: 100%; margin: 0.6em 0 1.4em; } .table-wrap table { margin: 0; }
+@media (max-width: 600px) { body { padding: 0 0.5em; margin: 0.6em auto; } ul.verdicts { font-size: 1em; } h1 { font-size: 1.35em; } }
 figure { margin: 0; } figure.wide { grid-column: 1 / -1; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: 0.9em; color: #444; }
@@ -46,6 +48,7 @@ figcaption { font-size: 0.9em; color: #444; }
 .v-better { color: #fff; background: #1b5e20; border-color: #1b5e20; }
 .v-equivalent { color: #0d47a1; border-color: #0d47a1; }
 .v-inconclusive { color: #555; border-color: #aaa; font-weight: 500; }
+.v-none-in-either-arm { color: #1b5e20; border-color: #9c9; font-weight: 500; }
 .v-suspect { color: #fff; background: #8a3ffc; border-color: #5a1fbf; }
 .v-suspect::before { content: "\\26A0\\FE0E  "; }
 """
@@ -80,7 +83,8 @@ def _table(table: Table, verdicts: Collection[str]) -> str:
     nowrap = {i for i, name in enumerate(table.header) if name in NOWRAP_COLUMNS}
     body = "".join("<tr>" + "".join(('<td class="nowrap">' if i in nowrap else "<td>") + f"{_inline(c, verdicts)}</td>"
                                     for i, c in enumerate(row)) + "</tr>" for row in table.rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # In a scrolling box: a wide table scrolls on a phone instead of being cut off at the screen's edge.
+    return f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
 def _png_width(data: bytes) -> int:
@@ -152,5 +156,6 @@ def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) 
             parts.append(f"<pre>{html.escape(block[1])}</pre>")
     flush_figures()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{html.escape(document.title)}</title><style>{_STYLE}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")

@@ -20,15 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.document import ANALYSIS_KEY, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct
+from reports.document import ANALYSIS_KEY, NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct, shown_verdict
+from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
 FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
 # The order of a line's verdicts: the corruption itself first, then what it disguises itself as
 # (unknown verdicts sit between "better" and the calm ones).
-SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9}
+SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9, NONE_IN_EITHER: 10}
 UNKNOWN_SEVERITY = 5
-CALM = ("inconclusive", "equivalent")
+CALM = ("inconclusive", "equivalent", NONE_IN_EITHER)
 # One line on each verdict that needs one; shown under the verdict lines when the verdict appears.
 EXPLAINED = {
     "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
@@ -99,8 +100,8 @@ def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[
         by_metric.setdefault(row["metric"], []).append(row)
     groups: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
     for metric_rows in by_metric.values():
-        headline = min((r["verdict"] for r in metric_rows), key=_severity)
-        hits = [r for r in metric_rows if r["verdict"] == headline]
+        headline = min((shown_verdict(r) for r in metric_rows), key=_severity)
+        hits = [r for r in metric_rows if shown_verdict(r) == headline]
         groups.setdefault(headline, []).append((_short(analysis, metric_rows[0]["metric"]), hits))
     parts, named = [], []
     for verdict in sorted(groups, key=_severity):
@@ -138,7 +139,7 @@ def _state(analysis: dict[str, Any], arm: str, family: str) -> str:
             parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
         accept = sorted(r["value"] for r in by_metric.get("accept_length", []) if r.get("value") is not None)
         if accept:
-            parts.append(f"accept length {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
+            parts.append(f"accept length (mean of requests) {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
         return ", ".join(parts)
     if family == "gsm8k":
         accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r["temperature"])
@@ -164,6 +165,8 @@ def verdict_lines(results: dict[str, Any]) -> list[VerdictLine]:
             if not _ran(analysis, family):
                 continue
             state = _state(analysis, arm, family)
+            if family == "gsm8k" and state and gsm8k_is_synthetic(results):
+                state = f"synthetic-set {state}"
             if arm == baseline:
                 line = VerdictLine(arm, family, state or "no figures")
             else:
@@ -196,7 +199,8 @@ def not_run_line(results: dict[str, Any]) -> str | None:
 
 def provenance_line(results: dict[str, Any]) -> str:
     """Created, version, profile, seeds, repeats and wall time: what a rerun needs."""
-    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else ""),
+    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else "")
+             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
              f"created {results.get('created_utc', '?')}", f"specsuite {results.get('specsuite_version', '?')}",
              f"profile {results.get('profile', '?')}", f"base seed {results.get('seed', '?')}",
              f"{results.get('repeats', '?')} repeat(s) per arm"]
@@ -294,6 +298,9 @@ def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes
     analysis = results.get(ANALYSIS_KEY)
     if results.get("side_by_side") and isinstance(analysis, dict) and _ran(analysis, "bench"):
         doc.paragraph(SIDE_BY_SIDE_NOTE)
+    synthetic = gsm8k_source_note(results)
+    if synthetic and isinstance(analysis, dict) and _ran(analysis, "gsm8k"):
+        doc.blocks.append(("note", synthetic))
     missing = not_run_line(results)
     if missing:
         doc.blocks.append(("note", missing))

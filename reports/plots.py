@@ -134,10 +134,12 @@ def plot_rates(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path)
 def plot_accept_length(results: dict[str, Any], analysis: dict[str, Any], out_dir: Path) -> FigureRef | str:
     rows = [r for r in analysis["estimates"] if r["metric"] == "accept_length"]
     if not rows:
-        return "Accept-length figure: no per-request accept lengths in these results (speculative decoding off?)."
+        return "Accept-length figure: these results hold no per-request accept lengths."
     colors = arm_colors(analysis["arm_order"])
     top_ps = sorted({r["top_p"] for r in rows if r["temperature"] > 0}) or [1.0]
-    styles = dict(zip(reversed(top_ps), ("-", "--", ":", "-."), strict=False))
+    # Each top_p its own line style AND marker, and a long legend handle: a short dashed handle reads as solid.
+    styles = dict(zip(reversed(top_ps), ("-", (0, (6, 3)), ":", "-."), strict=False))
+    markers = dict(zip(reversed(top_ps), ("o", "s", "^", "D"), strict=False))
     fig = Figure(figsize=(8.5, 5.2), layout="constrained")
     ax = fig.subplots()
     for arm in analysis["arm_order"]:
@@ -152,12 +154,13 @@ def plot_accept_length(results: dict[str, Any], analysis: dict[str, Any], out_di
             ys = [r["value"] for r in line]
             low = [r["value"] - (r["ci"] or [r["value"]] * 2)[0] for r in line]
             high = [(r["ci"] or [r["value"]] * 2)[1] - r["value"] for r in line]
-            ax.errorbar(xs, ys, yerr=[low, high], color=colors[arm], linestyle=styles[top_p], marker="o", markersize=7,
-                        capsize=5, linewidth=2, label=f"{arm}, top_p={top_p:g}")
+            ax.errorbar(xs, ys, yerr=[low, high], color=colors[arm], linestyle=styles[top_p], marker=markers[top_p], markersize=7,
+                        capsize=5, linewidth=2, label=f"{arm}, top_p={top_p:g} ({'solid' if styles[top_p] == '-' else 'dashed'})"
+                        if len(top_ps) == 2 else f"{arm}, top_p={top_p:g}")
     ax.set_xlabel("temperature")
     ax.set_ylabel("accept length (tokens per verify step)")
     ax.set_title("Accept length against temperature (mean of requests, 95% CI)")
-    ax.legend(loc="best")
+    ax.legend(loc="best", handlelength=4.5)
     path = _save(fig, out_dir / "accept_length.png")
     return FigureRef(path, "Accept length against temperature",
                      "Healthy acceptance does not rise with temperature; a rise towards the ceiling is the founding bug's "

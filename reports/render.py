@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from reports.csv_export import render_csv
-from reports.document import ANALYSIS_KEY
+from reports.document import ANALYSIS_KEY, shown_verdict
 from reports.html import KNOWN_VERDICTS, render_html
 from reports.markdown import render_markdown
 from reports.overview import build_report
@@ -22,7 +22,7 @@ def _verdicts(results: dict[str, Any]) -> set[str]:
     """Every verdict string the analysis holds, so the HTML draws each one as a chip, known or not."""
     analysis = results.get(ANALYSIS_KEY)
     rows = analysis.get("comparisons") if isinstance(analysis, dict) else None
-    return {str(row["verdict"]) for row in rows or [] if isinstance(row, dict) and row.get("verdict")} | set(KNOWN_VERDICTS)
+    return {shown_verdict(row) for row in rows or [] if isinstance(row, dict) and row.get("verdict")} | set(KNOWN_VERDICTS)
 
 
 def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -33,6 +33,9 @@ def _where(results: dict[str, Any], records: dict[str, dict[str, Any]]) -> str:
     for name, arm in arms.items():
         record = records.get(name) or {}
         identity = (arm.get("identity") if isinstance(arm, dict) else None) or {}
+        if not record and not identity:  # its sessions never reached a server: say so, guess nothing
+            parts.append(f"{name} (not reached)")
+            continue
         url = record.get("url") or identity.get("base_url") or "?"
         version = record.get("version") or identity.get("version")
         parts.append(f"{name} {url}" + (f" (version {version})" if version else ""))

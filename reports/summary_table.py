@@ -14,7 +14,7 @@ from typing import Any
 # names (reports/ imports nothing of harness/); tests/test_metric_registry.py holds them equal.
 NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
 FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
-COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "stray / 1200", "accept length",
+COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "stray / 1200", "accept length (mean of requests)",
            "non-finite draft_probs", "sampler fallbacks")
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, deprecation_notes, parse_option
+from harness.cli.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
 from harness.results.model import session_repeat
 from harness.results.store import RecordWriter, RunDirectory
@@ -43,6 +43,13 @@ from harness.workloads.gsm8k import load_gsm8k
 from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
 SUITES_DIR = Path(__file__).resolve().parent
+
+
+def remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        pass
 
 
 @dataclass
@@ -102,12 +109,17 @@ class SpecsuiteSession:
         check_server_given(self.option("server_url"), self.option("launch"), self.require_reason() is not None,
                            self.require_reason() or "")
         self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=load_secrets())
-        self.server = open_server(
-            server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
-            arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
-            launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
-            admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
-        )
+        try:
+            self.server = open_server(
+                server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
+                arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
+                launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
+                admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
+            )
+        except (SpecsuiteError, KeyboardInterrupt):
+            remove_if_empty(self.run_dir.path)  # a server never reached leaves no empty timestamped folder (a launch log stays)
+            self.run_dir = None
+            raise
         launched = self.server.launched
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
         self.prompts = load_prompts(self.option("prompts"))
@@ -172,6 +184,7 @@ class SpecsuiteSession:
                     parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
                     record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
                 )
+                runs[key]["source"] = self.option("gsm8k_path")  # the report says when it was the synthetic set
             self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
             self.write_results("running")
         return runs[key]
@@ -267,12 +280,9 @@ SERVER_FIXTURE = "specsuite"  # every server-backed test depends on it, directly
 def pytest_sessionstart(session: pytest.Session) -> None:
     state = specsuite_session(session.config)
     state.pytest_session = session
-    if not state.targets_suites():
-        return
     try:
-        # Reading these properties validates the grid options before anything is collected.
-        _ = state.grid
-        _ = state.gsm8k_temperatures
+        # Every option of the table, before anything is collected or any server starts: one line naming it (exit 4).
+        check_values(vars(session.config.option), "pytest")
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
 

@@ -43,6 +43,10 @@ async def scripted(request: web.Request) -> web.StreamResponse:
     if script == "error":
         await response.write(sse({"error": {"message": "bad request"}}) + sse(b"[DONE]"))
         return response
+    if script == "one-read":  # every event in one network write, as a busy server's flush delivers them
+        events = [sse({"text": "a" * n, "meta_info": {"completion_tokens": n, "prompt_tokens": 3}}) for n in range(1, 9)]
+        await response.write(b"".join(events) + sse(b"[DONE]"))
+        return response
     steps = [(0.0, "a", 1), (0.05, "abc", 3), (0.03, "abc", 3), (0.03, "abcd", 4)]
     for pause, text, tokens in steps:
         await asyncio.sleep(pause)
@@ -80,6 +84,14 @@ def test_stream_timing_splits_multi_token_chunks():
     assert 0.045 <= out.chunk_itl[0] <= 0.5  # 50 ms scripted (upper bound loose: shared CPUs)
     assert 0.058 <= out.chunk_itl[1] <= 0.5  # 30 + 30 ms: the zero-token chunk's gap merged into the next
     assert out.latency >= out.ttft + sum(out.chunk_itl) - 1e-9
+
+
+def test_events_of_one_network_read_get_their_own_stamps():
+    """bench_serving reads line by line and stamps each event after parsing it; one stamp per network read
+    gave every later event of the read a zero gap (issue 24: the report dropped them, results.json kept them)."""
+    out = run_scripted("one-read")
+    assert out.success, out.error
+    assert len(out.itl) == 7 and all(gap > 0 for gap in out.itl), out.itl
 
 
 @pytest.mark.parametrize("script, message", [("http500", "HTTP 500"), ("error", "server error in stream"),

@@ -102,7 +102,7 @@ def test_non_sglang_server_is_one_line(pytester):
     try:
         started = time.perf_counter()
         result = _run(pytester, SUITES, "--server-url", f"http://127.0.0.1:{server.server_address[1]}")
-        _assert_one_line_error(result, started, "does not look like an SGLang server")
+        _assert_one_line_error(result, started, "does not look like an SGLang or vLLM server")
     finally:
         server.shutdown()
 

@@ -111,8 +111,11 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     assert re.search(r"\*\*nofix\*\* · correctness: \*\*worse\*\* on invalid ids, fallback ids.*; \*\*(better|suspect)\*\* on acceptance",
                      head), head  # "suspect" once the A/B marks the founding bug's signature so
     assert "Not run: spread between repeats" in head and "GSM8K," not in head.split("Not run")[1]
-    filled = {cells[0] for line in tables.splitlines() if line.startswith("| ") and (cells := [c.strip() for c in line[1:].split(" | ")])}
+    # The GSM8K rows say that the main job's set is the synthetic one.
+    filled = {cells[0].removesuffix(" (synthetic set)") for line in tables.splitlines()
+              if line.startswith("| ") and (cells := [c.strip() for c in line[1:].split(" | ")])}
     assert set(SEED_ROWS) <= filled, set(SEED_ROWS) - filled
+    assert "| GSM8K accuracy (synthetic set) |" in tables and "synthetic** GSM8K-format set" in head
     assert not [line for line in tables.splitlines() if line.startswith("| ") and "not run" in line]
 
 

@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from typing import Sequence
 
 from harness.cli import bench as bench_command
 from harness.cli import history as history_command
+from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
 from harness.cli.options import add_arguments, check_values, deprecation_notes, front_end_of, parse_option
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.interrupts import interrupt_after_children
-
-EXIT_OK = 0
-EXIT_CHECKS_FAILED = 1
-EXIT_ERROR = 2
-EXIT_INTERRUPTED = 130
 
 
 def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -77,83 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
-    from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
-    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
-    from harness.compare.verdicts import compare_arms
-    from harness.results.model import ANALYSIS_KEY
-    from harness.results.store import RunDirectory, load_results
-    from harness.server.secrets import load_secrets
-    from harness.server.session import check_server_given
-    from reports.render import render_report
-    from reports.server_under_test import server_under_test_line
-    from reports.summary_table import summary_markdown
+    from harness.cli.run import command_run as run
 
-    started = time.perf_counter()
-    if args.repeats < 1:
-        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
-    rules = parse_fail_on(args.fail_on) if args.fail_on else None  # a bad rule fails before any server starts
-    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
-    why = "--require-server-url" if args.require_server_url else "--profile nightly"
-    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why)
-    # The default arms run side by side, so each needs its own port.
-    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
-    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
-    markers = args.markers or MAIN_JOB_MARKERS
-    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN_JOB_OPTIONS]
-    if args.tokenizer:
-        options += ["--tokenizer", args.tokenizer]
-    if args.vocab_size:
-        options += ["--vocab-size", str(args.vocab_size)]
-    options += args.pytest_arg  # last, so the user's settings win over the main job's
-    # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
-    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
-                   parts=MAIN_JOB_PARTS if args.markers is None else ())
-    run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
-    merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
-                                                         "source": "embedded-reference" if embedded else "arms"},
-              "seed": args.seed, "profile": args.profile, "repeats": args.repeats, "markers": markers, "pytest_options": options,
-              "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
-    print(f"specsuite: results in {run_dir.path}", flush=True)
-    try:
-        run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
-    except KeyboardInterrupt:
-        run_dir.mark_interrupted("during the pytest sessions")
-        print(f"specsuite: interrupted; partial results in {run_dir.results_path}", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
-    merged["server_under_test"]["reference_emulation"] = embedded or any(
-        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
-    merged["warnings"] = [f"{name} r{r['repeat']}: {line}" for name, arm in merged["arms"].items() for r in arm["repeats"]
-                          for line in r.get("warnings") or []]
-    merged["status"] = "failed" if failed else "complete"
-    if failed:
-        merged["error"] = f"sessions without results: {', '.join(failed)}"
-    merged[ANALYSIS_KEY] = compare_arms(merged)
-    outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
-    if outcome is not None:
-        merged["fail_on"] = outcome.to_dict()
-    merged["sessions_wall_time_s"] = time.perf_counter() - started
-    run_dir.write_results(merged)
-    written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
-    summary = server_under_test_line(written) + "\n\n" + summary_markdown(written)
-    (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
-    print(summary)
-    if not args.no_report:
-        render_report(written, run_dir.path / "report")
-        print(f"specsuite: report in {run_dir.path / 'report' / 'report.html'}")
-    print(f"specsuite: wrote {run_dir.results_path} ({time.perf_counter() - started:.0f} s)")
-    if failed:
-        print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
-        return EXIT_ERROR
-    if outcome is not None:
-        for trigger in outcome.triggered:
-            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
-        for line in outcome.unevaluated:
-            print(f"specsuite: fail-on {line}")
-        if outcome.failed:
-            return EXIT_CHECKS_FAILED
-    return EXIT_OK
+    return run(args)
 
 
 def command_gsm8k(args: argparse.Namespace) -> int:
@@ -169,9 +90,13 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     items = load_gsm8k(args.gsm8k_path)
     api_key = load_api_key()
     run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
-    server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
-                         tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
-                         admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
+    try:
+        server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
+                             tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
+                             admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
+    except (SpecsuiteError, KeyboardInterrupt):
+        remove_if_empty(run_dir.path)  # a server never reached leaves no empty timestamped folder
+        raise
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
     results: dict = {}
     workloads: dict = {}
@@ -188,6 +113,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
                 num_shots=args.gsm8k_num_shots, parallel=args.gsm8k_parallel, seed=args.seed, shots_from_eval=args.gsm8k_shots_from_eval,
                 progress=sys.stderr.isatty(),
                 record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
+            results[temperature_key(temperature)]["source"] = args.gsm8k_path  # the report says when it was the synthetic set
             for line in results[temperature_key(temperature)].get("warnings") or []:
                 warnings.append(line)
                 print(f"specsuite: {line}", file=sys.stderr, flush=True)
@@ -213,6 +139,13 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     print(f"specsuite: wrote {run_dir.results_path}")
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK
+
+
+def remove_if_empty(folder) -> None:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        pass
 
 
 def command_report(args: argparse.Namespace) -> int:

@@ -94,6 +94,15 @@ TEMPERATURE = Range("a temperature", low=0.0)
 SAMPLED_TEMPERATURE = Range("a sampled temperature (greedy has its own test)", low=0.0, low_open=True)
 TOP_P = Range("top_p", low=0.0, high=1.0, low_open=True)
 COUNT = Range("a count", low=1)
+NON_NEGATIVE_COUNT = Range("a count", low=0)
+SEED = Range("a seed", low=0)
+SECONDS = Range("a time in seconds", low=0.0, low_open=True)
+PROBABILITY = Range("a fraction", low=0.0, high=1.0)
+SIGNIFICANCE = Range("a significance level", low=0.0, high=1.0, low_open=True, high_open=True)
+MARGIN = Range("a relative margin", low=0.0, high=1.0, low_open=True, high_open=True)
+RATE = Range("a request rate (inf: all at once)", low=0.0, low_open=True)
+NON_NEGATIVE = Range("a value", low=0.0)
+PORT = Range("a port", low=1, high=65535)
 
 
 def _number(item: str, kind: type, option: str) -> float:
@@ -167,6 +176,7 @@ class Option:
     env: str | None = None  # the default comes from this environment variable when it is set
     type: Callable[[str], Any] | None = None
     parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list); the stored value stays text
+    bounds: Range | None = None  # a number's range, checked when a session or command starts (`check_values`)
     choices: tuple[Any, ...] | None = None
     metavar: str | None = None
     action: str | None = None
@@ -179,6 +189,12 @@ class Option:
     pytest_area: str | None = None  # which suites/ module declares it (each plugin can be loaded alone)
     pytest_group: str = "specsuite"
     cli_group: str | None = None  # an argparse argument group, where the parser has one of that name
+    help_for: tuple[tuple[str, str], ...] = ()  # (front end, help) where the general help does not fit that command
+    default_text_for: tuple[tuple[str, str], ...] = ()  # (front end, shown default) likewise
+
+    def help_on(self, front_end: str) -> str:
+        """The help a front end shows: its own text where the option has one, else the general one."""
+        return dict(self.help_for).get(front_end, self.help)
 
     @property
     def positional(self) -> bool:
@@ -255,9 +271,17 @@ OPTIONS: tuple[Option, ...] = (
     # ---- the server under test (conftest.py) and the baseline
     Option("--server-url", "base URL of a running server under test; `specsuite run` compares it against --baseline-url. "
            "The API key comes from SPECSUITE_API_KEY", SERVER_FRONT_ENDS, env=SERVER_URL_ENV,
-           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server"),
+           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server",
+           help_for=(("pytest", "base URL of a running server under test. The API key comes from SPECSUITE_API_KEY"),
+                     ("run", "base URL of the candidate server, compared against --baseline-url. The API key comes from SPECSUITE_API_KEY"),
+                     ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
+                     ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
+           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),)),
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
            "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="conftest",
+           help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
+                                "benchmark runs"),
+                     ("run", "base URL of the baseline server: the last arm, the one every other arm is compared against")),
            aliases=(Alias("--bench-baseline-url", ("pytest",)),)),
     Option("--launch", "start this server command, wait until ready, log to the results folder, stop it after", ("pytest", "gsm8k", "bench"),
            metavar="CMD", pytest_area="conftest", cli_group="server"),
@@ -273,9 +297,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
            parse=top_p_list, pytest_area="conftest"),
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
-           choices=("smoke", "nightly"), pytest_area="conftest"),
+           choices=("smoke", "nightly"), pytest_area="conftest",
+           help_for=(("run", "token budget per case; nightly also implies --require-server-url and exits 1 when a candidate is "
+                             "worse or suspect on a correctness metric (no --fail-on needed)"),)),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
-           default=RESULTS_DIR, pytest_area="conftest", cli_group="server"),
+           default=RESULTS_DIR, pytest_area="conftest", cli_group="server",
+           help_for=(("pytest", "where run folders go"), ("run", "where run folders go"), ("gsm8k", "where run folders go"),
+                     ("bench", "where the JSONL results and server logs go"))),
     Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="conftest"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
            pytest_area="conftest", cli_group=BENCH_SERVING),
@@ -283,7 +311,10 @@ OPTIONS: tuple[Option, ...] = (
            pytest_area="conftest"),
     Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="conftest"),
     Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
-           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest"),
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest",
+           help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
+                     ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
+                     ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1"))),
     Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="conftest"),
     Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="conftest"),
     # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)
@@ -306,7 +337,15 @@ OPTIONS: tuple[Option, ...] = (
            "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin"),
     Option("--require-server-url", "refuse to fall back to the embedded reference server when no server is given "
            "(--server-url or SPECSUITE_SERVER_URL, --launch; `specsuite run`: also --baseline-url, --arm); pytest exits 4, specsuite 2; "
-           "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server"),
+           "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server",
+           help_for=(("pytest", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                                "SPECSUITE_SERVER_URL, --launch): exit 4; --profile nightly implies it"),
+                     ("run", "refuse to fall back to the embedded reference arms when no server is given (--server-url, "
+                             "--baseline-url, --arm): exit 2; --profile nightly implies it"),
+                     ("gsm8k", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                               "SPECSUITE_SERVER_URL, --launch): exit 2"),
+                     ("bench", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
+                               "SPECSUITE_SERVER_URL, --launch): exit 2"))),
     # ---- integrity (suites/plugin_integrity.py)
     Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
            default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
@@ -365,7 +404,11 @@ OPTIONS: tuple[Option, ...] = (
     # ---- the history database (suites/plugin_history.py and `specsuite history`)
     Option("--results-db", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB. Not given: a pytest "
            "session stores nothing, `specsuite history` reads specsuite-results/history.sqlite", ("pytest", *HISTORY_ALL),
-           default_factory=results_db_default, env=RESULTS_DB_ENV, metavar="URL", pytest_area="history"),
+           default_factory=results_db_default, env=RESULTS_DB_ENV, metavar="URL", pytest_area="history",
+           help_for=(("pytest", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB; not given, "
+                                "the session stores nothing"),
+                     *((verb, "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB (default "
+                              "specsuite-results/history.sqlite)") for verb in HISTORY_ALL))),
     Option("--compare-to", "the nightly regression test's baseline, from the history: the newest passed run of tonight's "
            "configuration and arm, or that run id (needs --results-db)", ("pytest",), metavar="last-good|RUN_ID", pytest_area="history"),
     Option("--build-hash", "the server build under test, stored with the run", ("pytest", "history ingest"), env="SPECSUITE_BUILD_HASH",
@@ -398,7 +441,8 @@ OPTIONS: tuple[Option, ...] = (
            default=None, short="-m"),
     Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,
            metavar="ARG"),
-    Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt", ("run",),
+    Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt "
+           "(--profile nightly adds its own gate: worse or suspect on a correctness metric)", ("run",),
            metavar="RULES"),
     Option("--no-report", "skip rendering report.md/report.html/PNGs", ("run",), action="store_true"),
     # ---- the embedded reference server, when no server is given (`specsuite gsm8k`, `specsuite bench`)
@@ -463,7 +507,7 @@ OPTIONS: tuple[Option, ...] = (
            metavar="RESULTS.json"),
     Option("--arm", "only this arm of each file (repeatable)", ("history ingest",), action="append", dest="ingest_arm"),
     Option("--outcome", "whether the run's checks passed; only passed runs can be last-good", ("history ingest",),
-           choices=("passed", "failed", "unknown"), default_text="from a `specsuite run` file's exit codes, else unknown"),
+           choices=("passed", "failed", "unknown"), default_text="from the file's recorded session exit codes, else unknown"),
     Option("--date", "the run's date, YYYY-MM-DD[THH:MM:SSZ]", ("history ingest",), default_text="the file's created_utc"),
     Option("--node", "the machine that ran the suites", ("history ingest",), default_text="this one"),
     # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m fixtures.refserver --help)
@@ -540,9 +584,9 @@ def _escape(text: str) -> str:
 
 def option_kwargs(option: Option, front_end: str, *, suppress_default: bool = False) -> dict[str, Any]:
     """addoption/add_argument keyword arguments for one option on one front end."""
-    shown = option.default_label()
+    shown = dict(option.default_text_for).get(front_end) or option.default_label()
     aliases = [alias for alias in option.aliases if front_end in alias.front_ends]
-    help_text = option.help + (f" (default: {shown})" if shown else "")
+    help_text = option.help_on(front_end) + (f" (default: {shown})" if shown else "")
     if aliases:
         help_text += "; also " + ", ".join(alias.flag + (" (deprecated)" if alias.deprecated else "") for alias in aliases)
     kwargs: dict[str, Any] = {"help": _escape(help_text)}
@@ -613,10 +657,65 @@ def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:
 
 
 def check_values(values: Mapping[str, Any], front_end: str) -> None:
-    """Parse every comma-list option's value once, so bad input fails before anything runs."""
+    """Check every option's value once, so bad input fails in one line naming the option before anything
+    runs: comma lists through their parser, numbers against their range (`BOUNDS`), the fault policy
+    and `--bench-fail-on` through theirs."""
     for option in options_for(front_end):
+        value = values.get(option.dest_for(front_end))
+        if value is None:
+            continue
         if option.parse is not None:
-            option.parse_value(values.get(option.dest_for(front_end)))
+            option.parse_value(value)
+        bounds = option.bounds or (BOUNDS.get(option.flag) if option.type in (int, float) else None)
+        if bounds is not None:
+            for item in value if isinstance(value, list) else [value]:
+                bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), option.flag)
+        checker = VALUE_CHECKS.get(option.flag)
+        if checker is not None and value != "":
+            checker(str(value), option.flag)
+
+
+def _fault_policy(text: str, option: str) -> None:
+    from harness.server.faults import RunPolicy  # only when the option is given a value
+
+    try:
+        RunPolicy.parse(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {str(exc).removeprefix('fault policy: ')}") from None
+
+
+def _fail_on(text: str, option: str) -> None:
+    from harness.compare.fail_on import parse_fail_on
+
+    try:
+        parse_fail_on(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {exc}") from None
+
+
+# The range of every number option, by flag (a flag that several front ends share means the same thing on each).
+BOUNDS: dict[str, Range] = {
+    "--launch-timeout": SECONDS, "--ready-timeout": SECONDS, "--vocab-size": COUNT, "--seed": SEED, "--kernel-seed": SEED,
+    "--alpha": SIGNIFICANCE, "--max-stray-per-1200": NON_NEGATIVE,
+    "--gsm8k-num-questions": COUNT, "--gsm8k-num-shots": NON_NEGATIVE_COUNT, "--gsm8k-parallel": COUNT,
+    "--gsm8k-min-accuracy": PROBABILITY, "--gsm8k-max-invalid": PROBABILITY,
+    "--integrity-stop-offsets": COUNT, "--integrity-batch-size": COUNT,
+    "--lossless-samples": COUNT, "--lossless-max-new-tokens": Range("a token count (positions 2.. are tested)", low=3),
+    "--lossless-top-k": COUNT, "--lossless-two-sample-size": COUNT, "--lossless-two-sample-prompts": COUNT,
+    "--lossless-greedy-prompts": COUNT, "--lossless-greedy-tokens": COUNT, "--lossless-concurrency": COUNT,
+    "--lossless-numerics-gap": NON_NEGATIVE,
+    "--bench-num-prompts": COUNT, "--bench-input-len": COUNT, "--bench-output-len": COUNT, "--bench-range-ratio": PROBABILITY,
+    "--bench-max-concurrency": COUNT, "--bench-request-rate": RATE, "--bench-warmup": NON_NEGATIVE_COUNT, "--bench-repeats": COUNT,
+    "--bench-margin": MARGIN,
+    "--kernel-vocab": COUNT, "--tokenizer-vocab": COUNT, "--kernel-batch": COUNT, "--kernel-steps": COUNT, "--kernel-dist-rows": COUNT,
+    "--repeats": COUNT,
+    "--num-prompts": COUNT, "--random-input-len": COUNT, "--random-output-len": COUNT, "--random-range-ratio": PROBABILITY,
+    "--sharegpt-output-len": COUNT, "--sharegpt-context-len": COUNT, "--request-rate": RATE, "--max-concurrency": COUNT,
+    "--warmup-requests": NON_NEGATIVE_COUNT, "--temperature": TEMPERATURE, "--top-p": TOP_P,
+    "--min-size": COUNT, "--latest": COUNT, "--port": PORT,
+}
+# Text options with a grammar of their own, checked by their parser.
+VALUE_CHECKS: dict[str, Callable[[str, str], None]] = {"--fault-policy": _fault_policy, "--bench-fail-on": _fail_on, "--fail-on": _fail_on}
 
 
 def front_end_of(args: argparse.Namespace) -> str:

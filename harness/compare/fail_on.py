@@ -36,6 +36,19 @@ _THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
 COUNT_METRICS = tuple(metric.name for metric in REGISTRY if metric.bad_events)  # where `any` applies
 SUSPECT_METRICS = tuple(metric.name for metric in REGISTRY if metric.suspect_when_better)  # where `suspect` applies
 SUSPECT_METRIC = SUSPECT_METRICS[0]  # what a bare `suspect` term means
+# `--profile nightly`'s exit policy, with no --fail-on needed: a candidate that is worse on a correctness metric (a
+# sign of corrupt sampling, or GSM8K's answers) or suspect on acceptance exits 1.  Performance rows do not gate it.
+NIGHTLY_GATE_METRICS = tuple(metric.name for metric in REGISTRY if metric.corruption_sign or metric.source == "gsm8k")
+NIGHTLY_FAIL_ON = ",".join([f"{name}:worse" for name in NIGHTLY_GATE_METRICS] + [f"{name}:suspect" for name in SUSPECT_METRICS])
+
+
+def with_nightly_gate(expression: str | None, profile: str) -> str | None:
+    """The rules a run is judged by: the user's `--fail-on`, plus the nightly gate under `--profile nightly`."""
+    if profile != "nightly":
+        return expression
+    return f"{expression},{NIGHTLY_FAIL_ON}" if expression else NIGHTLY_FAIL_ON
+
+
 # The --fail-on help line, for the CLI's option table.
 FAIL_ON_HELP = ("exit 1 when a rule fires: METRIC:any|worse|suspect|+X%|-Xpt, comma-separated, e.g. "
                 "invalid_ids:any,stray_per_1200:worse,accept_length:suspect,itl_median:+1%,gsm8k_accuracy:-2pt")
@@ -81,7 +94,8 @@ def parse_fail_on(expression: str) -> list[FailOnRule]:
     """Parse a `--fail-on` expression; a bad term raises SpecsuiteError naming it."""
     if not isinstance(expression, str) or not expression.strip():
         raise SpecsuiteError("--fail-on needs at least one METRIC:CONDITION term")
-    return [_parse_term(term.strip()) for term in expression.split(",")]
+    rules = [_parse_term(term.strip()) for term in expression.split(",")]
+    return list({rule.text: rule for rule in rules}.values())  # a term given twice (yours and the nightly gate's) counts once
 
 
 def _parse_term(term: str) -> FailOnRule:

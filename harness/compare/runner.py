@@ -34,6 +34,7 @@ from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
 from harness.project_paths import PROJECT_ROOT
 from harness.results.store import RunDirectory, load_results
+from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
 
 REPO_ROOT = PROJECT_ROOT
@@ -41,7 +42,11 @@ SUITES_DIR = REPO_ROOT / "suites"
 SESSION_TIMEOUT_S = 3 * 3600
 POLL_S = 0.2
 REFRESH_S = 5.0  # how often a running session's partial results are merged in
-STOP_GRACE_S = 30.0  # what an interrupted session gets to finish its own cleanup (stop its server)
+PROGRESS_S = 15.0  # how often a line says what the running sessions have done (a quiet minute reads as a hang)
+# What an interrupted session gets to finish its own cleanup (write its results, stop its server); then the session
+# and the servers it launched are killed, so that a Ctrl-C ends the run within 5 s, partial report included.
+STOP_GRACE_S = 3.0
+SERVER_KILL_WAIT_S = 0.5
 # What each session reports about its arm once; kept at arm level in the merged results.
 PER_ARM_KEYS = ("identity", "vocab", "server_under_test")
 
@@ -133,6 +138,8 @@ class _Session:
     log: IO[str]
     started: float = field(default_factory=time.perf_counter)
     seen_mtime: float = 0.0
+    done_so_far: str = ""  # what its partial results hold, for the progress line
+    killed: bool = False  # did not stop within STOP_GRACE_S of an interrupt
 
     @property
     def label(self) -> str:
@@ -161,10 +168,16 @@ class _Merger:
         self.merged = merged
         self.parts: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
 
-    def merge(self, session: _Session, exit_code: int | None) -> dict[str, Any]:
+    def merge(self, session: _Session, exit_code: int | None, *, interrupted: bool = False) -> dict[str, Any]:
         """Merge the session's entry (partial while exit_code is None); returns that entry."""
         spec = session.spec
         entry = _session_entry(session.session_dir, spec.arm, spec.repeat, session.seed, exit_code, session.log_path)
+        if interrupted:
+            entry["interrupted"] = True
+            if not entry.get("cases") and not entry.get("workloads"):  # pytest's last line would say nothing of this
+                entry["error"] = "interrupted before it had results" + (f" ({STOP_GRACE_S:.0f} s later it was killed)" if session.killed else "")
+            elif session.killed:
+                entry["error"] = f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written"
         entry.update(wall_time_s=time.perf_counter() - session.started, command=session.command, markers=spec.markers)
         parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
         parts[spec.part] = entry
@@ -196,6 +209,9 @@ def _combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
     combined["session_status"] = next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete")
     if any(e.get("running") for e in entries):
         combined["running"] = True
+    reasons = list(dict.fromkeys(e["reason"] for e in entries if e.get("reason")))
+    if reasons:
+        combined["reason"] = "; ".join(reasons)
     errors = [f"{e['markers']}: {e['error']}" for e in entries if e.get("error")]
     if errors:
         combined["error"] = "; ".join(errors)
@@ -222,29 +238,96 @@ def _refresh(merger: _Merger, running: list[_Session]) -> bool:
         if mtime != session.seen_mtime:
             session.seen_mtime = mtime
             try:
-                merger.merge(session, None)
+                entry = merger.merge(session, None)
             except SpecsuiteError:
                 continue  # caught mid-rename or torn; the next refresh or the final merge reads it
+            session.done_so_far = _done_so_far(entry)
             changed = True
     return changed
 
 
-def _stop(running: list[_Session]) -> None:
-    """On an interrupt: SIGTERM what still runs (a Ctrl-C already reached them), then wait for their cleanup."""
-    for session in running:
-        if session.process.poll() is None:
+def _server_groups(pid: int) -> list[int]:
+    """The process groups of the servers a session launched: its children that lead a group of their own
+    (harness.server.launcher starts each server with start_new_session)."""
+    groups = []
+    for child in child_pids(parent=pid):
+        try:
+            if os.getpgid(child) == child:
+                groups.append(child)
+        except ProcessLookupError:
+            continue
+    return groups
+
+
+def _kill_groups(groups: list[int]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        alive = []
+        for group in groups:
             try:
-                session.process.send_signal(signal.SIGTERM)
+                os.killpg(group, sig)
+                alive.append(group)
             except ProcessLookupError:
-                pass
+                continue
+        if not alive:
+            return
+        time.sleep(SERVER_KILL_WAIT_S if sig == signal.SIGTERM else 0)
+        groups = alive
+
+
+def _stop(running: list[_Session], signum: int | None) -> None:
+    """On an interrupt: a SIGTERM goes on to the sessions (a terminal's Ctrl-C has already reached them, and a second
+    one would cut their cleanup short); each gets STOP_GRACE_S to save its results and stop its server, then it is
+    killed and so are the servers it launched."""
+    if signum == signal.SIGTERM:
+        for session in running:
+            if session.process.poll() is None:
+                try:
+                    session.process.send_signal(signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
     deadline = time.monotonic() + STOP_GRACE_S
     for session in running:
         try:
             session.process.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
+            groups = _server_groups(session.process.pid)  # before the session goes: its servers are its children
             session.process.kill()
             session.process.wait()
+            _kill_groups(groups)
+            session.killed = True
         session.log.close()
+
+
+class _InterruptWatch:
+    """While sessions run: the first SIGINT or SIGTERM says at once what is being stopped, then interrupts the loop;
+    a second one interrupts at once, whatever is under way."""
+
+    def __init__(self, running: list[_Session], on_progress: Callable[[str], None]) -> None:
+        self.running = running
+        self.on_progress = on_progress
+        self.signum: int | None = None
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _InterruptWatch:
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, self._handle)
+        except ValueError:  # not the main thread: leave signals alone
+            self.previous = {}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is not None:
+            raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
+        self.signum = signum
+        names = ", ".join(session.label for session in self.running if session.process.poll() is None) or "nothing"
+        self.on_progress(f"interrupted ({signal.Signals(signum).name}): stopping {names} and the servers they launched "
+                         f"(at most {STOP_GRACE_S:.0f} s), then writing the partial results and report")
+        raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
 
 
 def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[str], None], merged: dict[str, Any]) -> dict[str, Any]:
@@ -260,47 +343,95 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
                            "run_id": s.run_id} for round_ in rounds for s in round_]
     bar = tqdm(total=total, desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
     done = 0
+    running: list[_Session] = []
+    watch = _InterruptWatch(running, on_progress)
     for round_ in rounds:
-        running = [_start(plan, spec, sessions_dir) for spec in round_]
-        names = ", ".join(s.label for s in running)
-        on_progress(f"[{done + 1}-{done + len(running)}/{total}] running {names}" + (" side by side" if len(running) > 1 else ""))
-        last_refresh = time.monotonic()
-        try:
-            while running:
-                time.sleep(POLL_S)
-                for session in list(running):
-                    exit_code = session.process.poll()
-                    if exit_code is None and time.perf_counter() - session.started > SESSION_TIMEOUT_S:
-                        session.process.terminate()
-                        session.process.wait()
-                        exit_code = -1
-                    if exit_code is None:
-                        continue
-                    session.log.close()
-                    running.remove(session)
-                    entry = merger.merge(session, exit_code)
-                    run_dir.write_results(merged)
-                    done += 1
-                    bar.update(1)
-                    on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code)} ({entry['wall_time_s']:.0f} s)")
-                if running and time.monotonic() - last_refresh >= REFRESH_S:
-                    last_refresh = time.monotonic()
-                    if _refresh(merger, running):
-                        run_dir.write_results(merged)
-        except KeyboardInterrupt:
-            _stop(running)
-            for session in running:
-                merger.merge(session, session.process.returncode)
-            run_dir.write_results(merged)
-            bar.close()
-            raise
+        running[:] = []
+        with watch:
+            try:
+                running += [_start(plan, spec, sessions_dir) for spec in round_]
+                done = _run_round(running, merger, run_dir, merged, on_progress, bar, done, total)
+            except KeyboardInterrupt:
+                _stop(running, watch.signum)
+                for session in running:
+                    merger.merge(session, session.process.returncode, interrupted=True)
+                merged["stopped_at"] = "during " + (", ".join(session.label for session in running) or "the start of a round")
+                run_dir.write_results(merged)
+                bar.close()
+                raise
     bar.close()
     return merged
 
 
-def _outcome(exit_code: int) -> str:
-    meanings = {0: "all checks passed", 1: "some checks failed", 4: "server unreachable", 5: "no tests collected", -1: "timed out"}
-    return meanings.get(exit_code, f"pytest exit {exit_code}")
+def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, merged: dict[str, Any],
+               on_progress: Callable[[str], None], bar: Any, done: int, total: int) -> int:
+    """Wait for one round's sessions, merging each result as it lands and printing a progress line now and then."""
+    names = ", ".join(s.label for s in running)
+    on_progress(f"[{done + 1}-{done + len(running)}/{total}] running {names}" + (" side by side" if len(running) > 1 else ""))
+    last_refresh = last_note = time.monotonic()
+    while running:
+        time.sleep(POLL_S)
+        for session in list(running):
+            exit_code = session.process.poll()
+            if exit_code is None and time.perf_counter() - session.started > SESSION_TIMEOUT_S:
+                session.process.terminate()
+                session.process.wait()
+                exit_code = -1
+            if exit_code is None:
+                continue
+            session.log.close()
+            running.remove(session)
+            entry = merger.merge(session, exit_code)
+            run_dir.write_results(merged)
+            done += 1
+            bar.update(1)
+            on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.get('reason'))} ({entry['wall_time_s']:.0f} s)")
+        if running and time.monotonic() - last_refresh >= REFRESH_S:
+            last_refresh = time.monotonic()
+            if _refresh(merger, running):
+                run_dir.write_results(merged)
+        if running and time.monotonic() - last_note >= PROGRESS_S:
+            last_note = time.monotonic()
+            on_progress("still running: " + "; ".join(_progress(session) for session in running))
+    return done
+
+
+def _done_so_far(entry: dict[str, Any]) -> str:
+    parts = [f"{len(entry['cases'])} case(s)"] if entry.get("cases") else []
+    parts += list(entry.get("workloads") or {})
+    return ", ".join(parts)
+
+
+def _progress(session: _Session) -> str:
+    """`nofix repeat 1 (correctness) 45 s: 3 case(s)`: a running session, for the progress line."""
+    elapsed = time.perf_counter() - session.started
+    return f"{session.label} {elapsed:.0f} s" + (f": {session.done_so_far}" if session.done_so_far else ": starting")
+
+
+def _outcome(exit_code: int, reason: str | None = None) -> str:
+    """What a session's exit means; for a session that tested nothing, its own one-line reason when it gave one
+    (pytest exits 4 for a bad option and for a server it cannot reach or use alike)."""
+    meanings = {0: "all checks passed", 1: "some checks failed", 4: "stopped before testing", 5: "no tests collected", -1: "timed out"}
+    meaning = meanings.get(exit_code, f"pytest exit {exit_code}")
+    return f"{meaning}: {reason}" if reason and exit_code not in (0, 1) else meaning
+
+
+USAGE_ERROR_PREFIX = "ERROR: "  # how pytest prints a UsageError (the plugins' one-line reasons) on stderr
+
+
+def session_reason(log_path: Path) -> str | None:
+    """The session's own one-line reason for stopping: the last `ERROR: ...` line pytest printed
+    (a bad option, a server that is not reachable or not an LLM server), without pytest's and
+    specsuite's prefixes; None when the log has none."""
+    try:
+        text = log_path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    errors = [line.strip()[len(USAGE_ERROR_PREFIX):] for line in text.splitlines() if line.strip().startswith(USAGE_ERROR_PREFIX)]
+    if not errors:
+        return None
+    reason = errors[-1]
+    return reason[len("specsuite: "):] if reason.startswith("specsuite: ") else reason
 
 
 def _arm_description(arm: ArmSpec) -> dict[str, Any]:
@@ -312,10 +443,14 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     entry: dict[str, Any] = {"repeat": repeat, "seed": seed, "exit_code": exit_code, "session_dir": str(session_dir), "log": str(log_path), "cases": []}
     if exit_code is None:
         entry["running"] = True
+    if exit_code is not None and exit_code not in (0, 1):
+        reason = session_reason(log_path)
+        if reason:
+            entry["reason"] = reason
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
-            entry["error"] = _last_line(log_path) or "the session wrote no results"
+            entry["error"] = entry.get("reason") or _last_line(log_path) or "the session wrote no results"
         return entry
     session = load_results(results_file)
     arm_data = (session.get("arms") or {}).get(arm.name, {})

@@ -211,14 +211,15 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
         return None
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
-        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)),
+        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
                    n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
                    mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
         return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
     a = np.concatenate([v for _, v in c_series])
     b = np.concatenate([v for _, v in b_series])
     shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
-    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)),
+    # The values a rank test compares are medians; the report's per-case tables show means of requests, and say so.
+    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
                p_value=mann_whitney(a, b).p_value, test="Mann–Whitney U; Hodges–Lehmann relative shift",
                effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
                        "ci": interval(shift.ci)},
@@ -350,6 +351,14 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
                                                       if row["baseline_value"] else None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
+        return None
+    zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
+    if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
+        row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
+                   effect={"name": "relative median difference", "scale": "relative", "value": None, "ci": None},
+                   mde={"scale": "relative", "value": None, "power": POWER, "note": "zero gaps"},
+                   note=f"{zeros} zero inter-token gaps: a client that gave every event of one network read the same time "
+                        "(results before ITL definition 2); rerun the benchmark for a test")
         return None
     boot = relative_median_diff_ci(a_tokens, b_tokens, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     equivalence = tost_equivalence(a_tokens, b_tokens, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None

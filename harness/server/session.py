@@ -65,7 +65,8 @@ SOURCE_SERVER_URL = "server-url"
 SOURCE_LAUNCH = "launch"
 SOURCE_EMBEDDED = "embedded-reference"
 REFUSED_FALLBACK = ("no server under test: {why} refuses the embedded reference server (a CPU emulation, not SGLang); "
-                    "pass --server-url URL (or set SPECSUITE_SERVER_URL) or --launch CMD")
+                    "{how}")
+GIVE_A_SERVER = "pass --server-url URL (or set SPECSUITE_SERVER_URL) or --launch CMD"  # pytest, gsm8k, bench; `specsuite run` says its own
 
 
 def is_reference_emulation(server_info: dict[str, Any]) -> bool:
@@ -86,10 +87,26 @@ def describe_server_under_test(record: dict[str, Any]) -> str:
     return f"server under test: {kind}{url} (via {record.get('source')}{version})"
 
 
-def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str) -> None:
-    """Raise the one-line refusal when no server was given and the fallback is not allowed."""
+NOT_SGLANG = "does not look like an SGLang server"
+
+
+def _check_connection(client: Any, server_kind: str) -> dict[str, Any]:
+    """The client's probe; when the kind was detected (neither SGLang's nor vLLM's signature answered), the one-line
+    diagnosis names both kinds the harness speaks."""
+    try:
+        return client.check_connection()
+    except SpecsuiteError as exc:
+        if server_kind == AUTO and NOT_SGLANG in str(exc):
+            raise SpecsuiteError(str(exc).replace(NOT_SGLANG, "does not look like an SGLang or vLLM server "
+                                                  "(no vLLM /version with a vLLM model in /v1/models either)", 1)) from None
+        raise
+
+
+def check_server_given(server_url: str | None, launch: str | None, require_server_url: bool, why: str, how: str = GIVE_A_SERVER) -> None:
+    """Raise the one-line refusal when no server was given and the fallback is not allowed; `how` names the
+    options of the command that refuses (every hint names an option that command has)."""
     if require_server_url and not server_url and not launch:
-        raise SpecsuiteError(REFUSED_FALLBACK.format(why=why))
+        raise SpecsuiteError(REFUSED_FALLBACK.format(why=why, how=how))
 
 
 def open_server(
@@ -129,7 +146,7 @@ def open_server(
     arm = arm or "candidate"
     try:
         client = make_client(server_kind, url, api_key=api_key, admin_api_key=admin_api_key)
-        model_info = client.check_connection()
+        model_info = _check_connection(client, server_kind)
         server_info = client.server_info()
         tokenizer_dir = tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
         if not tokenizer_dir or not Path(tokenizer_dir).is_dir():

@@ -8,10 +8,10 @@ the source and the problem.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
-
-import datasets
+from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.project_paths import DATA_DIR
@@ -22,6 +22,8 @@ HF_DATASET = ("openai/gsm8k", "main")
 SYNTHETIC_SOURCE = "synthetic"
 _HF_SOURCES = (None, "hf")
 _LOCAL_BUILDERS = {".jsonl": "json", ".json": "json", ".parquet": "parquet"}
+# `datasets` (and pyarrow under it) is an optional install, the `hf` extra: only the Hub and Parquet need it.
+_NEEDS_DATASETS = "needs the datasets package (pip install -e '.[hf]')"
 _REQUIRED_COLUMNS = ("question", "answer")
 _ANSWER_MARK = "####"
 
@@ -70,7 +72,17 @@ def load_gsm8k(source: str | None, split: str = "test") -> list[GSM8KItem]:
     return _items_from(_load_local(path), str(path))
 
 
-def _load_from_hub(split: str) -> datasets.Dataset:
+def _datasets(what: str) -> Any:
+    try:
+        import datasets  # slow to import and large to install: only for the Hub and Parquet files
+    except ImportError:
+        raise SpecsuiteError(f"{what} {_NEEDS_DATASETS}; the bundled set (--gsm8k-path {SYNTHETIC_SOURCE}) and "
+                             ".jsonl/.json files do not") from None
+    return datasets
+
+
+def _load_from_hub(split: str) -> Any:
+    datasets = _datasets(f"--gsm8k-path hf ({HF_DATASET[0]} from the Hugging Face Hub)")
     try:
         return datasets.load_dataset(*HF_DATASET, split=split)
     except Exception as err:  # any Hub/cache failure means the same thing to the user
@@ -81,7 +93,37 @@ def _load_from_hub(split: str) -> datasets.Dataset:
         ) from None
 
 
-def _load_local(path: Path) -> datasets.Dataset:
+@dataclass(frozen=True)
+class _Columns:
+    """Rows read without `datasets`, with the little of `datasets.Dataset` that `_items_from` uses."""
+
+    rows: list[dict[str, Any]]
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(dict.fromkeys(key for row in self.rows for key in row))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, column: str) -> list[Any]:
+        return [row.get(column) for row in self.rows]
+
+
+def _read_json_rows(path: Path) -> _Columns:
+    """A .jsonl file (one object per line), or a .json file holding a list of objects or JSON lines."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        whole = json.loads(text) if path.suffix.lower() == ".json" else None
+    except json.JSONDecodeError:
+        whole = None  # a .json file of JSON lines, as datasets' json builder reads it too
+    rows = whole if isinstance(whole, list) else [json.loads(line) for line in text.splitlines() if line.strip()]
+    if not all(isinstance(row, dict) for row in rows):
+        raise ValueError("every row must be a JSON object")
+    return _Columns(rows)
+
+
+def _load_local(path: Path) -> Any:
     if not path.is_file():
         raise SpecsuiteError(f"GSM8K file not found: {path}")
     builder = _LOCAL_BUILDERS.get(path.suffix.lower())
@@ -90,12 +132,17 @@ def _load_local(path: Path) -> datasets.Dataset:
             f"GSM8K file {path} has suffix {path.suffix!r}; expected one of {', '.join(_LOCAL_BUILDERS)}"
         )
     try:
+        if builder == "json":
+            return _read_json_rows(path)
+        datasets = _datasets(f"reading {path}")
         return datasets.load_dataset(builder, data_files=str(path), split="train")
-    except Exception as err:  # malformed JSON/Parquet surfaces as assorted datasets/pyarrow errors
+    except SpecsuiteError:
+        raise
+    except Exception as err:  # malformed JSON/Parquet surfaces as assorted json/datasets/pyarrow errors
         raise SpecsuiteError(f"cannot read GSM8K file {path}: {one_line(err)}") from None
 
 
-def _items_from(rows: datasets.Dataset, where: str) -> list[GSM8KItem]:
+def _items_from(rows: Any, where: str) -> list[GSM8KItem]:
     missing = [column for column in _REQUIRED_COLUMNS if column not in rows.column_names]
     if missing:
         raise SpecsuiteError(

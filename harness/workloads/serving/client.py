@@ -7,9 +7,9 @@ Backends (bench_serving's names): `sglang` (native POST /generate, cumulative ch
 Timing, per request, all from `time.perf_counter()`:
 - `start_time` is taken just before the POST; a per-request connection (the default, as
   bench_serving opens one ClientSession per request) puts the TCP connect inside TTFT.
-- Each received buffer is stamped once on arrival and every SSE line it completes gets that
-  stamp (bench_serving stamps a line when it gets round to parsing it, which adds parse time of
-  earlier lines in the same buffer).
+- Each SSE line is read on its own and stamped after its JSON is parsed, as bench_serving does
+  (`_read_stream`); so every event has its own time, and events of one network read are not
+  given one shared stamp (that made zero gaps).
 - `ttft`: the first chunk whose text is non-empty (native `text`, completions `choices[0].text`,
   chat `delta.content` + `delta.reasoning_content`).
 - `latency` (E2E): the last non-empty line, `data: [DONE]` included.
@@ -346,31 +346,29 @@ async def send_request(session: aiohttp.ClientSession, settings: RequestSettings
 
 
 async def _read_stream(response: aiohttp.ClientResponse, state: _StreamState) -> bool:
-    """Feed every `data:` line to `state`; True when `[DONE]` arrived. Sets the E2E latency."""
-    pending = b""
+    """Feed every `data:` line to `state`; True when `[DONE]` arrived. Sets the E2E latency.
+
+    Line by line, as bench_serving reads (`async for chunk_bytes in response.content`, i.e.
+    aiohttp's readline; sglang/benchmark/serving.py:744 in 0.5.23): the E2E clock reads when the
+    line is taken, and the event's own stamp after its JSON is parsed (ibid. 755 and 780). Two events
+    that arrived in one network read therefore get two stamps, not one: one shared stamp per read
+    made zero gaps (a zero ITL for every event after the first of a read)."""
     done = False
     start = state.out.start_time
-    async for buffer in response.content.iter_any():
-        stamp = time.perf_counter()
-        if b"\n" not in buffer:
-            pending += buffer
+    async for raw in response.content:
+        line = raw.strip()
+        if not line:
             continue
-        lines = (pending + buffer).split(b"\n")
-        pending = lines.pop()
-        for raw in lines:
-            line = raw.strip()
-            if not line:
-                continue
-            state.out.latency = stamp - start
-            payload = line[6:] if line.startswith(b"data: ") else line[5:] if line.startswith(b"data:") else None
-            if payload is None:
-                continue  # SSE comment or another field
-            payload = payload.strip()
-            if payload == _DONE:
-                done = True
-                continue
-            data = orjson.loads(payload)
-            if not isinstance(data, dict):
-                raise _StreamError(f"chunk is not a JSON object: {shorten(payload.decode(errors='replace'), 80)}")
-            state.feed(data, stamp)
+        state.out.latency = time.perf_counter() - start
+        payload = line[6:] if line.startswith(b"data: ") else line[5:] if line.startswith(b"data:") else None
+        if payload is None:
+            continue  # SSE comment or another field
+        payload = payload.strip()
+        if payload == _DONE:
+            done = True
+            continue
+        data = orjson.loads(payload)
+        if not isinstance(data, dict):
+            raise _StreamError(f"chunk is not a JSON object: {shorten(payload.decode(errors='replace'), 80)}")
+        state.feed(data, time.perf_counter())
     return done

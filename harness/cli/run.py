@@ -1,0 +1,227 @@
+"""`specsuite run`: the main job, every arm's pytest sessions into one results folder, then the A/B
+analysis, `summary.md` and the report, and the exit code (the exit policy below).
+
+Exit policy: 0 done; 1 when a `--fail-on` rule fires, or with `--profile nightly` when a candidate's
+verdict on a correctness metric (a `corruption_sign` metric of harness/compare/metric_registry.py, or
+accept length) is "worse" or "suspect" (no `--fail-on` needed); 2 when a session tested nothing
+(its own one-line reason is printed, and no report is written when no session reached a server);
+130 interrupted.  The README's demo run (the embedded reference arms, profile smoke) exits 0 even
+though its nofix arm is worse: it demonstrates the detectors, it does not gate anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
+from harness.errors import SpecsuiteError
+
+RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
+                     "or launch each arm with --arm NAME=CMD")
+
+
+def command_run(args: argparse.Namespace) -> int:
+    from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
+    from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
+    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
+    from harness.compare.verdicts import compare_arms
+    from harness.results.model import ANALYSIS_KEY
+    from harness.results.store import RunDirectory, load_results
+    from harness.server.secrets import load_secrets
+    from harness.server.session import check_server_given
+    from reports.render import render_report
+    from reports.server_under_test import server_under_test_line
+    from reports.summary_table import summary_markdown
+
+    started = time.perf_counter()
+    if args.repeats < 1:
+        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
+    rules_text = with_nightly_gate(args.fail_on, args.profile)
+    rules = parse_fail_on(rules_text) if rules_text else None  # a bad rule fails before any server starts
+    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
+    why = "--require-server-url" if args.require_server_url else "--profile nightly"
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
+    # The default arms run side by side, so each needs its own port.
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
+    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
+    markers = args.markers or MAIN_JOB_MARKERS
+    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN_JOB_OPTIONS]
+    if args.tokenizer:
+        options += ["--tokenizer", args.tokenizer]
+    if args.vocab_size:
+        options += ["--vocab-size", str(args.vocab_size)]
+    options += args.pytest_arg  # last, so the user's settings win over the main job's
+    check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
+    # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
+    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
+                   parts=MAIN_JOB_PARTS if args.markers is None else ())
+    run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
+    merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
+                                                         "source": "embedded-reference" if embedded else "arms"},
+              "seed": args.seed, "profile": args.profile, "repeats": args.repeats, "markers": markers, "pytest_options": options,
+              "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
+    print(f"specsuite: results in {run_dir.path}", flush=True)
+    try:
+        run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
+    except KeyboardInterrupt:
+        return _finish_interrupted(merged, run_dir, args, started, embedded)
+    failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
+    merged["server_under_test"]["reference_emulation"] = embedded or any(
+        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    merged["warnings"] = [f"{name} r{r['repeat']}: {line}" for name, arm in merged["arms"].items() for r in arm["repeats"]
+                          for line in r.get("warnings") or []]
+    merged["status"] = "failed" if failed else "complete"
+    if failed:
+        merged["error"] = sessions_error(merged)
+    if not any(arm.get("identity") for arm in merged["arms"].values()):
+        return _no_server_reached(merged, run_dir, started)
+    merged[ANALYSIS_KEY] = compare_arms(merged)
+    outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
+    if outcome is not None:
+        merged["fail_on"] = outcome.to_dict()
+    merged["sessions_wall_time_s"] = time.perf_counter() - started
+    run_dir.write_results(merged)
+    written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
+    verdicts = run_verdict_lines(written)
+    summary = summary_document(written, verdicts, exit_policy_line(args, outcome))
+    (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
+    print(summary_markdown(written))
+    if not args.no_report:
+        render_report(written, run_dir.path / "report")
+        print(f"specsuite: report in {run_dir.path / 'report' / 'report.html'}")
+    print(f"specsuite: wrote {run_dir.results_path} ({time.perf_counter() - started:.0f} s)")
+    print(f"specsuite: {plain(server_under_test_line(written))}")
+    for line in verdicts:  # last, where a terminal leaves them in view
+        print(f"specsuite: verdict: {plain(line)}")
+    if failed:
+        print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
+        return EXIT_ERROR
+    if outcome is not None:
+        for trigger in outcome.triggered:
+            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
+        for line in outcome.unevaluated:
+            print(f"specsuite: fail-on {line}")
+    print(f"specsuite: {exit_policy_line(args, outcome)}")
+    return EXIT_CHECKS_FAILED if outcome is not None and outcome.failed else EXIT_OK
+
+
+def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
+    """An interrupted run: results.json says so and where it stopped; the partial summary and report follow when
+    any session reached a server (a second Ctrl-C skips them)."""
+    from harness.compare.verdicts import compare_arms
+    from harness.results.model import ANALYSIS_KEY
+    from harness.results.store import load_results
+    from reports.render import render_report
+
+    merged["status"] = "interrupted"
+    merged["stopped_at"] = merged.get("stopped_at") or "during the pytest sessions"
+    merged["sessions_wall_time_s"] = time.perf_counter() - started
+    merged["server_under_test"]["reference_emulation"] = embedded or any(
+        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    run_dir.write_results(merged)
+    if not any(arm.get("identity") for arm in merged["arms"].values()):
+        print(f"specsuite: interrupted {merged['stopped_at']}, before any session reached its server; no report "
+              f"({run_dir.results_path})", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    try:
+        merged[ANALYSIS_KEY] = compare_arms(merged)
+        run_dir.write_results(merged)
+        written = load_results(run_dir.results_path)
+        summary = summary_document(written, run_verdict_lines(written), "exit 130: interrupted; the verdicts cover what finished")
+        (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
+        if not args.no_report:
+            render_report(written, run_dir.path / "report")
+    except KeyboardInterrupt:
+        print("specsuite: interrupted again: no partial report", file=sys.stderr)
+    except SpecsuiteError as exc:
+        print(f"specsuite: no partial report: {exc}", file=sys.stderr)
+    print(f"specsuite: interrupted {merged['stopped_at']}; partial results in {run_dir.results_path}"
+          + ("" if args.no_report else f", partial report in {run_dir.path / 'report' / 'report.html'}")
+          + f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
+def plain(markdown: str) -> str:
+    """A Markdown line for the terminal: without the bold marks."""
+    return markdown.replace("**", "")
+
+
+def run_verdict_lines(results: dict) -> list[str]:
+    """The report's verdict lines (reports/overview.py), then what is unusual about them (a synthetic GSM8K)."""
+    from reports.overview import gsm8k_source_note, not_run_line, verdict_lines
+
+    lines = [line.text for line in verdict_lines(results)]
+    lines += [note for note in (gsm8k_source_note(results), not_run_line(results)) if note]
+    return lines
+
+
+def exit_policy_line(args: argparse.Namespace, outcome) -> str:
+    """Why the run exits as it does: which rules judged it, and what they found."""
+    if outcome is not None and outcome.failed:
+        fired = ", ".join(trigger.rule for trigger in outcome.triggered)
+        return f"exit 1: {fired} fired" + (" (--profile nightly fails a worse or suspect correctness verdict)" if args.profile == "nightly" else "")
+    if args.profile == "nightly":
+        return "exit 0: no worse or suspect correctness verdict (the --profile nightly gate)" + (" and no --fail-on rule fired" if args.fail_on else "")
+    if args.fail_on:
+        return "exit 0: no --fail-on rule fired"
+    return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
+            "--profile nightly or --fail-on RULES make them do so")
+
+
+def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
+    """summary.md: the server under test, the verdict lines and the exit policy, then the per-case counts."""
+    from reports.server_under_test import server_under_test_line
+    from reports.summary_table import summary_markdown
+
+    lines = [server_under_test_line(results), ""]
+    if results.get("status") not in (None, "complete"):  # an interrupted or failed run says so before any verdict
+        why = results.get("stopped_at") or results.get("error") or ""
+        lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
+    lines += ["## Verdict", ""]
+    lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
+    lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
+    return "\n".join(lines)
+
+
+def check_session_options(options: list[str]) -> None:
+    """Check the values of the pytest options every session gets (the main job's and --pytest-arg's) against the
+    option table, as each session would at its start: one line naming the option. Arguments the table does not
+    know are left to pytest."""
+    from harness.cli.options import add_options, check_values
+
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    add_options(parser.add_argument, "pytest")
+    try:
+        known, _ = parser.parse_known_args(options)
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise SpecsuiteError(f"--pytest-arg: {exc}") from None
+    try:
+        check_values(vars(known), "pytest")
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{exc} (a pytest option given to every session)") from None
+
+
+def sessions_error(merged: dict) -> str:
+    """`sessions without results: nofix r1, fix r1: <the sessions' own reason>`, one reason once."""
+    by_reason: dict[str, list[str]] = {}
+    for name, arm in merged["arms"].items():
+        for r in arm["repeats"]:
+            if r["exit_code"] not in (0, 1):
+                reason = r.get("reason") or r.get("error") or f"pytest exit {r['exit_code']}"
+                by_reason.setdefault(reason, []).append(f"{name} r{r['repeat']}")
+    return "sessions without results: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+
+
+def _no_server_reached(merged: dict, run_dir, started: float) -> int:
+    """Every session stopped before it reached a server: the sessions' own reason, and no report (there is nothing to show)."""
+    merged["status"] = "failed"
+    merged["error"] = merged.get("error") or "no session reached a server"
+    merged["sessions_wall_time_s"] = time.perf_counter() - started
+    run_dir.write_results(merged)
+    (run_dir.path / "summary.md").write_text(f"**Run failed before reaching any server**: {merged['error']}.\n\nNo report was written.\n",
+                                             encoding="utf-8")
+    print(f"specsuite: error: no session reached a server; {merged['error']} "
+          f"(logs under {run_dir.path / 'sessions'}; no report written)", file=sys.stderr)
+    return EXIT_ERROR

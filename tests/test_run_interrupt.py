@@ -1,0 +1,87 @@
+"""Ctrl-C on `specsuite run`: it says at once what it stops, stops its sessions and the servers they launched,
+records the interruption (not pytest's last line), writes the partial results and, once a server was reached, the
+partial summary and report; exit 130. Issue 24: it took 21-27 s with nothing printed, and an early interrupt
+recorded `error: "correctness: 111 deselected in 14.96s; ..."`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG_GUARD_S = 120  # not a timing check: only that the run ends at all
+
+
+def _refservers_on(ports: set[str]) -> list[str]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+            except OSError:
+                continue
+            if "fixtures.refserver" in words and any(words[i + 1] in ports for i, w in enumerate(words[:-1]) if w == "--port"):
+                found.append(" ".join(words))
+    return found
+
+
+def _interrupt(tmp_path: Path, ready) -> tuple[int, str, dict]:
+    run_dir = tmp_path / "r"
+    process = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", "-m", "correctness", "--temperatures", "0,1",
+                                "--top-p", "1", "--results-dir", str(tmp_path), "--run-id", "r"],
+                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+                               env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        deadline = time.monotonic() + HANG_GUARD_S
+        while not ready(run_dir) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        os.killpg(process.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        out, _ = process.communicate(timeout=HANG_GUARD_S)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    return process.returncode, out, json.loads((run_dir / "results.json").read_text())
+
+
+def _ports(results: dict) -> set[str]:
+    return {command[command.index("--port") + 1] for arm in results["arms"].values() for repeat in arm["repeats"]
+            for part in repeat.get("parts") or [repeat] for command in [" ".join(part.get("command") or []).split()] if "--port" in command}
+
+
+@pytest.mark.slow
+def test_an_early_interrupt_records_the_interruption(tmp_path: Path) -> None:
+    code, out, results = _interrupt(tmp_path, lambda run_dir: (run_dir / "sessions").is_dir())
+    assert code == 130, out
+    assert "interrupted (SIGINT): stopping" in out, out
+    assert results["status"] == "interrupted" and results["stopped_at"].startswith("during ")
+    errors = [r.get("error") or "" for arm in results["arms"].values() for r in arm["repeats"]]
+    assert errors and all("interrupted" in e and "deselected" not in e for e in errors), errors
+    assert not _refservers_on(_ports(results))
+
+
+@pytest.mark.slow
+def test_a_late_interrupt_writes_the_partial_report(tmp_path: Path) -> None:
+    def has_cases(run_dir: Path) -> bool:
+        try:
+            arms = json.loads((run_dir / "results.json").read_text())["arms"].values()
+        except (OSError, ValueError, KeyError):
+            return False
+        return all(any(r.get("cases") for r in arm["repeats"]) for arm in arms) and len(arms) == 2
+
+    code, out, results = _interrupt(tmp_path, has_cases)
+    assert code == 130, out
+    assert "interrupted (SIGINT): stopping" in out and "partial report in" in out, out
+    assert results["status"] == "interrupted"
+    summary = (tmp_path / "r" / "summary.md").read_text()
+    assert "**Run interrupted**" in summary.split("## Verdict")[0]
+    assert (tmp_path / "r" / "report" / "report.html").is_file()
+    assert not _refservers_on(_ports(results))
