@@ -9,6 +9,12 @@ The suites keep flagging a real vLLM bug (that is their job), so the job cannot 
   that stopped catching the bug, must be noticed).
 
     python .ci/vllm_outcomes.py RESULTS.xml [KNOWN.json]
+
+The corrected run (vLLM with the project's expand fix, fixtures/vllm_patches/expand_fix) has no known-failure
+list: it passes only when tests ran, none failed or errored, and the server's log shows the patch active
+(without the line the run is not called corrected, whatever its results):
+
+    python .ci/vllm_outcomes.py --corrected SERVER.log RESULTS.xml
 """
 
 from __future__ import annotations
@@ -53,9 +59,43 @@ def judge(results: dict[str, str], known: dict) -> list[str]:
     return problems
 
 
+def judge_corrected(results: dict[str, str], patch_problem: str | None) -> list[str]:
+    """The problems of the corrected run: no known failures here, and the patch must show in the log."""
+    problems = [] if patch_problem is None else [f"not a corrected run: {patch_problem}"]
+    if not any(state in ("passed", "failed") for state in results.values()):
+        problems.append("no test ran")
+    problems += [f"{state}: {test}" for test, state in results.items() if state in ("failed", "error")]
+    return problems
+
+
+def main_corrected(log_path: Path, xml_path: Path) -> int:
+    from harness.errors import SpecsuiteError
+    from harness.server.vllm_patches import require_patch_active
+
+    try:
+        results = outcomes(xml_path)
+    except (OSError, ET.ParseError) as exc:
+        print(f"vllm job (corrected): cannot read the run: {exc}", file=sys.stderr)
+        return 2
+    try:
+        print(f"vllm job (corrected): {require_patch_active(log_path, 'expand_fix')}")
+        patch_problem = None
+    except SpecsuiteError as exc:
+        patch_problem = str(exc)
+    counts = {state: sum(1 for s in results.values() if s == state) for state in ("passed", "failed", "skipped", "error")}
+    print(f"vllm job (corrected): {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, "
+          f"{counts['error']} errors (no known-failure list)")
+    problems = judge_corrected(results, patch_problem)
+    for problem in problems:
+        print(f"vllm job (corrected): {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
 def main(argv: list[str]) -> int:
-    if not 1 <= len(argv) <= 2:
-        print("usage: vllm_outcomes.py RESULTS.xml [KNOWN.json]", file=sys.stderr)
+    if len(argv) == 3 and argv[0] == "--corrected":
+        return main_corrected(Path(argv[1]), Path(argv[2]))
+    if not 1 <= len(argv) <= 2 or argv[0].startswith("-"):
+        print("usage: vllm_outcomes.py RESULTS.xml [KNOWN.json] | --corrected SERVER.log RESULTS.xml", file=sys.stderr)
         return 2
     try:
         results = outcomes(Path(argv[0]))

@@ -17,6 +17,7 @@ from harness.cli.options import add_pytest_options, parse_option
 from harness.errors import SpecsuiteError
 from harness.server.secrets import load_api_key
 from harness.server.server_kind import VLLM, kind_of
+from harness.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
 from harness.workloads.lossless.reference import ReferenceServer, open_reference
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 
@@ -91,6 +92,34 @@ class LosslessSession:
             self._store("two_sample", setting.key, self.workload.two_sample(setting, index))
         return self.results["two_sample"][setting.key]
 
+    def directed_settings(self) -> list[SamplingSetting]:
+        """Settings whose scoring gives the distribution the server samples from: top_p 1, and on vLLM
+        temperature 1 only (its prompt logprobs are raw, see `pit`)."""
+        vllm = kind_of(self.specsuite.server.client) == VLLM
+        return [s for s in self.workload.config.settings if s.top_p == 1.0 and (not vllm or s.temperature == 1.0)]
+
+    def directed(self) -> dict[str, Any]:
+        """The tests aimed at over-acceptance (harness/workloads/lossless/directed.py), pooled over the
+        PIT and two-sample generations of the eligible settings (run here if not yet; no extra requests)."""
+        if "directed" not in self.results:
+            settings = self.directed_settings()
+            if not settings:
+                pytest.skip("no lossless setting with top_p 1 (and, on vLLM, temperature 1): nothing exact to test the mode rate on")
+            for setting in settings:
+                self.pit(setting)
+                if self.reference.client is not None:
+                    self.two_sample(setting)
+            sources = {f"{s.key} {source}": requests for s in settings for source, requests in self.workload.directed[s.key].items()}
+            positions = [p for requests in sources.values() for request in requests for p in request]
+            alpha = self.workload.config.alpha
+            self._store("directed", None, {
+                "settings": [s.key for s in settings],
+                "sources": {name: sum(map(len, requests)) for name, requests in sources.items()},
+                "top_token_rate": top_token_rate_test(positions, alpha),
+                "acceptance_betting": acceptance_betting_test(positions, alpha),
+            })
+        return self.results["directed"]
+
     def greedy(self) -> dict[str, Any]:
         self.require_reference()
         if "greedy" not in self.results:
@@ -161,6 +190,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         homogeneity, calibration = result["homogeneity"], result["calibration"]
         lines.append(f"two-sample {key}: {result['prompts']}x{result['samples_per_prompt']} per server, chi-square p={homogeneity['p_value']:.3g}; "
                      f"log-likelihood z={calibration['z']:.2f} p={calibration['p_value']:.3g} (MDE {calibration['mde_nats']:.3f} nats)")
+    directed = results.get("directed")
+    if directed:
+        rate, bet = directed["top_token_rate"], directed["acceptance_betting"]
+        lines.append(f"mode rate ({', '.join(directed['settings'])}): n={rate['n']} excess {rate['excess_rate'] or 0:+.4f} per position "
+                     f"z={rate['z']:.2f} p={rate['p_value']:.3g} (MDE {rate['mde_excess_rate'] or 0:.4f}); acceptance betting: "
+                     f"{bet['draft_positions']} draft positions, max log e-value {bet['max_log_e_value']:.2f}, p={bet['p_value']:.3g}")
     greedy = results.get("greedy")
     if greedy:
         runs = ", ".join(f"c={run['concurrency']}: {run['equal']}/{run['prompts']} equal, {run['real']} real" for run in greedy["concurrencies"])

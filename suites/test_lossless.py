@@ -54,6 +54,34 @@ def test_loglik_calibration(lossless, lossless_setting):
     assert calibration["passed"], f"target log-likelihood differs from the reference's: {summary}"
 
 
+def test_mode_not_overdrawn(lossless):
+    """Over-acceptance leans toward the draft's token, mostly the target's mode: is the mode drawn more
+    often than the target gives it (pooled PIT and two-sample generations, one-sided z)?"""
+    result = lossless.directed()
+    test = result["top_token_rate"]
+    low, high = test["excess_rate_ci95"] or (float("nan"), float("nan"))
+    summary = (f"mode drawn {test['observed']} times over {test['n']} positions where the target expects {test['expected']:.1f} "
+               f"(excess {test['excess_rate']:+.4f} per position, 95% CI [{low:+.4f}, {high:+.4f}], MDE {test['mde_excess_rate']:.4f}); "
+               f"z={test['z']:.2f} p={test['p_value']:.3g}; settings {', '.join(result['settings'])}")
+    print(summary)
+    assert test["passed"], f"the sampler over-draws the target's mode: {summary} < alpha {test['alpha']:g}"
+
+
+def test_draft_acceptance_calibrated(lossless):
+    """With a greedy draft a correct sampler accepts draft x with probability p(x), so E[accepted / p] = 1 at
+    every draft-evaluated position: a test martingale of that ratio (anytime-valid, Ville)."""
+    result = lossless.directed()
+    test = result["acceptance_betting"]
+    if not test["applicable"]:
+        pytest.skip("acceptance betting needs per-step acceptance stats (vLLM --per-request-spec-decode-metrics detailed)")
+    summary = (f"{test['accepted']} accepted of {test['draft_positions']} draft-evaluated positions, mean accepted/p "
+               f"{test['mean_weighted_acceptance']:.3f} (1 for a correct sampler with a greedy draft); max log e-value "
+               f"{test['max_log_e_value']:.2f}, p={test['p_value']:.3g}")
+    print(summary)
+    assert test["passed"], (f"drafts are accepted more often than p allows (assumes a greedy draft, vLLM's default "
+                            f"draft_sample_method): {summary} < alpha {test['alpha']:g}")
+
+
 def test_greedy_equality(lossless):
     result = lossless.greedy()
     lines = []

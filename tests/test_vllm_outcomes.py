@@ -59,3 +59,25 @@ def test_patterns_name_tests_that_exist():
             name = re.match(r"[a-z_]+", test_part.replace("\\", "")).group(0).rstrip("_")
             source = suites[Path(file_part).name]
             assert re.search(rf"def {name}", source), pattern
+
+
+ACTIVE = "(EngineCore_DP0 pid=9) specsuite-vllm-patch active: expand_fix (float check passed)\n"
+
+
+def test_corrected_run_needs_zero_failures_and_the_activation_line(tmp_path, capsys):
+    log = tmp_path / "vllm-eagle-18163.log"
+    log.write_text("=== specsuite: starting python -m vllm...\n" + ACTIVE)
+    xml = _junit(tmp_path, {PADDED: "passed", "suites/test_lossless.py::test_greedy_equality": "passed"})
+    assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 0
+    assert "2 passed, 0 failed" in capsys.readouterr().out
+    # A known finding is no excuse here: any failure fails the corrected run.
+    xml = _junit(tmp_path, {PADDED: "failed"})
+    assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 1
+    assert f"failed: {PADDED}" in capsys.readouterr().err
+    # All passed, but the server never said the patch was active: not a corrected run.
+    log.write_text("=== specsuite: starting python -m vllm...\nINFO ready\n")
+    xml = _junit(tmp_path, {PADDED: "passed"})
+    assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 1
+    assert "not a corrected run" in capsys.readouterr().err
+    assert outcomes_module.main(["--corrected", str(tmp_path / "none.log"), str(xml)]) == 1
+    assert outcomes_module.main(["--corrected", str(log)]) == 2

@@ -523,6 +523,11 @@ OPTIONS: tuple[Option, ...] = (
            metavar="JSON"),
     Option("--vllm-python", "the Python that has vLLM", ("serve-vllm",), default_text="env SPECSUITE_VLLM_PYTHON, else this Python"),
     Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float),
+    Option("--patch", "the project's patch on vLLM's PYTHONPATH (fixtures/vllm_patches): expand_fix corrects the CPU expand bug "
+           "(docs/findings/vllm-spec-padded-ids.md); planted_bias adds acceptance min(1, c*p/q) on top, for power tests. "
+           "The server must log the patch's activation line or serve-vllm exits 1", ("serve-vllm",), default="none",
+           choices=("none", "expand_fix", "planted_bias")),
+    Option("--planted-bias-c", "c of --patch planted_bias (1 is the correct sampler)", ("serve-vllm",), type=float),
     Option("vllm_args", "more vLLM arguments, after --", ("serve-vllm",), action="positional", nargs=argparse.REMAINDER, metavar="-- VLLM_ARGS"),
     # ---- `specsuite serve-sglang`: a real SGLang release on this CPU, on the project's ops (harness/server/sglang_launch.py)
     Option("--sglang-version", "the SGLang release to serve", ("serve-sglang",), default="0.5.23", choices=("0.5.20", "0.5.23")),

@@ -3,9 +3,14 @@
     specsuite serve-vllm --method eagle --port 8141
     specsuite serve-vllm --method none --port 8142                    # the lossless reference
     specsuite serve-vllm --method eagle --spec-config '{"num_speculative_tokens": 5}' -- --max-num-seqs 4
+    specsuite serve-vllm --method eagle --port 8143 --patch expand_fix  # the CPU expand bug corrected
+    specsuite serve-vllm --method eagle --patch planted_bias --planted-bias-c 1.25   # a known-biased sampler
 
 It waits for /health like the reference server's launcher (harness.server.launcher), prints the
-URL and the command, and stops the server's whole process group on exit.
+URL and the command, and stops the server's whole process group on exit. With `--patch`, the project's
+patch (fixtures/vllm_patches) goes first on the server's PYTHONPATH, and once vLLM is ready its log must
+hold the patch's activation line, or serve-vllm stops the server and exits 1: a run is never called
+corrected (or biased) on a server that is not.
 """
 
 from __future__ import annotations
@@ -17,9 +22,11 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.errors import SpecsuiteError
 from harness.server.identity import redact_command
 from harness.server.launcher import LaunchedServer
 from harness.server.vllm_launch import find_vllm_python, parse_spec_config, vllm_command, vllm_env
+from harness.server.vllm_patches import patch_env, require_patch_active
 
 
 def serve_vllm(args: argparse.Namespace) -> int:
@@ -30,15 +37,28 @@ def serve_vllm(args: argparse.Namespace) -> int:
                            spec_model=args.spec_model, spec_overrides=parse_spec_config(args.spec_config), extra_args=extra)
     host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     log_path = Path(f"vllm-{args.method}-{args.port}.log").resolve()
-    server = LaunchedServer(command, base_url=f"http://{host}:{args.port}", log_path=log_path, env=vllm_env(),
+    patch = getattr(args, "patch", "none") or "none"
+    env = vllm_env()
+    if patch != "none":
+        env.update(patch_env(patch, getattr(args, "planted_bias_c", None)))
+    elif getattr(args, "planted_bias_c", None) is not None:
+        raise SpecsuiteError("--planted-bias-c goes with --patch planted_bias")
+    server = LaunchedServer(command, base_url=f"http://{host}:{args.port}", log_path=log_path, env=env,
                             ready_timeout_s=args.ready_timeout)
     # vLLM arguments after `--` may carry --api-key: never print it.
-    print(f"specsuite: starting vLLM ({args.method}): {redact_command(shlex.join(command))}", file=sys.stderr, flush=True)
+    patched = f", patch {patch} (PYTHONPATH {env['PYTHONPATH']})" if patch != "none" else ""
+    print(f"specsuite: starting vLLM ({args.method}{patched}): {redact_command(shlex.join(command))}", file=sys.stderr, flush=True)
     print(f"specsuite: its log: {log_path}", file=sys.stderr, flush=True)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         server.start()
+        if patch != "none":
+            try:
+                print(f"specsuite: patch {patch} is active: {require_patch_active(log_path, patch)}", flush=True)
+            except SpecsuiteError as exc:
+                print(f"specsuite: error: {exc}", file=sys.stderr, flush=True)
+                return 1
         print(f"specsuite: vLLM ({args.method}) serving at {server.base_url}; Ctrl-C stops it", flush=True)
         while not stop.wait(1.0):
             if not server.running:

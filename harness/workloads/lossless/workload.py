@@ -16,6 +16,7 @@ from typing import Any
 from harness.errors import SpecsuiteError
 from harness.server.sglang_client import SGLangClient
 from harness.workloads.lossless.batch import generate_object, output_ids_of, parallel_map, request_seed, tokenize_prompts
+from harness.workloads.lossless.directed import DirectedPosition, directed_positions
 from harness.workloads.lossless.greedy import DEFAULT_NUMERICS_GAP, ReferenceOutput, compare_greedy
 from harness.workloads.lossless.pit import pit_values, uniformity_test
 from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
@@ -114,6 +115,8 @@ class LosslessWorkload:
     config: LosslessConfig = field(default_factory=LosslessConfig)
     draft_steps: int = DEFAULT_DRAFT_STEPS
     _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
+    # setting key -> source ("pit", "two-sample") -> per request, the positions the directed tests read
+    directed: dict[str, dict[str, list[list[DirectedPosition]]]] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.config.check()
@@ -154,6 +157,7 @@ class LosslessWorkload:
             return result.get("meta_info") or {}, output, scored
 
         results = parallel_map(one, range(config.pit_requests), config.concurrency)
+        self.directed.setdefault(setting.key, {})["pit"] = [directed_positions(meta, output, [None, *scored]) for meta, output, scored in results]
         coverage = SpecCoverage.of([(meta, output) for meta, output, _ in results])
         positions = [p for _, _, scored in results for p in scored if p is not None]
         values = pit_values(positions, setting.top_p, request_seed(config.seed, "pit-randomization", case_index, 0))
@@ -183,13 +187,14 @@ class LosslessWorkload:
         max_new_tokens = positions[-1]
         size = config.two_sample_size
 
-        def arm(client: SGLangClient, stream: str) -> list[tuple[dict[str, Any], list[int], float]]:
-            def one(job: int) -> tuple[dict[str, Any], list[int], float]:
+        def arm(client: SGLangClient, stream: str) -> list[tuple[dict[str, Any], list[int], float, list[DirectedPosition]]]:
+            def one(job: int) -> tuple[dict[str, Any], list[int], float, list[DirectedPosition]]:
                 prompt = chosen[job // size]
                 result = self._sample(client, prompt, setting, max_new_tokens, request_seed(config.seed, stream, case_index, job))
                 output = output_ids_of(result)
                 scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
-                return result.get("meta_info") or {}, output, sum(_own_logprob(p) for p in scored[1:])
+                meta = result.get("meta_info") or {}
+                return meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, scored)
 
             return parallel_map(one, range(len(chosen) * size), config.concurrency)
 
@@ -198,7 +203,8 @@ class LosslessWorkload:
 
         test_results = arm(self.test, "two-sample-test")
         reference_results = arm(reference, "two-sample-reference")
-        coverage = SpecCoverage.of([(meta, output) for meta, output, _ in test_results])
+        self.directed.setdefault(setting.key, {})["two-sample"] = [row[3] for row in test_results]
+        coverage = SpecCoverage.of([(row[0], row[1]) for row in test_results])
         test_outputs, test_loglik = by_prompt(test_results, 1), by_prompt(test_results, 2)
         reference_outputs, reference_loglik = by_prompt(reference_results, 1), by_prompt(reference_results, 2)
         homogeneity = homogeneity_test(test_outputs, reference_outputs, positions, config.alpha)
@@ -214,6 +220,24 @@ class LosslessWorkload:
             "passed": homogeneity.passed and calibration.passed,
             "wall_time_s": time.perf_counter() - started,
         }
+
+    def two_sample_test_arm(self, setting: SamplingSetting, case_index: int = 0) -> int:
+        """Only the server-under-test half of `two_sample` (same prompts, sizes and seeds), kept for the
+        directed tests; what a power measurement needs without the reference's draws. Returns the count."""
+        config, reference = self.config, self._reference()
+        chosen = self.prompt_ids[: config.two_sample_prompts]
+        max_new_tokens, size = self.draft_steps + 2, config.two_sample_size
+
+        def one(job: int) -> list[DirectedPosition]:
+            prompt = chosen[job // size]
+            result = self._sample(self.test, prompt, setting, max_new_tokens, request_seed(config.seed, "two-sample-test", case_index, job))
+            output = output_ids_of(result)
+            scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
+            return directed_positions(result.get("meta_info") or {}, output, scored)
+
+        draws = parallel_map(one, range(len(chosen) * size), config.concurrency)
+        self.directed.setdefault(setting.key, {})["two-sample"] = draws
+        return len(draws)
 
     # -- greedy ------------------------------------------------------------------------------
 
