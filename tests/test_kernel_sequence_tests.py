@@ -39,25 +39,6 @@ def test_sequence_tests_fire_on_a_broken_verifier(block: bool, defect: str, fire
     assert fires in _fired(block, defect, rows=8 * distribution.DEFAULT_ROWS)
 
 
-def test_the_old_per_position_test_would_flag_correct_block_verification() -> None:
-    """Why the sequence tests exist: among rows that reached position j, block verification's token at j
-    is not distributed as p_j (reaching j depends on later positions), though the block is lossless."""
-    kernel = model_kernel(block=True)
-    data = distribution.distribution_input("well-formed", 3, SHAPE, 4096)
-    outcome = distribution.run_in_batches(kernel, data, SHAPE.batch)
-    target = sampling_targets(data.rows(slice(0, 1)))[0]
-    reached = outcome.accepted >= 1
-    ids = outcome.emitted[reached, 1]
-    support = np.flatnonzero(target[1] > 0)
-    observed = np.array([(ids == t).sum() for t in support])
-    from scipy import stats
-
-    _, p_value = stats.chisquare(observed, ids.size * target[1, support] / target[1, support].sum())
-    assert p_value < 1e-6  # the conditional test is wrong for block verification...
-    tests, _ = distribution.run_family(kernel, SHAPE, 3, 4096, ALPHA)
-    assert not [t.name for t in tests if t.rejected]  # ...the sequence tests are right
-
-
 def test_accepted_length_test_fires_when_block_accepts_less() -> None:
     rng = np.random.default_rng(0)
     token = rng.integers(0, 6, 1024)

@@ -280,6 +280,7 @@ def partial_prefix_q_negative(seed: int, shape: KernelShape) -> ChainInput:
     return made
 
 
+UNDERFLOW = 1e-30  # below float32's smallest subnormal once scaled; real ids here are above 1e-7
 MASKED_LOGIT_GAP = 240.0  # a zero probability as a logit this far below the row's best (exp(-240) is 0 in float32)
 
 
@@ -307,6 +308,7 @@ def apply_temperature_top_p(logits: np.ndarray, temperature: np.ndarray, top_p: 
             continue
         scaled = logits[row] / t
         probs = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        probs[probs < UNDERFLOW] = 0.0  # what float32 softmax makes of a masked row (e^-240/T)
         probs /= probs.sum(axis=-1, keepdims=True)
         if top_p is not None and top_p[row] < 1.0:
             order = np.argsort(probs, axis=-1, kind="stable")

@@ -8,21 +8,13 @@ the row commits this step (the accepted drafts, then the residual or bonus token
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from harness.kernels.inputs import ChainInput
 from harness.kernels.loader import LoadedKernel
+from harness.kernels.outcome import ChainOutcome
 
-
-@dataclass(frozen=True)
-class ChainOutcome:
-    """What one verify step committed, per row."""
-
-    accepted: np.ndarray  # (B,) drafts accepted
-    emitted: np.ndarray  # (B, k+1) committed ids, -1 past accepted+1
-    final_ids: np.ndarray  # (B,) the residual/bonus id, emitted[b, accepted[b]]
+__all__ = ["ChainOutcome", "run_chain", "run_input"]
 
 
 def run_chain(

@@ -33,7 +33,7 @@ import numpy as np
 
 from harness.errors import SpecsuiteError
 from harness.kernels.inputs import ChainInput, masked_logits, sampling_targets
-from harness.kernels.invoke import ChainOutcome
+from harness.kernels.outcome import ChainOutcome
 from harness.project_paths import PROJECT_ROOT
 
 VLLM_PYTHON_ENV = "SPECSUITE_VLLM_PYTHON"
