@@ -14,8 +14,30 @@ KERNEL_KEY = "kernel"
 def _example(example: dict[str, Any] | None) -> str:
     if not example:
         return ""
-    keys = ("row", "accepted", "emitted", "draft_step", "q(X)", "p(X)", "fallback_id", "p(fallback_id)", "tokenizer_vocab")
+    keys = ("row", "accepted", "emitted", "draft_step", "q(X)", "p(X)", "fallback_id", "p(fallback_id)", "tokenizer_vocab",
+            "position", "id", "target_probability", "temperature", "top_p", "expected_accepted", "expected_emitted", "rerun",
+            "rerun_emitted")
     return ", ".join(f"{key} {example[key]}" for key in keys if key in example)
+
+
+def _observed(test: dict[str, Any]) -> str:
+    if "observed_rate" in test:
+        return fmt(test.get("observed_rate"))
+    if "mean_difference" in test:
+        interval = test.get("difference_ci95")
+        return f"{fmt(test['mean_difference'])} [{fmt(interval[0])}, {fmt(interval[1])}]" if interval else fmt(test["mean_difference"])
+    for key in ("x2", "chi2"):
+        if test.get(key) is not None:
+            return f"X2 {fmt(test[key])}"
+    return "–"
+
+
+def _expected(test: dict[str, Any]) -> str:
+    if "expected_rate" in test:
+        return fmt(test.get("expected_rate"))
+    if "mean_difference" in test:
+        return ">= 0 (block - token)"
+    return f"{test.get('categories', '–')} cells"
 
 
 def add_kernel_section(doc: Document, results: dict[str, Any]) -> None:
@@ -28,7 +50,7 @@ def add_kernel_section(doc: Document, results: dict[str, Any]) -> None:
     sha = kernel.get("sha256") or "no file (the reference numpy sampler)"
     doc.bullets([
         f"sampler **{kernel.get('label', '?')}** (`--kernel {kernel.get('kernel', '?')}`), sha256 `{sha}`",
-        f"device: {kernel.get('device', '?')}",
+        f"device: {kernel.get('device', '?')}; engine {kernel.get('engine', 'sglang')}, {kernel.get('verification', 'token')} verification",
         f"shapes: batch {shape.get('batch')}, draft steps {shape.get('steps')}, kernel vocab {shape.get('kernel_vocab')}, "
         f"tokenizer vocab {shape.get('tokenizer_vocab')}; seed {kernel.get('seed')}",
     ])
@@ -59,11 +81,11 @@ def add_kernel_section(doc: Document, results: dict[str, Any]) -> None:
     if tests:
         doc.paragraph(f"Distribution tests on well-formed input ({family.get('correction')} across {family.get('family_size')} tests, "
                       f"alpha {kernel.get('alpha')}; 'detectable' is the smallest deviation found with {fmt(family.get('power'))} "
-                      "probability: a rate shift for acceptance, Cohen's w for the emitted token).")
+                      "probability: a rate shift for acceptance, Cohen's w for the sequence tests, accepted drafts for the "
+                      "block-versus-token length).")
         doc.table(Table(["test", "n", "observed", "expected", "p", "Holm p", "detectable", "verdict"], [[
             test["name"], str(test["n"]),
-            fmt(test.get("observed_rate")) if "observed_rate" in test else f"chi2 {fmt(test.get('chi2'))}" if test.get("chi2") is not None else "–",
-            fmt(test.get("expected_rate")) if "expected_rate" in test else f"{test.get('categories', '–')} ids",
+            _observed(test), _expected(test),
             fmt_p(test.get("p_value")), fmt_p(test.get("adjusted_p")), fmt(test.get("detectable_at_90_power")),
             "**fires**" if test.get("rejected") else (test.get("note") or "consistent"),
         ] for test in tests]))

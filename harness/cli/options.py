@@ -417,7 +417,8 @@ OPTIONS: tuple[Option, ...] = (
            "different accelerators are never compared", ("pytest", "history ingest"), env="SPECSUITE_ACCELERATOR",
            cli_dest="ingest_accelerator", pytest_area="history"),
     # ---- the kernel suite (suites/plugin_kernel.py)
-    Option("--kernel", "the sampler under test: installed, sglang==VERSION, a path to reject_sampling.py, refserver or refserver:nofix",
+    Option("--kernel", "the sampler under test: installed, sglang==VERSION, a path to reject_sampling.py (each may end in :block), "
+           "refserver[:nofix], vllm==VERSION or vllm-installed (each may end in :expand-fix)",
            ("pytest",), metavar="SOURCE", default_text="installed when SGLang is importable, else the suite skips", pytest_area="kernel",
            pytest_group="specsuite kernel"),
     Option("--kernel-vocab", "the kernel's vocab width (embedding rows)", ("pytest",), default_factory=_kernel_default("DEFAULT_VOCAB"),

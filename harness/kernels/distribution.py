@@ -1,45 +1,68 @@
-"""Distribution tests of a chain sampler on well-formed inputs (scipy.stats, exact where possible).
+"""Distribution tests of a chain sampler on well-formed inputs: tests that hold for any lossless
+verifier, token-by-token or block (scipy.stats; exact, or Monte Carlo exact, with stated power).
 
-One fixed chain (a target p_j and a draft q_j per step, each on a few ids, so every category has
-enough counts) is repeated over many rows, each row with its own drafts (drawn from q_j) and
-coins.  Two families of tests, per draft step j:
+One fixed chain (a target p_j and a draft q_j per position, each on a few ids, so every category has
+enough counts) is repeated over many rows, each row with its own drafts (drawn from q_j) and coins.
+Because the chain is the same whatever was drafted, it is a target model whose conditional at position j
+is p_j for every prefix: sampling it token by token gives independent Z_j ~ p_j.  A lossless verifier's
+committed block, continued token by token from p past its end (by us, seeded), is such a sample whatever
+the verifier does inside the block (Sun et al., "Block Verification Accelerates Speculative Decoding",
+Theorem 1; Leviathan et al. for token verification).  So, per scenario:
 
-- acceptance: among rows that reached step j, the number that accepted draft j is
-  Binomial(n, a_j) with a_j = sum_x q(x) min(1, p(x)/q(x)), the rejection rule's promise
-  (exact two-sided binomial test);
-- emitted token: among rows that reached position j, the committed id at j (the accepted draft,
-  the residual draw, or at j = k the bonus token) is distributed as p_j: the guarantee of
-  speculative sampling (chi-square goodness of fit; any id outside p_j's support is an impossible
-  event and gives p = 0).
+- sequence marginal at position j = 0..k: Z_j against p_j (Pearson X^2, p-value by Monte Carlo under the
+  fully specified multinomial null, so exact in level up to 1/(R+1); an id outside p_j's support is an
+  impossible event and gives p = 0);
+- sequence pair at positions (j, j+1): (Z_j, Z_{j+1}) against p_j x p_{j+1} (the same test over the
+  product's cells): the block's tokens must also be jointly right, not only one at a time;
+- acceptance at draft step j (token verification only): among rows that reached step j, the accepted
+  count is Binomial(n, a_j), a_j = sum_x q(x) min(1, p(x)/q(x)) (sum_x q(x) p(x) when the sampler is not
+  shown q), by the exact two-sided binomial test.  Block verification accepts differently by design;
+- for block verification: on the same inputs and coins, its mean accepted length minus token
+  verification's (Sun et al., Theorem 2: not below 0), a paired t interval; it fails when the one-sided
+  test says the mean difference is below 0.
 
-Holm's correction runs over every test of the session's family.  Power is stated for each test as
-the smallest deviation it detects with 90% probability at its Bonferroni level (alpha / family
-size, which Holm's first step uses): for the binomial test exactly, from its rejection region; for
-the chi-square test as Cohen's w, from the noncentral chi-square.
+Here p_j is the target after the rows' temperature and top-p for engines that take logits (vLLM).
+Holm's correction runs over every test of the session's family.  Power is stated for each test as the
+smallest deviation it detects with 90% probability at its Bonferroni level (alpha / family size, which
+Holm's first step uses): exactly for the binomial test, as Cohen's w from the noncentral chi-square for
+the X^2 tests, in accepted tokens for the length test; tools/calibration/kernel_sequence_power.py
+measures the family's power against stated broken verifiers by simulation.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from scipy import optimize, stats
 
 from harness.errors import SpecsuiteError
-from harness.kernels.inputs import ChainInput, KernelShape, draw_ids
-from harness.kernels.invoke import ChainOutcome, run_chain
+from harness.kernels.inputs import ChainInput, KernelShape, apply_temperature_top_p, clear_top_p, draw_ids, masked_logits, sampling_targets
+from harness.kernels.invoke import ChainOutcome, run_input
 from harness.kernels.loader import LoadedKernel
 from harness.stats.multiplicity import holm
 
 SUPPORT = 8  # ids per target row: 8 categories, each expected >= 5 times at the default rows
 POWER = 0.9
-MIN_EXPECTED = 5.0  # the chi-square approximation's usual floor per category
+MIN_EXPECTED = 5.0  # a marginal with fewer expected counts per category is not tested (reported)
+MONTE_CARLO_DRAWS = 100_000  # null draws per X^2 test: p-values down to 1e-5, below alpha / family size
+MONTE_CARLO_SEED = 20261205
 SCENARIOS = ("well-formed", "p-equals-q")
+VLLM_SCENARIOS = ("well-formed", "p-equals-q", "no-draft-probs", "temperature-top-p")
+ALL_SCENARIOS = tuple(dict.fromkeys(SCENARIOS + VLLM_SCENARIOS))
 DEFAULT_ROWS = 1024
 # p == q accepts every draft (its acceptance test is exact: one rejection fires it), so it needs
-# fewer rows than the well-formed chain; its emitted-token tests get the power stated for them.
-ROW_SHARE = {"well-formed": 1.0, "p-equals-q": 0.25}
+# fewer rows than the well-formed chain; its sequence tests get the power stated for them.
+ROW_SHARE = {"well-formed": 1.0, "p-equals-q": 0.25, "no-draft-probs": 1.0, "temperature-top-p": 1.0}
+TEMPERATURE = 0.8  # the temperature-top-p scenario's rows; its top-p keeps TOP_P_KEEP of SUPPORT ids
+TOP_P_KEEP = 6
+
+
+def scenarios_for(kernel: LoadedKernel) -> tuple[str, ...]:
+    return VLLM_SCENARIOS if kernel.engine == "vllm" else SCENARIOS
 
 
 def scenario_rows(scenario: str, rows: int) -> int:
@@ -48,15 +71,15 @@ def scenario_rows(scenario: str, rows: int) -> int:
 
 @dataclass
 class DistributionTest:
-    """One exact binomial or chi-square test, before and after Holm's correction."""
+    """One test of the family, before and after Holm's correction."""
 
     scenario: str
-    test: str  # "acceptance" or "emitted"
-    position: int  # draft step (acceptance) or committed position (emitted; k is the bonus token)
+    test: str  # "acceptance", "sequence-marginal", "sequence-pair" or "accepted-length"
+    position: int  # draft step (acceptance), position j (marginal; pair (j, j+1)); -1 for the length test
     n: int
     p_value: float | None  # None: not tested (too few rows), see `note`
     statistic: dict[str, Any] = field(default_factory=dict)
-    detectable_at_90: float | None = None  # smallest rate shift (acceptance) or Cohen's w (emitted)
+    detectable_at_90: float | None = None  # rate shift (acceptance), Cohen's w (X^2), tokens (length)
     adjusted_p: float | None = None
     rejected: bool = False
     note: str = ""
@@ -88,37 +111,53 @@ def _chain_rows(rng: np.random.Generator, shape: KernelShape, scenario: str) -> 
             other = np.concatenate([ids[: SUPPORT // 2], rng.choice(tokenizer - 1, size=SUPPORT // 2, replace=False)])
             noise = np.zeros(vocab)
             np.add.at(noise, other, rng.dirichlet(np.full(SUPPORT, 2.0)))
-            draft[step] = 0.7 * target[step] + 0.3 * noise
+            draft[step] = 0.5 * target[step] + 0.5 * noise  # acceptance about 0.65: rejections and residuals matter
     return target.astype(np.float32), draft.astype(np.float32)
 
 
-def distribution_input(scenario: str, seed: int, shape: KernelShape, rows: int) -> ChainInput:
-    if scenario not in SCENARIOS:
-        raise SpecsuiteError(f"unknown distribution scenario {scenario!r}; known: {', '.join(SCENARIOS)}")
+def distribution_input(scenario: str, seed: int, shape: KernelShape, rows: int, chain_seed: int | None = None) -> ChainInput:
+    """The scenario's rows; the chain itself from `chain_seed` when given (else from `seed`, as the suite
+    does), so a simulation can hold the chain fixed and redraw only drafts and coins."""
+    if scenario not in ALL_SCENARIOS:
+        raise SpecsuiteError(f"unknown distribution scenario {scenario!r}; known: {', '.join(ALL_SCENARIOS)}")
     if rows < 1:
         raise SpecsuiteError(f"--kernel-dist-rows must be at least 1, got {rows}")
     rng = np.random.default_rng(seed)
-    target, draft = _chain_rows(rng, shape, scenario)
+    target, draft = _chain_rows(rng if chain_seed is None else np.random.default_rng(chain_seed), shape, scenario)
     targets = np.broadcast_to(target, (rows, *target.shape))
     drafts = np.broadcast_to(draft, (rows, *draft.shape))
     ids = draw_ids(rng, np.broadcast_to(draft.astype(np.float64), (rows, *draft.shape)))
     coins = rng.random((rows, shape.steps), dtype=np.float32)
     final = rng.random(rows, dtype=np.float32)
-    return ChainInput(f"distribution:{scenario}", targets, drafts, ids, coins, final, shape.tokenizer_vocab, seed)
+    made = ChainInput(f"distribution:{scenario}", targets, drafts, ids, coins, final, shape.tokenizer_vocab, seed)
+    if scenario == "no-draft-probs":
+        return replace(made, with_draft_probs=False)
+    if scenario == "temperature-top-p":
+        temperature = np.full(rows, TEMPERATURE, dtype=np.float32)
+        processed = apply_temperature_top_p(masked_logits(target[None]), temperature[:1], None)[0]
+        chosen = clear_top_p(processed, TOP_P_KEEP)
+        top_p = None if chosen is None else np.full(rows, chosen, dtype=np.float32)
+        return replace(made, temperature=temperature, top_p=top_p)
+    return made
 
 
-def run_in_batches(kernel: LoadedKernel, data: ChainInput, batch: int) -> ChainOutcome:
-    """The kernel over all rows of `data`, `batch` rows per call."""
-    parts = [run_chain(kernel, *data.rows(slice(start, start + batch)).arrays()) for start in range(0, data.batch, batch)]
+def run_in_batches(kernel: LoadedKernel, data: ChainInput, batch: int, block_verification: bool | None = None) -> ChainOutcome:
+    """The kernel over all rows of `data`, `batch` rows per call (vLLM's sampler takes them in one call)."""
+    if kernel.engine == "vllm":
+        return run_input(kernel, data)
+    parts = [run_input(kernel, data.rows(slice(start, start + batch)), block_verification) for start in range(0, data.batch, batch)]
     return ChainOutcome(np.concatenate([p.accepted for p in parts]), np.concatenate([p.emitted for p in parts]),
                         np.concatenate([p.final_ids for p in parts]))
 
 
-def acceptance_rate(target_row: np.ndarray, draft_row: np.ndarray) -> float:
-    """a = sum_x q~(x) min(1, p(x)/q(x)): X drawn from q~ (q renormalised, as the drafts were)."""
+def acceptance_rate(target_row: np.ndarray, draft_row: np.ndarray, shown_q: bool = True) -> float:
+    """a = sum_x q~(x) min(1, p(x)/q(x)): X drawn from q~ (q renormalised, as the drafts were); without
+    q shown to the sampler it accepts X with probability p(X) (q taken as a point mass at X)."""
     p = target_row.astype(np.float64)
     q = draft_row.astype(np.float64)
     drawn = q / q.sum()
+    if not shown_q:
+        return float(np.sum(drawn * p))
     ratio = np.divide(p, q, out=np.zeros_like(p), where=q > 0)
     return float(np.sum(drawn * np.minimum(1.0, ratio)))
 
@@ -160,45 +199,161 @@ def _chi_square_detectable(n: int, categories: int, level: float) -> float:
     return float(np.sqrt(noncentrality / n))
 
 
-def distribution_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, family_size: int, alpha: float) -> list[DistributionTest]:
-    """Every acceptance and emitted-token test of one scenario (unadjusted)."""
-    steps = data.draft_ids.shape[1]
-    level = alpha / max(1, family_size)
-    target, draft = data.target_probs[0], data.draft_probs[0]
+def extended_sequences(data: ChainInput, outcome: ChainOutcome, targets: np.ndarray, seed: int) -> np.ndarray:
+    """(B, k+1) ids: each row's committed block, continued past its end by sampling the chain's target
+    token by token (our seeded draws), as generation would continue."""
+    rng = np.random.default_rng(seed)
+    positions = data.draft_ids.shape[1] + 1
+    sequences = outcome.emitted.copy()
+    for position in range(positions):
+        continued = outcome.accepted < position
+        if continued.any():
+            row = targets[0, position]
+            drawn = rng.choice(row.size, size=int(continued.sum()), p=row / row.sum())
+            sequences[continued, position] = drawn
+    return sequences
+
+
+MONTE_CARLO_CHUNK = 2_000
+SEQUENTIAL_EXCEEDANCES = 20  # Besag-Clifford: stop once this many null draws reach the observed X^2
+
+
+class _NullDraws:
+    """X^2 of multinomial(n, p) null draws, made in chunks as a test needs them and kept for reuse
+    (the power tool asks the same null thousands of times)."""
+
+    def __init__(self, n: int, probabilities: np.ndarray, seed: int) -> None:
+        self.n = n
+        self.probabilities = probabilities
+        self.rng = np.random.default_rng(seed)
+        self.chunks: list[np.ndarray] = []
+
+    def chunk(self, index: int) -> np.ndarray:
+        expected = self.n * self.probabilities
+        while len(self.chunks) <= index:
+            samples = self.rng.multinomial(self.n, self.probabilities, size=MONTE_CARLO_CHUNK)
+            self.chunks.append(np.sum((samples - expected) ** 2 / expected, axis=1))
+        return self.chunks[index]
+
+
+@functools.lru_cache(maxsize=512)
+def _null(n: int, probabilities: bytes, seed: int) -> _NullDraws:
+    return _NullDraws(n, np.frombuffer(probabilities, dtype=np.float64), seed)
+
+
+def monte_carlo_x2(observed: np.ndarray, probabilities: np.ndarray, seed: int, draws: int = MONTE_CARLO_DRAWS) -> tuple[float, float]:
+    """(Pearson X^2, its p-value) of counts against a fully specified multinomial, by Besag and Clifford's
+    sequential Monte Carlo test (Biometrika 1991): null draws until SEQUENTIAL_EXCEEDANCES of them reach
+    the observed X^2 (p = h / draws used), else all `draws` (p = (1 + b) / (draws + 1)).  Exact in level;
+    a clear null stops after a few thousand draws, a small p-value uses them all."""
+    n = int(observed.sum())
+    probabilities = np.ascontiguousarray(probabilities, dtype=np.float64)
+    expected = n * probabilities
+    statistic = float(np.sum((observed - expected) ** 2 / expected))
+    null = _null(n, probabilities.tobytes(), seed)
+    threshold = statistic * (1 - 1e-12)
+    exceedances = 0
+    used = 0
+    for index in range(-(-draws // MONTE_CARLO_CHUNK)):
+        chunk = null.chunk(index)[: draws - used]
+        hits = np.flatnonzero(chunk >= threshold)
+        if exceedances + hits.size >= SEQUENTIAL_EXCEEDANCES:
+            position = used + int(hits[SEQUENTIAL_EXCEEDANCES - exceedances - 1]) + 1
+            return statistic, SEQUENTIAL_EXCEEDANCES / position
+        exceedances += hits.size
+        used += chunk.size
+    return statistic, (1 + exceedances) / (draws + 1)
+
+
+def _x2_test(scenario: str, test: str, position: int, ids: np.ndarray, probabilities: np.ndarray, support: np.ndarray,
+             level: float, seed: int) -> DistributionTest:
+    """ids: (n,) category codes already mapped to support indices (-1 outside the support)."""
+    n = int(ids.size)
+    observed = np.bincount(ids[ids >= 0], minlength=support.size).astype(np.float64)
+    expected = n * probabilities
+    outside = int((ids < 0).sum())
+    statistic: dict[str, Any] = {"categories": int(support.size), "outside_support": outside,
+                                 "min_expected": float(expected.min()) if n else 0.0}
+    if test == "sequence-marginal" and (n == 0 or expected.min() < MIN_EXPECTED):
+        return DistributionTest(scenario, test, position, n, None, statistic,
+                                note=f"not tested: expected counts below {MIN_EXPECTED:g} with {n} rows")
+    if outside:
+        p_value, x2 = 0.0, float("inf")  # an id the target gives zero probability: impossible under p
+    else:
+        x2, p_value = monte_carlo_x2(observed, probabilities, seed)
+    statistic.update(x2=x2, monte_carlo_draws=MONTE_CARLO_DRAWS, monte_carlo_seed=seed)
+    return DistributionTest(scenario, test, position, n, float(p_value), statistic, _chi_square_detectable(n, int(support.size), level))
+
+
+def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level: float, seed: int) -> list[DistributionTest]:
+    """The marginal test at every position and the pair test at every adjacent pair, on the extended
+    sequences."""
+    targets = sampling_targets(data.rows(slice(0, 1)))
+    sequences = extended_sequences(data, outcome, targets, seed)
+    positions = sequences.shape[1]
+    supports, codes, probabilities = [], [], []
+    for position in range(positions):
+        p = targets[0, position]
+        support = np.flatnonzero(p > 0)
+        lookup = np.full(p.size + 1, -1)
+        lookup[support] = np.arange(support.size)
+        ids = sequences[:, position]
+        codes.append(lookup[np.where((ids >= 0) & (ids < p.size), ids, p.size)])
+        supports.append(support)
+        probabilities.append(p[support] / p[support].sum())
+    tests = []
+    for position in range(positions):
+        test = _x2_test(scenario, "sequence-marginal", position, codes[position], probabilities[position], supports[position],
+                        level, MONTE_CARLO_SEED + 10 * position)
+        test.statistic["from_sampler"] = int((outcome.accepted >= position).sum())
+        tests.append(test)
+    for position in range(positions - 1):
+        first, second = codes[position], codes[position + 1]
+        width = supports[position + 1].size
+        pair = np.where((first >= 0) & (second >= 0), first * width + second, -1)
+        joint = np.outer(probabilities[position], probabilities[position + 1]).ravel()
+        cells = np.arange(joint.size)
+        test = _x2_test(scenario, "sequence-pair", position, pair, joint, cells, level, MONTE_CARLO_SEED + 10 * position + 5)
+        test.statistic["from_sampler"] = int((outcome.accepted >= position + 1).sum())
+        tests.append(test)
+    return tests
+
+
+def acceptance_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level: float) -> list[DistributionTest]:
+    """Token verification's promise, step by step (not for block verification)."""
+    targets = sampling_targets(data.rows(slice(0, 1)))[0]
+    draft = data.draft_probs[0]
     tests: list[DistributionTest] = []
-    for step in range(steps):
+    for step in range(data.draft_ids.shape[1]):
         reached = outcome.accepted >= step
         n = int(reached.sum())
         successes = int((outcome.accepted[reached] > step).sum())
-        rate = acceptance_rate(target[step], draft[step])
+        rate = min(acceptance_rate(targets[step], draft[step], data.with_draft_probs), 1.0)
         if n == 0:
             tests.append(DistributionTest(scenario, "acceptance", step, 0, None, note="no row reached this step"))
             continue
-        result = stats.binomtest(successes, n, min(rate, 1.0))
+        result = stats.binomtest(successes, n, rate)
         tests.append(DistributionTest(scenario, "acceptance", step, n, float(result.pvalue),
                                       {"accepted": successes, "observed_rate": successes / n, "expected_rate": rate},
-                                      _binomial_detectable(n, min(rate, 1.0), level)))
-    for position in range(steps + 1):
-        reached = outcome.accepted >= position
-        ids = outcome.emitted[reached, position]
-        n = int(ids.size)
-        p = target[position].astype(np.float64)
-        support = np.flatnonzero(p > 0)
-        expected = n * p[support] / p[support].sum()
-        observed = np.array([(ids == token).sum() for token in support])
-        outside = int(n - observed.sum())
-        statistic = {"categories": int(support.size), "outside_support": outside, "min_expected": float(expected.min()) if n else 0.0}
-        if n == 0 or expected.min() < MIN_EXPECTED:
-            tests.append(DistributionTest(scenario, "emitted", position, n, None, statistic,
-                                          note=f"not tested: expected counts below {MIN_EXPECTED:g} with {n} rows"))
-            continue
-        if outside:
-            p_value, chi2 = 0.0, float("inf")  # an id the target gives zero probability: impossible under p
-        else:
-            chi2, p_value = (float(v) for v in stats.chisquare(observed, expected))
-        tests.append(DistributionTest(scenario, "emitted", position, n, float(p_value), {**statistic, "chi2": chi2},
-                                      _chi_square_detectable(n, int(support.size), level)))
+                                      _binomial_detectable(n, rate, level)))
     return tests
+
+
+def accepted_length_test(scenario: str, block: ChainOutcome, token: ChainOutcome, level: float) -> DistributionTest:
+    """Block minus token verification's accepted drafts on the same rows and coins: the paired mean with
+    a 95% t interval; p-value of the one-sided test that the mean is below 0."""
+    difference = (block.accepted - token.accepted).astype(np.float64)
+    n = difference.size
+    result = stats.ttest_1samp(difference, 0.0, alternative="less")
+    spread = float(difference.std(ddof=1)) if n > 1 else float("nan")
+    p_value = 1.0 if spread == 0 and difference.mean() >= 0 else float(result.pvalue)
+    interval = stats.ttest_1samp(difference, 0.0).confidence_interval(0.95) if spread > 0 else None
+    detectable = float((stats.norm.isf(level) + stats.norm.isf(1 - POWER)) * spread / np.sqrt(n)) if spread > 0 else 0.0
+    return DistributionTest(scenario, "accepted-length", -1, n, p_value, {
+        "block_mean_accepted": float(block.accepted.mean()), "token_mean_accepted": float(token.accepted.mean()),
+        "mean_difference": float(difference.mean()),
+        "difference_ci95": None if interval is None else [float(interval.low), float(interval.high)],
+        "rows_block_longer": int((difference > 0).sum()), "rows_token_longer": int((difference < 0).sum())}, detectable)
 
 
 def adjust(tests: list[DistributionTest], alpha: float) -> None:
@@ -211,6 +366,35 @@ def adjust(tests: list[DistributionTest], alpha: float) -> None:
         test.adjusted_p, test.rejected = adjusted[test.name]
 
 
-def family_size(steps: int, scenarios: int = len(SCENARIOS)) -> int:
-    """Tests per session: k acceptance and k+1 emitted tests per scenario."""
-    return scenarios * (2 * steps + 1)
+def family_size(steps: int, scenarios: int = len(SCENARIOS), block: bool = False) -> int:
+    """Tests per session: per scenario k+1 marginal and k pair tests, plus k acceptance tests for token
+    verification or one accepted-length test for block verification."""
+    per_scenario = (steps + 1) + steps + (1 if block else steps)
+    return scenarios * per_scenario
+
+
+def run_family(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int, alpha: float,
+               chain_seed: int | None = None) -> tuple[list[DistributionTest], dict[str, float]]:
+    """Every scenario's tests for `kernel`, Holm-adjusted together, and the sampler seconds per scenario.
+    Input seeds: seed * 1000 + 500 + the scenario's index among ALL_SCENARIOS (the chain's from
+    chain_seed the same way, when given)."""
+    block = kernel.spec.block
+    scenarios = scenarios_for(kernel)
+    level = alpha / max(1, family_size(shape.steps, len(scenarios), block))
+    tests: list[DistributionTest] = []
+    seconds: dict[str, float] = {}
+    for scenario in scenarios:
+        index = ALL_SCENARIOS.index(scenario)
+        data = distribution_input(scenario, seed * 1000 + 500 + index, shape, scenario_rows(scenario, rows),
+                                  None if chain_seed is None else chain_seed * 1000 + 500 + index)
+        started = time.perf_counter()
+        outcome = run_in_batches(kernel, data, shape.batch)
+        if block:
+            token = run_in_batches(kernel, data, shape.batch, block_verification=False)
+            tests.append(accepted_length_test(scenario, outcome, token, level))
+        else:
+            tests += acceptance_tests(data, outcome, scenario, level)
+        seconds[scenario] = time.perf_counter() - started
+        tests += sequence_tests(data, outcome, scenario, level, seed * 1000 + 700 + index)
+    adjust(tests, alpha)
+    return tests, seconds

@@ -64,6 +64,10 @@ class ChainInput:
     final_coins: np.ndarray  # (B,) float32
     tokenizer_vocab: int
     seed: int
+    # Sampling parameters of engines that take logits (vLLM); None: the target rows are sampled as given.
+    temperature: np.ndarray | None = None  # (B,) float32, 0 = greedy
+    top_p: np.ndarray | None = None  # (B,) float32
+    with_draft_probs: bool = True  # False: the sampler is not shown q (an n-gram drafter's case)
 
     @property
     def batch(self) -> int:
@@ -76,7 +80,9 @@ class ChainInput:
     def rows(self, index: np.ndarray | slice) -> ChainInput:
         """The same input restricted to some rows (a smaller batch with the same coins)."""
         return replace(self, target_probs=self.target_probs[index], draft_probs=self.draft_probs[index],
-                       draft_ids=self.draft_ids[index], accept_coins=self.accept_coins[index], final_coins=self.final_coins[index])
+                       draft_ids=self.draft_ids[index], accept_coins=self.accept_coins[index], final_coins=self.final_coins[index],
+                       temperature=None if self.temperature is None else self.temperature[index],
+                       top_p=None if self.top_p is None else self.top_p[index])
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The positional arguments of `run_chain` after the kernel."""
@@ -244,6 +250,150 @@ def degenerate_residual(seed: int, shape: KernelShape) -> ChainInput:
     return _assemble("degenerate-residual", seed, rng, shape, target, draft, ids)
 
 
+PARTIAL_PREFIX_RATIO = 0.9  # p(X)/q(X) of the drafts before the corrupted step
+
+
+def partial_prefix_q_negative(seed: int, shape: KernelShape) -> ChainInput:
+    """The drafts before CORRUPT_STEP are the target's favourites with p(X)/q(X) = 0.9 (accepted 90% of
+    the time by token verification; block verification's prefix probability 0.81 < 1), q == p elsewhere,
+    and the drafted token of CORRUPT_STEP has q(X) = -0.25.  Block verification then weighs stopping
+    before the corrupted step with the residual mass of that step's row: the case where a q guard there
+    matters (with q == p before it, as in the other classes, the prefix probability is 1 and it is never
+    computed)."""
+    rng = np.random.default_rng(seed)
+    target = _targets(rng, shape)
+    rows = np.arange(shape.batch)
+    favourite = target[:, : shape.steps].argmax(axis=-1)
+    target[rows, CORRUPT_STEP, favourite[:, CORRUPT_STEP]] += 1.5  # a confident step, as in the draft-q-* classes
+    target[:, CORRUPT_STEP] /= target[:, CORRUPT_STEP].sum(axis=-1, keepdims=True)
+    draft = target[:, : shape.steps].copy()
+    for step in range(CORRUPT_STEP):
+        x = favourite[:, step]
+        p_x = target[rows, step, x]
+        q_x = p_x / PARTIAL_PREFIX_RATIO
+        draft[rows, step] *= ((1.0 - q_x) / (1.0 - p_x))[:, None]  # the rest scaled so q sums to 1
+        draft[rows, step, x] = q_x
+    ids = draw_ids(rng, draft)
+    ids[:, : CORRUPT_STEP + 1] = favourite[:, : CORRUPT_STEP + 1]
+    made = _assemble("partial-prefix-q-negative", seed, rng, shape, target, draft, ids)
+    made.draft_probs[rows, CORRUPT_STEP, ids[:, CORRUPT_STEP]] = -0.25
+    return made
+
+
+UNDERFLOW = 1e-30  # below float32's smallest subnormal once scaled; real ids here are above 1e-7
+MASKED_LOGIT_GAP = 240.0  # a zero probability as a logit this far below the row's best (exp(-240) is 0 in float32)
+
+
+def masked_logits(probs: np.ndarray) -> np.ndarray:
+    """float64 logits log p, a zero probability at MASKED_LOGIT_GAP below the row's best logit (a masked
+    row of a real model: finite, never sampled)."""
+    probs = probs.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        logs = np.log(probs)
+    floor = logs.max(axis=-1, keepdims=True) - MASKED_LOGIT_GAP
+    return np.where(probs > 0, logs, floor)
+
+
+def apply_temperature_top_p(logits: np.ndarray, temperature: np.ndarray, top_p: np.ndarray | None) -> np.ndarray:
+    """float64 (B, S, V) probabilities that logits (B, S, V) give after per-row temperature (0: greedy, a
+    one-hot argmax) and top-p (the smallest-probability ids removed while their cumulative mass is at most
+    1 - top_p, the top id always kept: the rule of vLLM's apply_top_k_top_p_pytorch,
+    vllm/v1/sample/ops/topk_topp_sampler.py:504-511)."""
+    out = np.empty_like(logits, dtype=np.float64)
+    for row in range(logits.shape[0]):
+        t = float(temperature[row])
+        if t == 0.0:
+            out[row] = 0.0
+            out[row, np.arange(logits.shape[1]), logits[row].argmax(axis=-1)] = 1.0
+            continue
+        scaled = logits[row] / t
+        probs = np.exp(scaled - scaled.max(axis=-1, keepdims=True))
+        probs[probs < UNDERFLOW] = 0.0  # what float32 softmax makes of a masked row (e^-240/T)
+        probs /= probs.sum(axis=-1, keepdims=True)
+        if top_p is not None and top_p[row] < 1.0:
+            order = np.argsort(probs, axis=-1, kind="stable")
+            ascending = np.take_along_axis(probs, order, axis=-1)
+            drop = np.cumsum(ascending, axis=-1) <= 1.0 - float(top_p[row])
+            drop[:, -1] = False
+            np.put_along_axis(probs, order, np.where(drop, 0.0, ascending), axis=-1)
+            probs /= probs.sum(axis=-1, keepdims=True)
+        out[row] = probs
+    return out
+
+
+def sampling_targets(data: ChainInput) -> np.ndarray:
+    """(B, k+1, V) float64: the distribution each position must be sampled from (the target rows
+    themselves, or after the rows' temperature and top-p for a logit-taking engine)."""
+    if data.temperature is None and data.top_p is None:
+        return data.target_probs.astype(np.float64)
+    temperature = np.ones(data.batch) if data.temperature is None else data.temperature
+    return apply_temperature_top_p(masked_logits(data.target_probs), temperature, data.top_p)
+
+
+def _greedy_drafts(rng: np.random.Generator, data: ChainInput, agree: float = 0.6) -> np.ndarray:
+    """Drafts that equal the target's argmax with probability `agree` per step, else the drawn id."""
+    argmax = data.target_probs[:, : data.draft_ids.shape[1]].argmax(axis=-1)
+    return np.where(rng.random(data.draft_ids.shape) < agree, argmax, data.draft_ids).astype(np.int64)
+
+
+def no_draft_probs(seed: int, shape: KernelShape) -> ChainInput:
+    """Well-formed rows, the sampler not shown q (vLLM's draft_probs=None: an n-gram drafter)."""
+    return replace(well_formed(seed, shape), input_class="no-draft-probs", with_draft_probs=False)
+
+
+def greedy_rows(seed: int, shape: KernelShape) -> ChainInput:
+    """Every row greedy (temperature 0); drafts agree with the target's argmax 60% of the time."""
+    made = well_formed(seed, shape)
+    ids = _greedy_drafts(np.random.default_rng(seed + 1), made)
+    return replace(made, input_class="greedy", draft_ids=ids, temperature=np.zeros(shape.batch, dtype=np.float32))
+
+
+def mixed_greedy_random(seed: int, shape: KernelShape) -> ChainInput:
+    """Greedy and random rows in one batch (every other row temperature 0, the rest 1)."""
+    made = well_formed(seed, shape)
+    ids = _greedy_drafts(np.random.default_rng(seed + 1), made)
+    temperature = np.where(np.arange(shape.batch) % 2 == 0, 0.0, 1.0).astype(np.float32)
+    return replace(made, input_class="mixed-greedy-random", draft_ids=ids, temperature=temperature)
+
+
+TOP_P_MARGIN = 2e-3  # the top-p cut sits at least this far from every cumulative boundary (no float ties)
+
+
+def clear_top_p(processed: np.ndarray, keep: int) -> float | None:
+    """A top-p for one row's (S, V) probabilities that keeps exactly the `keep` likeliest ids at every
+    position, halfway between the boundaries; None when no such value clears TOP_P_MARGIN."""
+    descending = -np.sort(-processed, axis=-1)
+    cumulative = np.cumsum(descending, axis=-1)
+    lower = float(cumulative[:, keep - 2].max()) if keep >= 2 else 0.0
+    upper = float(cumulative[:, keep - 1].min())
+    return (lower + upper) / 2 if upper - lower > 2 * TOP_P_MARGIN else None
+
+
+def temperature_top_p(seed: int, shape: KernelShape) -> ChainInput:
+    """Per-row temperature (0.6, 1.0, 1.4 in turn) and top-p: each target row is a head of 12 ids and a
+    tail of 48 ids holding 1% of the mass; top-p is chosen per row to cut exactly the tail at every
+    position, with a clear margin (a row where no value clears it keeps top-p 1)."""
+    rng = np.random.default_rng(seed)
+    head, tail = 12, 48
+    target = np.zeros((shape.batch, shape.steps + 1, shape.kernel_vocab))
+    for row in range(shape.batch):
+        for step in range(shape.steps + 1):
+            ids = rng.choice(shape.tokenizer_vocab - 1, size=head + tail, replace=False)
+            target[row, step, ids[:head]] = 0.99 * rng.dirichlet(np.full(head, 4.0))
+            target[row, step, ids[head:]] = 0.01 * rng.dirichlet(np.full(tail, 4.0))
+    draft = _drafts_near(rng, target, shape, (0.5, 0.95))
+    made = _assemble("temperature-top-p", seed, rng, shape, target, draft)
+    temperature = np.array([(0.6, 1.0, 1.4)[row % 3] for row in range(shape.batch)], dtype=np.float32)
+    logits = masked_logits(made.target_probs)
+    top_p = np.ones(shape.batch, dtype=np.float32)
+    for row in range(shape.batch):
+        processed = apply_temperature_top_p(logits[row : row + 1], temperature[row : row + 1], None)[0]
+        chosen = clear_top_p(processed, head)
+        if chosen is not None:
+            top_p[row] = chosen
+    return replace(made, temperature=temperature, top_p=top_p)
+
+
 # The kernel suite's classes, in report order; each builder takes (seed, shape).
 INPUT_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {
     "well-formed": well_formed,
@@ -260,20 +410,35 @@ INPUT_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {
     "q-row-neginf": _whole_row_value(-np.inf, "q-row-neginf"),
     "p-equals-q": p_equals_q,
     "all-accepted": all_accepted,
+    "partial-prefix-q-negative": partial_prefix_q_negative,
+}
+# Classes of engines that take logits and sampling parameters (vLLM): its sampling paths, on well-formed
+# q.  The corrupted-q classes above are SGLang's seed bug; vLLM's draft probabilities come from its own
+# softmax and are not given to it malformed.
+VLLM_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {
+    "well-formed": well_formed,
+    "no-draft-probs": no_draft_probs,
+    "greedy": greedy_rows,
+    "mixed-greedy-random": mixed_greedy_random,
+    "temperature-top-p": temperature_top_p,
+    "p-equals-q": p_equals_q,
+    "all-accepted": all_accepted,
 }
 CONFORMANCE_ONLY_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {"degenerate-residual": degenerate_residual}
 WELL_FORMED_CLASSES = ("well-formed", "p-equals-q", "all-accepted")
+LATER_CLASSES = ("partial-prefix-q-negative",)  # added after the others: seeded after them, so theirs stay
 
 
 def class_seed(base_seed: int, input_class: str) -> int:
     """A stable per-class seed: the base seed and the class's position, so classes differ and a
     class keeps its rows when others are added after it."""
-    names = list(INPUT_CLASSES) + list(CONFORMANCE_ONLY_CLASSES)
+    names = [name for name in INPUT_CLASSES if name not in LATER_CLASSES] + list(CONFORMANCE_ONLY_CLASSES) + list(LATER_CLASSES)
+    names += [name for name in VLLM_CLASSES if name not in names]
     return base_seed * 1000 + names.index(input_class)
 
 
 def build_input(input_class: str, base_seed: int, shape: KernelShape) -> ChainInput:
-    builders = {**INPUT_CLASSES, **CONFORMANCE_ONLY_CLASSES}
+    builders = {**INPUT_CLASSES, **CONFORMANCE_ONLY_CLASSES, **VLLM_CLASSES}
     if input_class not in builders:
         raise SpecsuiteError(f"unknown kernel input class {input_class!r}; known: {', '.join(builders)}")
     return builders[input_class](class_seed(base_seed, input_class), shape)

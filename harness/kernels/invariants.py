@@ -12,11 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from harness.kernels.inputs import ChainInput
+from harness.kernels.inputs import ChainInput, sampling_targets
 from harness.kernels.invoke import ChainOutcome
 
-INVARIANTS = ("valid-ids", "no-unsupported-fallback", "no-invalid-q-accepted", "same-coins-same-output")
+INVARIANTS = ("valid-ids", "no-unsupported-fallback", "no-invalid-q-accepted", "same-coins-same-output",
+              "in-target-support", "greedy-rows-argmax")
 INVARIANT_RULES = {
+    "in-target-support": "every committed id has positive probability under the target it was sampled for "
+                         "(after the row's temperature and top-p)",
+    "greedy-rows-argmax": "a greedy row (temperature 0) accepts a draft exactly when it is the target's argmax, "
+                          "and commits the argmax where it stops",
     "valid-ids": "every emitted id lies in [0, tokenizer length)",
     "no-unsupported-fallback": "vocab_size-1 is emitted only where the target gives it positive probability",
     "no-invalid-q-accepted": "a draft whose q(X) is not in (0, 1] is never accepted",
@@ -134,3 +139,50 @@ def rerun_rows(batch: int) -> dict[str, np.ndarray]:
     """Which rows are rerun on their own: row 0 alone (batch 1) and a strided batch of up to 7."""
     small = np.arange(0, batch, max(1, batch // 7))[:7]
     return {"batch-1": np.array([0]), f"batch-{small.size}": small}
+
+
+SUPPORT_FLOOR = 1e-20  # a sampled id below this probability is outside the support (masked rows are < 1e-60)
+
+
+def check_in_target_support(data: ChainInput, outcome: ChainOutcome) -> InvariantOutcome:
+    """Every committed id, accepted draft or final token, has probability above SUPPORT_FLOOR under the
+    sampling target of its position (float64; top-p cuts in the classes sit clear of any boundary)."""
+    targets = sampling_targets(data)
+    steps = data.draft_ids.shape[1]
+    within = np.arange(steps + 1)[None, :] <= outcome.accepted[:, None]
+    ids = np.clip(outcome.emitted, 0, data.kernel_vocab - 1)
+    probability = np.take_along_axis(targets, ids[:, :, None], axis=2)[:, :, 0]
+    bad = within & ((outcome.emitted < 0) | (outcome.emitted >= data.kernel_vocab) | ~(probability > SUPPORT_FLOOR))
+    broken = np.flatnonzero(bad.any(axis=1))
+    example = None
+    if broken.size:
+        row = int(broken[0])
+        position = int(np.argmax(bad[row]))
+        example = {**_row_context(data, outcome, row), "position": position, "id": int(outcome.emitted[row, position]),
+                   "target_probability": _float(probability[row, position])}
+        if data.temperature is not None:
+            example["temperature"] = float(data.temperature[row])
+        if data.top_p is not None:
+            example["top_p"] = float(data.top_p[row])
+    return InvariantOutcome("in-target-support", data.input_class, data.batch, int(broken.size), example)
+
+
+def check_greedy_rows(data: ChainInput, outcome: ChainOutcome) -> InvariantOutcome:
+    """On rows with temperature 0: accepted = the leading drafts equal to the target's argmax, and the
+    committed ids = those drafts then the argmax at the stop (the bonus position's argmax if none stopped)."""
+    greedy = np.zeros(data.batch, bool) if data.temperature is None else data.temperature == 0.0
+    steps = data.draft_ids.shape[1]
+    argmax = data.target_probs.argmax(axis=-1)  # (B, k+1): temperature does not move the argmax
+    matches = data.draft_ids == argmax[:, :steps]
+    expected_accepted = np.where(matches.all(axis=1), steps, np.argmin(matches, axis=1))
+    expected = np.where(np.arange(steps + 1)[None, :] < expected_accepted[:, None],
+                        np.concatenate([data.draft_ids, np.full((data.batch, 1), -1)], axis=1), -1)
+    expected[np.arange(data.batch), expected_accepted] = argmax[np.arange(data.batch), expected_accepted]
+    bad = greedy & ((outcome.accepted != expected_accepted) | (outcome.emitted != expected).any(axis=1))
+    broken = np.flatnonzero(bad)
+    example = None
+    if broken.size:
+        row = int(broken[0])
+        example = {**_row_context(data, outcome, row), "expected_accepted": int(expected_accepted[row]),
+                   "expected_emitted": [int(v) for v in expected[row, : expected_accepted[row] + 1]]}
+    return InvariantOutcome("greedy-rows-argmax", data.input_class, int(greedy.sum()), int(broken.size), example)

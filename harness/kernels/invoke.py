@@ -8,20 +8,13 @@ the row commits this step (the accepted drafts, then the residual or bonus token
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from harness.kernels.inputs import ChainInput
 from harness.kernels.loader import LoadedKernel
+from harness.kernels.outcome import ChainOutcome
 
-
-@dataclass(frozen=True)
-class ChainOutcome:
-    """What one verify step committed, per row."""
-
-    accepted: np.ndarray  # (B,) drafts accepted
-    emitted: np.ndarray  # (B, k+1) committed ids, -1 past accepted+1
-    final_ids: np.ndarray  # (B,) the residual/bonus id, emitted[b, accepted[b]]
+__all__ = ["ChainOutcome", "run_chain", "run_input"]
 
 
 def run_chain(
@@ -32,10 +25,15 @@ def run_chain(
     accept_coins: np.ndarray,
     final_coins: np.ndarray,
     root_ids: np.ndarray | None = None,
+    block_verification: bool | None = None,
 ) -> ChainOutcome:
     """target_probs (B, k+1, V), draft_probs (B, k, V), draft_ids (B, k), accept_coins (B, k) and
-    final_coins (B,), as float32/int64 arrays; root_ids (B,) is the token the drafts follow."""
+    final_coins (B,), as float32/int64 arrays; root_ids (B,) is the token the drafts follow.
+    block_verification: None follows the kernel's source (``:block``); True/False forces a path."""
     import torch
+
+    block = kernel.spec.block if block_verification is None else block_verification
+    options = {"block_verification": True} if block else {}  # 0.5.20's function has no such keyword
 
     batch, steps = draft_ids.shape
     slots = steps + 1
@@ -55,10 +53,18 @@ def run_chain(
         torch.full((batch, slots), -1, dtype=torch.int64, device=device),  # retrive_next_sibling (unused)
         as_tensor(accept_coins, torch.float32), as_tensor(final_coins, torch.float32),
         as_tensor(target_probs, torch.float32), as_tensor(draft_probs, torch.float32),
-        1.0, 1.0, True,
+        1.0, 1.0, True, **options,
     )
     accepted = accept_token_num.cpu().numpy().astype(np.int64)
     flat = predicts.cpu().numpy().astype(np.int64).reshape(batch, slots)
     within = np.arange(slots)[None, :] <= accepted[:, None]
     emitted = np.where(within, flat, -1)
     return ChainOutcome(accepted, emitted, emitted[np.arange(batch), accepted])
+
+
+def run_input(kernel: LoadedKernel, data: ChainInput, block_verification: bool | None = None) -> ChainOutcome:
+    """One verify step of `data` through any engine: SGLang's kernel (or the numpy sampler behind its
+    signature) takes the arrays, vLLM's sampler the whole input with its sampling parameters."""
+    if kernel.engine == "vllm":
+        return kernel.function(data)
+    return run_chain(kernel, *data.arrays(), block_verification=block_verification)

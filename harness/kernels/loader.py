@@ -6,7 +6,13 @@ Sources (the `--kernel` option):
 - ``sglang==X``: release X's module, taken from its wheel on the package index (cached, sha256 kept);
 - a path to a ``.py`` file: a patched checkout, a candidate fix, a kernel under review;
 - ``refserver`` / ``refserver:nofix``: the reference server's numpy sampler behind the same call
-  signature (``refserver`` is its fix arm).
+  signature (``refserver`` is its fix arm);
+- ``vllm==X`` / ``vllm-installed``: vLLM's rejection sampler (`rejection_sample` with `SamplingMetadata`),
+  run in the vLLM environment's Python (harness.kernels.vllm_sampler); ``:expand-fix`` after it applies
+  the vLLM job's corrected CPU expand (fixtures/vllm_patches/expand_fix).
+
+An SGLang source followed by ``:block`` (``sglang==0.5.23:block``) runs the same kernel with
+``block_verification=True`` (SGLang 0.5.23+, Sun et al.'s block verification) instead of token verification.
 
 Only the one module file is loaded, on its own: it imports nothing but triton, so SGLang's heavy
 package `__init__` never runs and no SGLang dependency is needed.  With no GPU visible to torch the
@@ -18,10 +24,11 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import importlib.util
+import inspect
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,6 +40,8 @@ KERNEL_MEMBER = "sglang/kernels/ops/speculative/reject_sampling.py"
 KERNEL_FUNCTION = "chain_speculative_sampling_triton"
 INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFSERVER_ARMS = ("fix", "nofix")
+BLOCK_SUFFIX = ":block"
+VLLM_EXPAND_FIX = "expand-fix"
 
 
 @dataclass(frozen=True)
@@ -40,14 +49,37 @@ class KernelSpec:
     """A parsed `--kernel` value."""
 
     text: str
-    kind: str  # installed | release | file | refserver
+    kind: str  # installed | release | file | refserver | vllm
     version: str | None = None
     path: Path | None = None
     refserver_arm: str | None = None
+    block: bool = False  # SGLang's block verification instead of token verification
+    corrected_expand: bool = False  # vLLM with the project's corrected CPU expand
+
+    @property
+    def engine(self) -> str:
+        return {"vllm": "vllm", "refserver": "refserver"}.get(self.kind, "sglang")
 
     @classmethod
     def parse(cls, text: str) -> KernelSpec:
         value = text.strip()
+        if value.startswith(("vllm==", "vllm-installed")):
+            base, _, suffix = value.partition(":")
+            if suffix not in ("", VLLM_EXPAND_FIX):
+                raise SpecsuiteError(f"--kernel {text!r}: the only vLLM suffix is :{VLLM_EXPAND_FIX}")
+            version = None
+            if base.startswith("vllm=="):
+                version = base.removeprefix("vllm==").strip()
+                if not version:
+                    raise SpecsuiteError(f"--kernel {text!r}: name a release, e.g. vllm==0.32.0")
+            elif base != "vllm-installed":
+                raise SpecsuiteError(f"--kernel {text!r}: expected vllm==VERSION or vllm-installed")
+            return cls(value, "vllm", version=version, corrected_expand=suffix == VLLM_EXPAND_FIX)
+        if value.endswith(BLOCK_SUFFIX):
+            token = cls.parse(value.removesuffix(BLOCK_SUFFIX))
+            if token.engine != "sglang":
+                raise SpecsuiteError(f"--kernel {text!r}: {BLOCK_SUFFIX} applies to an SGLang kernel (installed, sglang==VERSION or a file)")
+            return replace(token, text=value, block=True)
         if value == "installed":
             return cls(value, "installed")
         if value.startswith("sglang=="):
@@ -65,7 +97,8 @@ class KernelSpec:
             if not path.is_file():
                 raise SpecsuiteError(f"--kernel {text!r}: no such file")
             return cls(value, "file", path=path.resolve())
-        raise SpecsuiteError(f"--kernel {text!r}: expected installed, sglang==VERSION, a path to a .py file, or refserver[:nofix]")
+        raise SpecsuiteError(f"--kernel {text!r}: expected installed, sglang==VERSION, a path to a .py file (each may end in "
+                             f"{BLOCK_SUFFIX}), refserver[:nofix], vllm==VERSION or vllm-installed (each may end in :{VLLM_EXPAND_FIX})")
 
 
 @dataclass(frozen=True)
@@ -80,11 +113,27 @@ class LoadedKernel:
     version: str | None = None
     module_path: Path | None = None
     sha256: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)  # engine facts (the vLLM child's start-up answer)
+
+    @property
+    def engine(self) -> str:
+        return self.spec.engine
+
+    @property
+    def verification(self) -> str:
+        return "block" if self.spec.block else "token"
+
+    def close(self) -> None:
+        """Stop what the kernel holds (the vLLM child process); a no-op for in-process kernels."""
+        closer = getattr(self.function, "close", None)
+        if callable(closer):
+            closer()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.spec.text, "label": self.label, "kind": self.spec.kind, "version": self.version,
+        return {"kernel": self.spec.text, "label": self.label, "kind": self.spec.kind, "engine": self.engine,
+                "verification": self.verification, "version": self.version,
                 "module_path": str(self.module_path) if self.module_path else None, "sha256": self.sha256,
-                "device": self.device}
+                "device": self.device, **({"engine_details": self.details} if self.details else {})}
 
 
 def _require_torch_and_triton(need_triton: bool) -> ModuleType:
@@ -123,12 +172,14 @@ def _load_module_file(path: Path, name: str) -> ModuleType:
     return module
 
 
-def _kernel_function(path: Path, tag: str) -> tuple[Callable[..., Any], str]:
+def _kernel_function(path: Path, tag: str, block: bool = False) -> tuple[Callable[..., Any], str]:
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     module = _load_module_file(path, f"specsuite_kernel_{tag}_{digest[:12]}")
     function = getattr(module, KERNEL_FUNCTION, None)
     if not callable(function):
         raise SpecsuiteError(f"{path} defines no {KERNEL_FUNCTION}()")
+    if block and "block_verification" not in inspect.signature(function).parameters:
+        raise SpecsuiteError(f"{path}: this {KERNEL_FUNCTION}() has no block_verification option (SGLang 0.5.23 added it)")
     return function, digest
 
 
@@ -150,12 +201,19 @@ def _installed_module_path() -> tuple[Path, str]:
 def load_kernel(text: str) -> LoadedKernel:
     """Resolve and load the sampler named by `text`; every failure is one SpecsuiteError line."""
     spec = KernelSpec.parse(text)
-    torch = _require_torch_and_triton(need_triton=spec.kind != "refserver")
+    torch = _require_torch_and_triton(need_triton=spec.kind not in ("refserver", "vllm"))
     if spec.kind == "refserver":
         from harness.kernels.refserver_sampler import refserver_chain_sampler
 
         return LoadedKernel(spec, f"reference numpy sampler ({spec.refserver_arm} arm)", "cpu (numpy)", "cpu",
                             refserver_chain_sampler(spec.refserver_arm == "fix"))
+    if spec.kind == "vllm":
+        from harness.kernels.vllm_sampler import start_vllm_sampler
+
+        sampler, ready = start_vllm_sampler(spec.version, spec.corrected_expand)
+        expand = "corrected expand" if spec.corrected_expand else "stock expand"
+        return LoadedKernel(spec, f"vllm {ready.get('vllm')} ({expand})", str(ready.get("device")), "cpu", sampler,
+                            version=str(ready.get("vllm")), details=ready)
     device, torch_device = select_device(torch)
     if spec.kind == "installed":
         path, version = _installed_module_path()
@@ -168,5 +226,7 @@ def load_kernel(text: str) -> LoadedKernel:
         assert spec.path is not None
         path, version = spec.path, None
         label = f"file {path}"
-    function, digest = _kernel_function(path, spec.kind)
+    if spec.block:
+        label += " block verification"
+    function, digest = _kernel_function(path, spec.kind, spec.block)
     return LoadedKernel(spec, label, device, torch_device, function, version=version, module_path=path, sha256=digest)

@@ -1,6 +1,10 @@
 """One kernel-suite run: a loaded sampler, the shapes and seeds, each input class run once and
 checked against every invariant, the distribution family run once; all of it as a JSON-ready dict
-for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts."""
+for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts.
+
+Which classes run depends on the engine: SGLang's kernels (token or block verification) and the numpy
+sampler get the seed's corrupted-q classes; vLLM's sampler gets its sampling paths (greedy and random
+rows, with and without draft probabilities, per-row temperature and top-p) on well-formed q."""
 
 from __future__ import annotations
 
@@ -9,19 +13,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.kernels import distribution
-from harness.kernels.inputs import INPUT_CLASSES, KernelShape, build_input
+from harness.kernels.inputs import INPUT_CLASSES, VLLM_CLASSES, KernelShape, build_input
 from harness.kernels.invariants import (
     INVARIANT_RULES,
     INVARIANTS,
     InvariantOutcome,
+    check_greedy_rows,
+    check_in_target_support,
     check_no_invalid_q_accepted,
     check_no_unsupported_fallback,
     check_same_output,
     check_valid_ids,
     rerun_rows,
 )
-from harness.kernels.invoke import run_chain
+from harness.kernels.invoke import run_input
 from harness.kernels.loader import LoadedKernel
+
+
+def classes_for(engine: str) -> tuple[str, ...]:
+    return tuple(VLLM_CLASSES) if engine == "vllm" else tuple(INPUT_CLASSES)
+
+
+ALL_CLASSES = tuple(dict.fromkeys(tuple(INPUT_CLASSES) + tuple(VLLM_CLASSES)))
 
 
 @dataclass
@@ -45,26 +58,29 @@ class KernelSuiteRun:
     def _run_class(self, input_class: str) -> dict[str, InvariantOutcome]:
         started = time.perf_counter()
         data = build_input(input_class, self.seed, self.shape)
-        outcome = run_chain(self.kernel, *data.arrays())
-        reruns = {label: (rows, run_chain(self.kernel, *data.rows(rows).arrays())) for label, rows in rerun_rows(data.batch).items()}
+        outcome = run_input(self.kernel, data)
+        reruns = {label: (rows, run_input(self.kernel, data.rows(rows))) for label, rows in rerun_rows(data.batch).items()}
         self.seconds[input_class] = time.perf_counter() - started
         checks = [check_valid_ids(data, outcome), check_no_unsupported_fallback(data, outcome),
-                  check_no_invalid_q_accepted(data, outcome), check_same_output(data, outcome, reruns)]
+                  check_no_invalid_q_accepted(data, outcome), check_same_output(data, outcome, reruns),
+                  check_in_target_support(data, outcome), check_greedy_rows(data, outcome)]
         return {check.invariant: check for check in checks}
 
+    @property
+    def classes(self) -> tuple[str, ...]:
+        return classes_for(self.kernel.engine)
+
+    @property
+    def scenarios(self) -> tuple[str, ...]:
+        return distribution.scenarios_for(self.kernel)
+
     def distribution_family(self) -> list[distribution.DistributionTest]:
-        """Every scenario's acceptance and emitted-token tests, Holm-adjusted together."""
+        """Every scenario's tests (harness.kernels.distribution.run_family), Holm-adjusted together."""
         if self.distribution_tests is None:
             started = time.perf_counter()
-            size = distribution.family_size(self.shape.steps)
-            tests: list[distribution.DistributionTest] = []
-            for index, scenario in enumerate(distribution.SCENARIOS):
-                data = distribution.distribution_input(scenario, self.seed * 1000 + 500 + index, self.shape,
-                                                         distribution.scenario_rows(scenario, self.distribution_rows))
-                outcome = distribution.run_in_batches(self.kernel, data, self.shape.batch)
-                tests += distribution.distribution_tests(data, outcome, scenario, size, self.alpha)
-            distribution.adjust(tests, self.alpha)
-            self.distribution_tests = tests
+            self.distribution_tests, per_scenario = distribution.run_family(self.kernel, self.shape, self.seed,
+                                                                            self.distribution_rows, self.alpha)
+            self.seconds.update({f"distribution:{name}": value for name, value in per_scenario.items()})
             self.seconds["distribution"] = time.perf_counter() - started
         return self.distribution_tests
 
@@ -87,11 +103,12 @@ class KernelSuiteRun:
             "seed": self.seed,
             "alpha": self.alpha,
             "rules": INVARIANT_RULES,
-            "classes": [c for c in INPUT_CLASSES if c in self.invariants],
-            "invariants": [self.invariants[c][name].to_dict() for c in INPUT_CLASSES if c in self.invariants for name in INVARIANTS],
+            "classes": [c for c in ALL_CLASSES if c in self.invariants],
+            "invariants": [self.invariants[c][name].to_dict() for c in ALL_CLASSES if c in self.invariants for name in INVARIANTS],
             "failing": self.failing_classes(),
             "distribution": {
-                "rows_per_scenario": {s: distribution.scenario_rows(s, self.distribution_rows) for s in distribution.SCENARIOS},
+                "verification": self.kernel.verification,
+                "rows_per_scenario": {s: distribution.scenario_rows(s, self.distribution_rows) for s in self.scenarios},
                 "family_size": len([t for t in self.distribution_tests or [] if t.p_value is not None]),
                 "correction": "holm",
                 "power": distribution.POWER,

@@ -2,8 +2,9 @@
 
     python tools/calibration/kernel_distribution_seeds.py --kernel sglang==0.5.23 --seeds 20
     python tools/calibration/kernel_distribution_seeds.py --kernel sglang==0.5.23 --seeds 20 --json out.json
+    python tools/calibration/kernel_distribution_seeds.py --kernel sglang==0.5.23:block --seeds 10
 
-For each seed it builds the suite's well-formed distribution scenarios (the same as
+For each seed it builds the suite's well-formed distribution scenarios (the engine's own: vLLM has more) (the same as
 `pytest suites/ -m kernel --kernel-seed SEED`), runs the kernel, and applies the same tests with
 Holm's correction at --alpha (default 0.001, the suites' default).  It prints one line per seed
 (smallest raw and adjusted p-value, tests fired, kernel seconds) and a summary; with a correct
@@ -28,14 +29,8 @@ from harness.kernels.loader import load_kernel  # noqa: E402
 
 def run_seed(kernel, shape: KernelShape, seed: int, rows: int, alpha: float) -> tuple[list[distribution.DistributionTest], float]:
     started = time.perf_counter()
-    size = distribution.family_size(shape.steps)
-    tests: list[distribution.DistributionTest] = []
-    for index, scenario in enumerate(distribution.SCENARIOS):
-        # The seeds of harness.kernels.suite.KernelSuiteRun.distribution_family, for the same rows.
-        data = distribution.distribution_input(scenario, seed * 1000 + 500 + index, shape, distribution.scenario_rows(scenario, rows))
-        outcome = distribution.run_in_batches(kernel, data, shape.batch)
-        tests += distribution.distribution_tests(data, outcome, scenario, size, alpha)
-    distribution.adjust(tests, alpha)
+    # The family of harness.kernels.suite.KernelSuiteRun.distribution_family, for the same rows and seeds.
+    tests, _ = distribution.run_family(kernel, shape, seed, rows, alpha)
     return tests, time.perf_counter() - started
 
 
