@@ -19,44 +19,17 @@ list: it passes only when tests ran, none failed or errored, and the server's lo
 
 from __future__ import annotations
 
-import json
-import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+# The known-failure judge is shared with the SGLang job (.ci/outcomes_judge.py, beside this file).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from outcomes_judge import judge, outcomes  # noqa: E402
+from outcomes_judge import main as judge_main  # noqa: E402
+
 DEFAULT_KNOWN = Path(__file__).resolve().parents[1] / "docs" / "findings" / "vllm_known_failures.json"
-
-
-def outcomes(xml_path: Path) -> dict[str, str]:
-    """test id -> passed | failed | error | skipped."""
-    found = {}
-    for case in ET.parse(xml_path).getroot().iter("testcase"):
-        path = case.get("classname", "").replace(".", "/")
-        test_id = f"{path}.py::{case.get('name')}"
-        state = "passed"
-        for child in case:
-            if child.tag in ("failure", "error", "skipped"):
-                state = {"failure": "failed"}.get(child.tag, child.tag)
-        found[test_id] = state
-    return found
-
-
-def judge(results: dict[str, str], known: dict) -> list[str]:
-    """The problems; empty when the run is as the findings say."""
-    problems = []
-    ran = [test for test, state in results.items() if state in ("passed", "failed")]
-    if not ran:
-        problems.append("no test ran")
-    problems += [f"error: {test}" for test, state in results.items() if state == "error"]
-    failed = [test for test, state in results.items() if state == "failed"]
-    for test in failed:
-        if not any(re.fullmatch(pattern, test) for finding in known["findings"] for pattern in finding["may_fail"]):
-            problems.append(f"unexplained failure (a harness defect or a new finding): {test}")
-    for finding in known["findings"]:
-        if not any(re.fullmatch(pattern, test) for test in failed for pattern in finding["must_fire_one_of"]):
-            problems.append(f"{finding['finding']} no longer fires (none of {finding['must_fire_one_of']} failed): fixed upstream, or the suite went blind")
-    return problems
+__all__ = ["DEFAULT_KNOWN", "judge", "judge_corrected", "main", "main_corrected", "outcomes"]
 
 
 def judge_corrected(results: dict[str, str], patch_problem: str | None) -> list[str]:
@@ -97,21 +70,7 @@ def main(argv: list[str]) -> int:
     if not 1 <= len(argv) <= 2 or argv[0].startswith("-"):
         print("usage: vllm_outcomes.py RESULTS.xml [KNOWN.json] | --corrected SERVER.log RESULTS.xml", file=sys.stderr)
         return 2
-    try:
-        results = outcomes(Path(argv[0]))
-        known = json.loads(Path(argv[1] if len(argv) > 1 else DEFAULT_KNOWN).read_text())
-    except (OSError, ET.ParseError, json.JSONDecodeError) as exc:
-        print(f"vllm job: cannot read the run or the findings: {exc}", file=sys.stderr)
-        return 2
-    counts = {state: sum(1 for s in results.values() if s == state) for state in ("passed", "failed", "skipped", "error")}
-    explained = [t for t, s in results.items() if s == "failed"]
-    print(f"vllm job: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, {counts['error']} errors")
-    for test in explained:
-        print(f"vllm job: known finding fired: {test}")
-    problems = judge(results, known)
-    for problem in problems:
-        print(f"vllm job: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    return judge_main(argv, job="vllm", default_known=DEFAULT_KNOWN)
 
 
 if __name__ == "__main__":
