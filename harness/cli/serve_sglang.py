@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import sys
-import threading
 from pathlib import Path
 
+from harness.cli.serving_loop import serve_until_stopped
 from harness.errors import SpecsuiteError
 from harness.server.identity import redact_command
 from harness.server.launcher import LaunchedServer
@@ -40,20 +39,11 @@ def serve_sglang(args: argparse.Namespace) -> int:
     # SGLang arguments after `--` may carry --api-key: never print it.
     print(f"specsuite: starting SGLang {args.sglang_version} ({args.sglang_method}): {redact_command(shlex.join(command))}", file=sys.stderr, flush=True)
     print(f"specsuite: its log: {log_path}", file=sys.stderr, flush=True)
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        server.start()
+
+    def ops_in_use() -> str:
         if OPS_BANNER not in log_path.read_text(errors="replace"):
             raise SpecsuiteError(f"SGLang answered but its log has no line from the project's CPU ops ({OPS_BANNER!r}): "
                                  f"another sgl_kernel was imported; see {log_path}")
-        print(f"specsuite: SGLang {args.sglang_version} ({args.sglang_method}) serving at {server.base_url} on the project's CPU ops; "
-              "Ctrl-C stops it", flush=True)
-        while not stop.wait(1.0):
-            if not server.running:
-                print(f"specsuite: error: SGLang exited with code {server.returncode}; see {log_path}", file=sys.stderr)
-                return 1
-        return 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        server.stop()
+        return "the server runs on the project's CPU ops (fixtures/sglang_cpu_ops)"
+
+    return serve_until_stopped(server, f"SGLang {args.sglang_version} ({args.sglang_method})", log_path, ops_in_use)

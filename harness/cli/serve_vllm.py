@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import sys
-import threading
 from pathlib import Path
 
+from harness.cli.serving_loop import serve_until_stopped
 from harness.errors import SpecsuiteError
 from harness.server.identity import redact_command
 from harness.server.launcher import LaunchedServer
@@ -49,22 +48,5 @@ def serve_vllm(args: argparse.Namespace) -> int:
     patched = f", patch {patch} (PYTHONPATH {env['PYTHONPATH']})" if patch != "none" else ""
     print(f"specsuite: starting vLLM ({args.method}{patched}): {redact_command(shlex.join(command))}", file=sys.stderr, flush=True)
     print(f"specsuite: its log: {log_path}", file=sys.stderr, flush=True)
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    try:
-        server.start()
-        if patch != "none":
-            try:
-                print(f"specsuite: patch {patch} is active: {require_patch_active(log_path, patch)}", flush=True)
-            except SpecsuiteError as exc:
-                print(f"specsuite: error: {exc}", file=sys.stderr, flush=True)
-                return 1
-        print(f"specsuite: vLLM ({args.method}) serving at {server.base_url}; Ctrl-C stops it", flush=True)
-        while not stop.wait(1.0):
-            if not server.running:
-                print(f"specsuite: error: vLLM exited with code {server.returncode}; see {log_path}", file=sys.stderr)
-                return 1
-        return 0
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        server.stop()
+    check = (lambda: f"patch {patch} is active: {require_patch_active(log_path, patch)}") if patch != "none" else None
+    return serve_until_stopped(server, f"vLLM ({args.method})", log_path, check)
