@@ -489,7 +489,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--sglang-dir", "the folder holding the installed releases (install_sglang.sh DIR VERSION)", ("serve-sglang",),
            default_text="env SPECSUITE_SGLANG_DIR, else .sglang in the checkout"),
     Option("--install", "install the release first if it is not installed", ("serve-sglang",), action="store_true"),
-    Option("--ready-timeout", "seconds to wait for SGLang's /health", ("serve-sglang",), default=900.0, type=float, dest="sglang_ready_timeout", metavar="SECONDS"),
+    Option("--ready-timeout", "seconds to wait for SGLang's /health", ("serve-sglang",), default=900.0, type=float,
+           dest="sglang_ready_timeout", metavar="SECONDS"),
     Option("sglang_args", "more SGLang arguments, after --", ("serve-sglang",), action="positional", nargs=argparse.REMAINDER,
            metavar="-- SGLANG_ARGS"),
 )
