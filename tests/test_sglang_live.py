@@ -78,7 +78,7 @@ def test_served_greedy_ids_equal_transformers(method, hf_greedy):
         body = {"input_ids": ids, "sampling_params": {"temperature": 0, "max_new_tokens": NEW_TOKENS, "ignore_eos": True}}
         served = requests.post(f"{url.rstrip('/')}/generate", json=body, timeout=300).json()["output_ids"]
         if served != expected:
-            first = next((i for i, (a, b) in enumerate(zip(served, expected)) if a != b), min(len(served), len(expected)))
+            first = next((i for i, (a, b) in enumerate(zip(served, expected, strict=False)) if a != b), min(len(served), len(expected)))
             mismatches.append(f"{prompt[:30]!r}: first difference at token {first}: served {served[first:first + 4]}, "
                               f"transformers {expected[first:first + 4]}")
     assert not mismatches, f"{len(mismatches)} of {len(hf_greedy)} prompts differ:\n" + "\n".join(mismatches)
@@ -98,6 +98,6 @@ def test_a_batch_serves_what_each_request_gets_alone(hf_greedy):
     together = requests.post(f"{url.rstrip('/')}/generate", json={"input_ids": ids, "sampling_params": params}, timeout=600).json()
     differences = [f"prompt {i}: ids equal {a['output_ids'] == b['output_ids']}, verify steps {a['meta_info']['spec_verify_ct']} "
                    f"alone vs {b['meta_info']['spec_verify_ct']} batched"
-                   for i, (a, b) in enumerate(zip(alone, together))
+                   for i, (a, b) in enumerate(zip(alone, together, strict=True))
                    if a["output_ids"] != b["output_ids"] or a["meta_info"]["spec_verify_ct"] != b["meta_info"]["spec_verify_ct"]]
     assert not differences, "\n".join(differences)

@@ -34,7 +34,7 @@ def top1_share(url: str) -> tuple[int, int]:
             meta = session.post(f"{url.rstrip('/')}/generate", json=body, timeout=300).json()["meta_info"]
             emitted = [entry[1] for entry in meta["output_token_logprobs"]]
             top1 = [entries[0][1] for entries in meta["output_top_logprobs"]]
-            pairs = list(zip(emitted, top1))[1:]  # the first token is sampled after prefill on every server
+            pairs = list(zip(emitted, top1, strict=True))[1:]  # the first token is sampled after prefill on every server
             hits += sum(a == b for a, b in pairs)
             total += len(pairs)
     return hits, total
