@@ -8,8 +8,10 @@ import-only torchvision. Everything above the kernels is SGLang's: HTTP API, tok
 scheduler, EAGLE worker, stop and finish logic, detokenizer, streaming, /metrics.
 
 The flags the suites need are always set: `--enable-metrics` (the server-wide counters), the project's
-tiny Llama served in float32 (so greedy ids can equal Hugging Face's exactly), a small KV pool (SGLang
-would size it from the machine's memory), and for `eagle` the project's EAGLE head converted for
+tiny Llama served in float32 (so greedy ids can equal Hugging Face's exactly), a KV pool of 16,384 tokens
+(SGLang would size it from the machine's memory) under a memory fraction of 0.3 (SGLang measures the free
+memory before and after loading the weights, so a second server loading at the same time must not make the
+first look out of memory: at 0.05 that happened here), and for `eagle` the project's EAGLE head converted for
 SGLang with a 3-step chain (topk 1, 4 draft tokens: the ops implement chains). Arguments after `--`
 go to SGLang as they are.
 """
@@ -36,7 +38,7 @@ DEFAULT_SGLANG_DIR = PROJECT_ROOT / ".sglang"
 OPS_BANNER = "specsuite: sgl_kernel is the project's PyTorch CPU ops"
 EAGLE_ARGS = ("--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
               "--speculative-num-draft-tokens", "4")
-SMALL_MACHINE_ARGS = ("--device", "cpu", "--dtype", "float32", "--max-total-tokens", "16384", "--mem-fraction-static", "0.05", "--enable-metrics")
+SMALL_MACHINE_ARGS = ("--device", "cpu", "--dtype", "float32", "--max-total-tokens", "16384", "--mem-fraction-static", "0.3", "--enable-metrics")
 SERVER_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 
 

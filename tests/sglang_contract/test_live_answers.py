@@ -69,7 +69,12 @@ def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path)
     assert {"version", "model_path", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"} <= info.keys()
     assert answers["model_info"]["model_path"].endswith("target")
     read = {name for name in server_counters.COUNTERS_OF_INTEREST if name.startswith("sglang:")} | {metric_registry.GENERATED_TOKENS}
-    assert not read - set(answers["metrics"]), "metrics the harness reads that this release does not export"
+    # A labelled counter is exported from its first increment on: the abort counter (0.5.23
+    # srt/observability/metrics_collector.py:1959-1960, incremented at :2186) stays absent until a request is
+    # aborted, and the harness takes an absent counter as no data (harness/server/counters.py counter_deltas).
+    first_seen_on_increment = {"sglang:num_aborted_requests_total"}
+    missing = read - set(answers["metrics"])
+    assert missing <= first_seen_on_increment, f"metrics the harness reads that this release does not export: {sorted(missing)}"
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
