@@ -18,6 +18,7 @@ and session command used.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -33,7 +34,7 @@ from tqdm import tqdm
 from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
 from harness.project_paths import PROJECT_ROOT
-from harness.results.store import RunDirectory, load_results
+from harness.results.store import RunDirectory, load_results, write_json_atomic
 from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
 
@@ -295,7 +296,22 @@ def _stop(running: list[_Session], signum: int | None) -> None:
             session.process.wait()
             _kill_groups(groups)
             session.killed = True
+            _mark_killed(session, signum)
         session.log.close()
+
+
+def _mark_killed(session: _Session, signum: int | None) -> None:
+    """A killed session could not say it was interrupted: its results.json says so now (its partial results kept)."""
+    path = session.session_dir / "results.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(data, dict) and data.get("status") == "running":
+        how = signal.Signals(signum).name if signum else "an interrupt"
+        data.update(status="interrupted", stopped_at=f"killed by specsuite run {STOP_GRACE_S:.0f} s after {how}, "
+                                                     "before its own cleanup finished; its results so far are kept")
+        write_json_atomic(path, data)
 
 
 class _InterruptWatch:
