@@ -124,7 +124,7 @@ def summarise(paths: list[str], alphas: tuple[float, ...] = (0.001, 0.01)) -> li
     return lines
 
 
-def curve(paths: list[str], scales: tuple[float, ...] = (0.5, 1, 2, 4), alphas: tuple[float, ...] = (0.001, 0.01)) -> list[str]:
+def curve(paths: list[str], scales: tuple[float, ...] = (0.125, 0.25, 0.5, 1, 2, 4), alphas: tuple[float, ...] = (0.001, 0.01)) -> list[str]:
     """Detections of the two directed tests at a fraction or multiple of one run's positions: runs cut
     in half (first half of the positions) or pooled in disjoint groups of 2 or 4 runs."""
     runs: dict[str, list[list[DirectedPosition]]] = defaultdict(list)

@@ -2,7 +2,8 @@
 
 Modules: `scoring` (the prefill scoring request), `pit` (randomized PIT and its uniformity test,
 power and MDE), `two_sample` (chi-square homogeneity against a speculation-off reference and the
-log-likelihood calibration z), `greedy` (T=0 equality and divergence classification), `batch`
+log-likelihood calibration z), `directed` (two tests aimed at over-acceptance: the target-mode rate z
+and, with a greedy draft and per-step stats, an acceptance test martingale), `greedy` (T=0 equality and divergence classification), `batch`
 (concurrent requests, per-request seeds), `reference` (the reference server), `workload` (runs it
 all; used by suites/test_lossless.py and tools/calibration/lossless_false_alarms.py).
 
@@ -16,6 +17,10 @@ reference server, 2 shared CPU cores, about 70 s for the whole suite including s
 - Two-sample: 4 prompts x 200 samples per server; conservative MDE of one token's probability
   at one position 0.24 (Bonferroni over prompt-position tables). It and the log-likelihood z
   are the reference-based cross-checks; the PIT carries the sensitivity.
+- Directed (pooled PIT and two-sample draws at top_p 1; on vLLM at T=1 only; no extra requests): the
+  mode-rate z caught an acceptance bias min(1, 1.25 p/q) on vLLM in 10 of 10 runs at the vLLM job's sizes
+  (p 1e-22 .. 3e-14) where the omnibus PIT caught it in 3 of 10 (tools/calibration/README.md, "Lossless
+  power against a planted bias").
 - Greedy: 24 prompts x 64 tokens at concurrencies 1, 8, 32; a divergence is numerics only at a
   reference top-2 gap below 1e-3 nats.
 """
