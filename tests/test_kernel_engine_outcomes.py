@@ -21,6 +21,7 @@ from harness.errors import SpecsuiteError
 from tests.helpers.kernel_suite_runs import run_kernel_suite, run_kernel_suite_env
 
 REQUIRE_ENV = "SPECSUITE_REQUIRE_KERNEL_ENGINES"
+RUN_TIMEOUT_S = 1200  # a hang guard, not a timing test: about 75 s of CPU, but far longer on a loaded 2-core machine
 BLOCK_FAILURES = {"no-unsupported-fallback": ["partial-prefix-q-negative"], "in-target-support": ["partial-prefix-q-negative"]}
 
 
@@ -56,7 +57,7 @@ def _need_vllm() -> None:
 @pytest.mark.slow
 def test_sglang_block_verification_verdict(tmp_path: Path) -> None:
     _need_wheel("0.5.23")
-    done, results = run_kernel_suite(tmp_path, "--kernel", "sglang==0.5.23:block")
+    done, results = run_kernel_suite(tmp_path, "--kernel", "sglang==0.5.23:block", timeout=RUN_TIMEOUT_S)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     kernel = results["kernel"]
     assert kernel["verification"] == "block" and kernel["version"] == "0.5.23"
@@ -72,7 +73,7 @@ def test_sglang_block_verification_verdict(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_vllm_stock_cpu_expand_fails_naming_the_class(tmp_path: Path) -> None:
     _need_vllm()
-    done, results = run_kernel_suite(tmp_path, "--kernel", "vllm-installed")
+    done, results = run_kernel_suite(tmp_path, "--kernel", "vllm-installed", timeout=RUN_TIMEOUT_S)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
     kernel = results["kernel"]
     assert kernel["engine"] == "vllm" and "stock" in kernel["label"]
@@ -88,7 +89,7 @@ def test_vllm_stock_cpu_expand_fails_naming_the_class(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_vllm_corrected_expand_passes(tmp_path: Path) -> None:
     _need_vllm()
-    done, results = run_kernel_suite(tmp_path, "--kernel", "vllm-installed:expand-fix")
+    done, results = run_kernel_suite(tmp_path, "--kernel", "vllm-installed:expand-fix", timeout=RUN_TIMEOUT_S)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     kernel = results["kernel"]
     assert kernel["failing"] == {} and "corrected" in kernel["label"]
