@@ -51,7 +51,8 @@ def test_missing_or_unserved_releases_are_one_line(tmp_path):
         release_venv("0.5.23", tmp_path)
     with pytest.raises(SpecsuiteError, match="0.5.17 is not served"):
         release_venv("0.5.17", tmp_path)
-    assert release_venv("0.5.23", tmp_path) == fake_release(tmp_path)
+    venv = fake_release(tmp_path)
+    assert release_venv("0.5.23", tmp_path) == venv
 
 
 def test_the_command_line_says_what_to_install(tmp_path):
