@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from tests.helpers.junit_files import junit_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = importlib.util.spec_from_file_location("outcomes_judge", ROOT / ".ci" / "outcomes_judge.py")
 judge_module = importlib.util.module_from_spec(SPEC)
@@ -20,20 +22,8 @@ TWO_SAMPLE = "suites/test_lossless.py::test_two_sample_homogeneity[t=1-top_p=1]"
 GREEDY = "suites/test_lossless.py::test_greedy_equality"
 
 
-def junit(tmp_path: Path, cases: dict[str, str]) -> Path:
-    rows = []
-    for test_id, state in cases.items():
-        path, name = test_id.split("::")
-        classname = path.removesuffix(".py").replace("/", ".")
-        inner = {"failed": "<failure message='x'/>", "error": "<error message='x'/>", "skipped": "<skipped message='x'/>"}.get(state, "")
-        rows.append(f'<testcase classname="{classname}" name="{name}">{inner}</testcase>')
-    path = tmp_path / "run.xml"
-    path.write_text(f"<testsuites><testsuite>{''.join(rows)}</testsuite></testsuites>")
-    return path
-
-
 def run_judge(tmp_path: Path, cases: dict[str, str]) -> list[str]:
-    return judge_module.judge(judge_module.outcomes(junit(tmp_path, cases)), KNOWN)
+    return judge_module.judge(judge_module.outcomes(junit_file(tmp_path, cases)), KNOWN)
 
 
 def test_the_documented_failures_alone_pass(tmp_path):
@@ -63,7 +53,7 @@ def test_no_test_or_an_error_goes_red(tmp_path):
 
 
 def test_the_command_line_exits_1_on_problems_and_2_on_unreadable_input(tmp_path, capsys):
-    run = junit(tmp_path, {SEEDS: "passed"})
+    run = junit_file(tmp_path, {SEEDS: "passed"})
     assert judge_module.main(["sglang", str(run), str(KNOWN_PATH)]) == 1
     assert judge_module.main(["sglang", str(tmp_path / "missing.xml"), str(KNOWN_PATH)]) == 2
     assert "cannot read" in capsys.readouterr().err

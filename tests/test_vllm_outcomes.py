@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+from tests.helpers.junit_files import junit_file
+
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = importlib.util.spec_from_file_location("vllm_outcomes", ROOT / ".ci" / "vllm_outcomes.py")
 outcomes_module = importlib.util.module_from_spec(SPEC)
@@ -17,36 +19,24 @@ KNOWN = json.loads((ROOT / "docs" / "findings" / "vllm_known_failures.json").rea
 PADDED = "suites/test_correctness.py::test_no_padded_row_ids[t=1-top_p=0.95]"
 
 
-def _junit(tmp_path: Path, cases: dict[str, str]) -> Path:
-    rows = []
-    for test_id, state in cases.items():
-        path, name = test_id.split("::")
-        classname = path.removesuffix(".py").replace("/", ".")
-        inner = {"failed": "<failure message='x'/>", "error": "<error message='x'/>", "skipped": "<skipped message='x'/>"}.get(state, "")
-        rows.append(f'<testcase classname="{classname}" name="{name}">{inner}</testcase>')
-    path = tmp_path / "run.xml"
-    path.write_text(f"<testsuites><testsuite>{''.join(rows)}</testsuite></testsuites>")
-    return path
-
-
 def test_known_failures_only_pass(tmp_path):
-    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "passed"}))
+    results = outcomes_module.outcomes(junit_file(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "passed"}))
     assert outcomes_module.judge(results, KNOWN) == []
 
 
 def test_an_unexplained_failure_fails(tmp_path):
-    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "failed"}))
+    results = outcomes_module.outcomes(junit_file(tmp_path, {PADDED: "failed", "suites/test_integrity.py::test_max_new_tokens_sweep[prompt0]": "failed"}))
     assert any("unexplained failure" in p and "max_new_tokens_sweep" in p for p in outcomes_module.judge(results, KNOWN))
 
 
 def test_a_finding_that_stops_firing_fails(tmp_path):
-    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "passed"}))
+    results = outcomes_module.outcomes(junit_file(tmp_path, {PADDED: "passed"}))
     assert any("no longer fires" in p for p in outcomes_module.judge(results, KNOWN))
 
 
 def test_no_test_or_an_error_fails(tmp_path):
-    assert "no test ran" in outcomes_module.judge(outcomes_module.outcomes(_junit(tmp_path, {PADDED: "skipped"})), KNOWN)
-    results = outcomes_module.outcomes(_junit(tmp_path, {PADDED: "failed", "suites/test_gsm8k.py::test_gsm8k_accuracy[t=0]": "error"}))
+    assert "no test ran" in outcomes_module.judge(outcomes_module.outcomes(junit_file(tmp_path, {PADDED: "skipped"})), KNOWN)
+    results = outcomes_module.outcomes(junit_file(tmp_path, {PADDED: "failed", "suites/test_gsm8k.py::test_gsm8k_accuracy[t=0]": "error"}))
     assert any(p.startswith("error:") for p in outcomes_module.judge(results, KNOWN))
 
 
@@ -67,16 +57,16 @@ ACTIVE = "(EngineCore_DP0 pid=9) specsuite-vllm-patch active: expand_fix (float 
 def test_corrected_run_needs_zero_failures_and_the_activation_line(tmp_path, capsys):
     log = tmp_path / "vllm-eagle-18163.log"
     log.write_text("=== specsuite: starting python -m vllm...\n" + ACTIVE)
-    xml = _junit(tmp_path, {PADDED: "passed", "suites/test_lossless.py::test_greedy_equality": "passed"})
+    xml = junit_file(tmp_path, {PADDED: "passed", "suites/test_lossless.py::test_greedy_equality": "passed"})
     assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 0
     assert "2 passed, 0 failed" in capsys.readouterr().out
     # A known finding is no excuse here: any failure fails the corrected run.
-    xml = _junit(tmp_path, {PADDED: "failed"})
+    xml = junit_file(tmp_path, {PADDED: "failed"})
     assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 1
     assert f"failed: {PADDED}" in capsys.readouterr().err
     # All passed, but the server never said the patch was active: not a corrected run.
     log.write_text("=== specsuite: starting python -m vllm...\nINFO ready\n")
-    xml = _junit(tmp_path, {PADDED: "passed"})
+    xml = junit_file(tmp_path, {PADDED: "passed"})
     assert outcomes_module.main(["--corrected", str(log), str(xml)]) == 1
     assert "not a corrected run" in capsys.readouterr().err
     assert outcomes_module.main(["--corrected", str(tmp_path / "none.log"), str(xml)]) == 1
