@@ -84,8 +84,9 @@ def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: di
     assert any(cell.startswith("**suspect**") for cell in cells)  # before/after verdict column and verdict table
     counts = next(block[1] for block in blocks if block[0] == "p" and " worse, " in block[1])
     assert counts.startswith("2 worse, 3 suspect, 0 better, ")  # fallback ids at T=0.6 and T=1; accept length at all three
-    notes = [item for block in blocks if block[0] == "list" for item in block[1] if item.startswith("suspect:")]
-    assert len(notes) == 3 and all("founding bug's signature" in note for note in notes)
+    # One line per suspect metric and pair of arms, naming its cases (the why is said once, under the verdict lines).
+    notes = [item for block in blocks if block[0] == "list" for item in block[1] if item.startswith("**suspect**:")]
+    assert len(notes) == 1 and "in 3 case(s)" in notes[0] and "fallback_ids" in notes[0]
 
 
 def test_every_metric_has_an_engine_a_test_and_json_facts() -> None:

@@ -714,13 +714,15 @@ BOUNDS: dict[str, Range] = {
     "--bench-num-prompts": COUNT, "--bench-input-len": COUNT, "--bench-output-len": COUNT, "--bench-range-ratio": PROBABILITY,
     "--bench-max-concurrency": COUNT, "--bench-request-rate": RATE, "--bench-warmup": NON_NEGATIVE_COUNT, "--bench-repeats": COUNT,
     "--bench-margin": MARGIN,
-    "--kernel-vocab": COUNT, "--tokenizer-vocab": COUNT, "--kernel-batch": COUNT, "--kernel-steps": COUNT, "--kernel-dist-rows": COUNT,
     "--repeats": COUNT,
     "--num-prompts": COUNT, "--random-input-len": COUNT, "--random-output-len": COUNT, "--random-range-ratio": PROBABILITY,
     "--sharegpt-output-len": COUNT, "--sharegpt-context-len": COUNT, "--request-rate": RATE, "--max-concurrency": COUNT,
     "--warmup-requests": NON_NEGATIVE_COUNT, "--temperature": TEMPERATURE, "--top-p": TOP_P,
     "--min-size": COUNT, "--latest": COUNT, "--port": PORT,
 }
+# Number options whose plugin checks them itself, with ranges that depend on each other, when its suite runs
+# (suites/plugin_kernel.py: --tokenizer-vocab within --kernel-vocab, --kernel-batch up to 4096, ...).
+CHECKED_BY_THEIR_PLUGIN = ("--kernel-vocab", "--tokenizer-vocab", "--kernel-batch", "--kernel-steps", "--kernel-dist-rows")
 # Text options with a grammar of their own, checked by their parser.
 VALUE_CHECKS: dict[str, Callable[[str, str], None]] = {"--fault-policy": _fault_policy, "--bench-fail-on": _fail_on, "--fail-on": _fail_on}
 
