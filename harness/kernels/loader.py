@@ -42,6 +42,8 @@ INTERPRETER_DEVICE = "cpu (triton interpreter)"
 REFSERVER_ARMS = ("fix", "nofix")
 BLOCK_SUFFIX = ":block"
 VLLM_EXPAND_FIX = "expand-fix"
+# Kept after the first sentence of the unknown-source message, which the reference server rewrites in its terms.
+OTHER_SOURCES = f"; also vllm==VERSION or vllm-installed (each may end in :{VLLM_EXPAND_FIX}), and {BLOCK_SUFFIX} after an SGLang source"
 
 
 @dataclass(frozen=True)
@@ -97,8 +99,8 @@ class KernelSpec:
             if not path.is_file():
                 raise SpecsuiteError(f"--kernel {text!r}: no such file")
             return cls(value, "file", path=path.resolve())
-        raise SpecsuiteError(f"--kernel {text!r}: expected installed, sglang==VERSION, a path to a .py file (each may end in "
-                             f"{BLOCK_SUFFIX}), refserver[:nofix], vllm==VERSION or vllm-installed (each may end in :{VLLM_EXPAND_FIX})")
+        raise SpecsuiteError(f"--kernel {text!r}: expected installed, sglang==VERSION, a path to a .py file, or refserver[:nofix]"
+                             f"{OTHER_SOURCES}")
 
 
 @dataclass(frozen=True)
