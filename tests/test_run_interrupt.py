@@ -75,7 +75,9 @@ def test_a_late_interrupt_writes_the_partial_report(tmp_path: Path) -> None:
             arms = json.loads((run_dir / "results.json").read_text())["arms"].values()
         except (OSError, ValueError, KeyError):
             return False
-        return all(any(r.get("cases") for r in arm["repeats"]) for arm in arms) and len(arms) == 2
+        # As soon as one arm has cases: the arms run side by side and finish within a second of each other on an
+        # idle machine, so waiting for both let the signal land after the sessions, when there is nothing to stop.
+        return any(any(r.get("cases") for r in arm["repeats"]) for arm in arms)
 
     code, out, results = _interrupt(tmp_path, has_cases)
     assert code == 130, out

@@ -189,6 +189,6 @@ def test_serve_vllm_refuses_a_server_without_the_line(tmp_path, monkeypatch, cap
     printed = capsys.readouterr()
     if patched:  # active, then the stand-in exits on its own after 4 s
         assert "patch expand_fix is active: specsuite-vllm-patch active: expand_fix" in printed.out
-        assert "vLLM exited" in printed.err
+        assert "vLLM (none) exited" in printed.err
     else:
         assert "the expand_fix patch is not active" in printed.err and "is active" not in printed.out

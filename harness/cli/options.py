@@ -719,6 +719,7 @@ BOUNDS: dict[str, Range] = {
     "--sharegpt-output-len": COUNT, "--sharegpt-context-len": COUNT, "--request-rate": RATE, "--max-concurrency": COUNT,
     "--warmup-requests": NON_NEGATIVE_COUNT, "--temperature": TEMPERATURE, "--top-p": TOP_P,
     "--min-size": COUNT, "--latest": COUNT, "--port": PORT,
+    "--planted-bias-c": Range("a bias factor c of min(1, c*p/q) (1 is the correct sampler)", low=0.0, low_open=True),
 }
 # Number options whose plugin checks them itself, with ranges that depend on each other, when its suite runs
 # (suites/plugin_kernel.py: --tokenizer-vocab within --kernel-vocab, --kernel-batch up to 4096, ...).
