@@ -32,10 +32,10 @@ def _refservers_on(ports: set[str]) -> list[str]:
     return found
 
 
-def _interrupt(tmp_path: Path, ready) -> tuple[int, str, dict]:
+def _interrupt(tmp_path: Path, ready, extra_args: tuple[str, ...] = ()) -> tuple[int, str, dict]:
     run_dir = tmp_path / "r"
     process = subprocess.Popen([sys.executable, "-m", "harness.cli.main", "run", "-m", "correctness", "--temperatures", "0,1",
-                                "--top-p", "1", "--results-dir", str(tmp_path), "--run-id", "r"],
+                                "--top-p", "1", "--results-dir", str(tmp_path), "--run-id", "r", *extra_args],
                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)},
                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -75,11 +75,12 @@ def test_a_late_interrupt_writes_the_partial_report(tmp_path: Path) -> None:
             arms = json.loads((run_dir / "results.json").read_text())["arms"].values()
         except (OSError, ValueError, KeyError):
             return False
-        # As soon as one arm has cases: the arms run side by side and finish within a second of each other on an
-        # idle machine, so waiting for both let the signal land after the sessions, when there is nothing to stop.
         return any(any(r.get("cases") for r in arm["repeats"]) for arm in arms)
 
-    code, out, results = _interrupt(tmp_path, has_cases)
+    # Two repeats: a session writes its cases when it ends, and the two arms of a repeat end together, so the
+    # signal is sent once the first repeat has cases and lands while the second repeat's sessions run (with one
+    # repeat it landed after the sessions on an idle machine, when there was nothing left to stop).
+    code, out, results = _interrupt(tmp_path, has_cases, ("--repeats", "2"))
     assert code == 130, out
     assert "interrupted (SIGINT): stopping" in out and "partial report in" in out, out
     assert results["status"] == "interrupted"
