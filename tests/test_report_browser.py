@@ -7,7 +7,6 @@ SPECSUITE_SCREENSHOT_DIR keeps the screenshots for a person to look at."""
 
 from __future__ import annotations
 
-import gzip
 import html
 import json
 import os
@@ -19,11 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.verdicts import compare_arms
-from reports.document import ANALYSIS_KEY
-from reports.render import render_report
+from tests.helpers.main_job_report import render_main_job_report
 
-MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--virtual-time-budget=5000"]
 MEASURE = """<script>addEventListener('load', () => {
@@ -38,11 +34,7 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not instal
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
-    out = tmp_path_factory.mktemp("report")
-    render_report(results, out)
-    return out / "report.html"
+    return render_main_job_report(tmp_path_factory.mktemp("report")) / "report.html"
 
 
 def _host(page: Path, width: int, tmp_path: Path, script: str = "") -> Path:

@@ -4,8 +4,6 @@ results folder when no server was reached."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import socket
 import subprocess
 import sys
@@ -13,21 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.verdicts import compare_arms
-from reports.document import ANALYSIS_KEY
-from reports.render import render_report
+from tests.helpers.main_job_report import render_main_job_report
 
 ROOT = Path(__file__).resolve().parents[1]
-MAIN_JOB = ROOT / "tests" / "data" / "ab_results" / "main_job_smoke.json.gz"
 
 
 @pytest.fixture(scope="module")
 def markdown(tmp_path_factory: pytest.TempPathFactory) -> str:
-    results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
-    out = tmp_path_factory.mktemp("report")
-    render_report(results, out)
-    return (out / "report.md").read_text(encoding="utf-8")
+    return (render_main_job_report(tmp_path_factory.mktemp("report")) / "report.md").read_text(encoding="utf-8")
 
 
 def test_the_suspect_explanation_is_given_once(markdown: str) -> None:

@@ -1,0 +1,21 @@
+"""The report of a recorded main-job run (tests/data/ab_results/main_job_smoke.json.gz), rendered into a folder."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from harness.compare.verdicts import compare_arms
+from reports.document import ANALYSIS_KEY
+from reports.render import render_report
+
+MAIN_JOB = Path(__file__).resolve().parents[1] / "data" / "ab_results" / "main_job_smoke.json.gz"
+
+
+def render_main_job_report(out: Path) -> Path:
+    """Render the recorded run's report into `out` (report.md, report.html, figures); returns `out`."""
+    results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
+    results[ANALYSIS_KEY] = compare_arms(results)
+    render_report(results, out)
+    return out
