@@ -10,7 +10,8 @@
 No server is started for it.  The kernel is loaded once, after collection, and only when a
 kernel test is selected; a source that cannot be loaded (no SGLang installed, an offline machine
 without the cached wheel, a broken file) is one line and exit 4.  Without --kernel the suite uses
-the installed SGLang when there is one and skips with the reason otherwise.  Results go into the
+the installed SGLang when there is one and skips with the reason otherwise (one
+line under `-m kernel`; in a plain `pytest suites/` only pytest's skip report gives it).  Results go into the
 session's results.json under "kernel" (a kernel-only session opens its own run folder).
 """
 
@@ -82,6 +83,13 @@ def _load(config: pytest.Config) -> KernelSession:
     return KernelSession(run=run)
 
 
+def _kernel_asked_for(config: pytest.Config, items: list[pytest.Item]) -> bool:
+    """Whether the user asked for the kernel suite: `-m kernel` (in any expression), or only kernel tests selected.
+    A plain `pytest suites/` collects the kernel tests too; announcing their skip there on every run is noise."""
+    markexpr = config.getoption("markexpr", "") or ""
+    return KERNEL_MARKER in markexpr.replace("not kernel", "") or all(item.get_closest_marker(KERNEL_MARKER) for item in items)
+
+
 def write_kernel_results(config: pytest.Config, status: str = "running") -> None:
     session = config.stash.get(KERNEL_KEY, None)
     if session is None or session.run is None:
@@ -108,7 +116,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     run = kernel_session.run
     if reporter is not None:
         if run is None:
-            reporter.write_line(f"specsuite kernel: skipped ({kernel_session.skip_reason})")
+            if _kernel_asked_for(config, session.items):  # otherwise the skip is pytest's own "s", reason in -rs
+                reporter.write_line(f"specsuite kernel: skipped ({kernel_session.skip_reason})")
         else:
             kernel = run.kernel
             sha = f"sha256 {kernel.sha256[:16]}" if kernel.sha256 else "no file"

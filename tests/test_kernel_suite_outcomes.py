@@ -104,3 +104,22 @@ def test_without_kernel_option_or_sglang_the_suite_skips_with_its_reason(tmp_pat
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "no --kernel given and no SGLang installed" in done.stdout and " passed" not in done.stdout.splitlines()[-1]
     assert results is None  # nothing was measured, so no results folder
+
+
+def test_the_skip_line_is_printed_only_when_the_kernel_suite_is_asked_for(tmp_path: Path) -> None:
+    """`-m kernel` announces why the suite skips; a run that merely collects the kernel tests (a plain
+    `pytest suites/`) leaves the reason to pytest's own skip report instead of printing it every time."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("sglang") is not None:
+        pytest.skip("SGLang is installed here: the suite would test it")
+    asked, _ = run_kernel_suite(tmp_path, timeout=120)
+    assert "specsuite kernel: skipped (no --kernel given" in asked.stdout
+    command = [sys.executable, "-m", "pytest", "suites/", "-k", "test_kernel or test_ab", "-q", "-rs", "-p", "no:cacheprovider",
+               "--results-dir", str(tmp_path / "mixed")]
+    mixed = subprocess.run(command, cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=180, check=False)
+    assert mixed.returncode == 0, mixed.stdout[-2000:] + mixed.stderr[-2000:]
+    assert "specsuite kernel: skipped" not in mixed.stdout
+    assert "no --kernel given and no SGLang installed" in mixed.stdout  # still said, in the skip report
