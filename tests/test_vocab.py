@@ -176,3 +176,55 @@ def test_reference_server_model_folder():
     if "tokenizer_length" in config:
         assert info.tokenizer_length == config["tokenizer_length"]
     assert info.padded_row_count == config["vocab_size"] - info.tokenizer_length
+
+
+def _probe_through_transformers(folder: Path, monkeypatch) -> dict:
+    from harness.server import vocab
+
+    with monkeypatch.context() as patch:
+        patch.setattr(vocab, "_plain_fast_tokenizer", lambda path: None)
+        return vocab.load_vocab_info(str(folder)).to_dict()
+
+
+PROJECT_TOKENIZERS = [REFSERVER_MODEL, *(REFSERVER_MODEL.parents[2] / "fixtures" / "vllm_models" / name for name in ("target", "draft"))]
+
+
+@pytest.mark.parametrize("folder", PROJECT_TOKENIZERS, ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_the_tokenizers_probe_equals_transformers_on_the_project_folders(folder: Path, monkeypatch) -> None:
+    """Folders of the generic fast class are probed without transformers (which imports torch when it is there);
+    every fact must be what transformers' tokenizer says."""
+    from harness.server import vocab
+
+    if not (folder / "tokenizer.json").is_file():
+        pytest.skip(f"no tokenizer.json in {folder}")
+    assert vocab._plain_fast_tokenizer(folder) is not None
+    assert load_vocab_info(str(folder)).to_dict() == _probe_through_transformers(folder, monkeypatch)
+
+
+def test_the_tokenizers_probe_equals_transformers_on_built_folders(byte_level_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    tokenizer = byte_level_tokenizer()
+    tokenizer.add_special_tokens(["<|user|>"])
+    folder = write_folder(tmp_path / "named", tokenizer, None)
+    (folder / "special_tokens_map.json").write_text(json.dumps({"pad_token": {"content": "<|endoftext|>"},
+                                                                "additional_special_tokens": ["<|user|>"]}))
+    for path in (byte_level_dir, folder):
+        assert load_vocab_info(str(path)).to_dict() == _probe_through_transformers(path, monkeypatch)
+
+
+def test_a_model_specific_tokenizer_class_goes_through_transformers(byte_level_dir: Path, tmp_path: Path) -> None:
+    from harness.server import vocab
+
+    folder = write_folder(tmp_path / "gpt2", byte_level_tokenizer(), None)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "GPT2TokenizerFast", "eos_token": "<|endoftext|>"}))
+    assert vocab._plain_fast_tokenizer(folder) is None and vocab._plain_fast_tokenizer(byte_level_dir) is not None
+
+
+def test_the_reference_probe_imports_neither_transformers_nor_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from harness.server.vocab import load_vocab_info; load_vocab_info(sys.argv[1]); "
+            "print(sorted(m for m in ('transformers', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code, str(REFSERVER_MODEL)], capture_output=True, text=True, timeout=60,
+                          check=True, cwd=REFSERVER_MODEL.parents[2])
+    assert done.stdout.strip() == "[]"

@@ -19,6 +19,11 @@ from harness.errors import SpecsuiteError
 from harness.server.tokenizer import load_hf_tokenizer
 from harness.server.transport import shorten
 
+# Folders whose tokenizer_config names one of these (or no class) are probed with the `tokenizers` library alone:
+# transformers' generic fast class adds nothing over tokenizer.json, and importing transformers pulls in torch
+# when it is installed (seconds per session). Model-specific classes go through transformers, which may adjust them.
+_PLAIN_FAST_CLASSES = {None, "PreTrainedTokenizerFast", "TokenizersBackend"}
+
 DEFAULT_FRAGMENTS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
 
 
@@ -72,7 +77,7 @@ def load_vocab_info(
     config.json, when present. `vocab_size_override` (--vocab-size) wins over config.json; with
     neither, vocab_size falls back to the tokenizer length (no padded rows can then be detected).
     """
-    tokenizer = load_hf_tokenizer(tokenizer_path)
+    tokenizer = _plain_fast_tokenizer(Path(tokenizer_path)) or load_hf_tokenizer(tokenizer_path)
     tokenizer_length = len(tokenizer)
     source = {"tokenizer_length": f"len(tokenizer) of {tokenizer_path}"}
 
@@ -183,3 +188,57 @@ def _fragment_ids(tokenizer: Any, fragments: Iterable[str]) -> dict[str, int]:
         if len(ids) == 1:
             result[fragment] = ids[0]
     return result
+
+
+class _PlainFastTokenizer:
+    """The part of transformers' `PreTrainedTokenizerFast` the probe reads, over tokenizer.json and the special
+    tokens named in tokenizer_config.json / special_tokens_map.json (transformers reads the same files).
+    tests/test_vocab.py holds it equal to transformers' answers on every tokenizer folder of the project."""
+
+    def __init__(self, backend: Any, named_specials: dict[str, Any]) -> None:
+        self.backend_tokenizer = backend
+        self.added_tokens_decoder = backend.get_added_tokens_decoder()
+        named = [_token_text(value) for key, value in named_specials.items() if key.endswith("_token")]
+        for key in ("additional_special_tokens", "extra_special_tokens"):
+            extra = named_specials.get(key)
+            named += [_token_text(value) for value in extra] if isinstance(extra, list) else []
+        ids = (backend.token_to_id(text) for text in named if text)
+        self.all_special_ids = [i for i in ids if i is not None]
+        eos = _token_text(named_specials.get("eos_token"))
+        self.eos_token_id = backend.token_to_id(eos) if eos else None
+
+    def __len__(self) -> int:
+        return self.backend_tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        return self.backend_tokenizer.encode(text, add_special_tokens=add_special_tokens).ids
+
+
+def _token_text(value: Any) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string, or an AddedToken dict with its content."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _plain_fast_tokenizer(folder: Path) -> _PlainFastTokenizer | None:
+    """The probe's view of a folder with tokenizer.json and the generic fast class, or None (transformers then loads it)."""
+    named: dict[str, Any] = {}
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):  # the config's entries win, as in transformers
+        path = folder / name
+        try:
+            data = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            return None
+        if not isinstance(data, dict):
+            return None
+        named.update(data)
+    if not (folder / "tokenizer.json").is_file() or named.get("tokenizer_class") not in _PLAIN_FAST_CLASSES:
+        return None
+    from tokenizers import Tokenizer
+
+    try:
+        backend = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception:  # a malformed file: transformers then gives its own one-line error
+        return None
+    return _PlainFastTokenizer(backend, {key: value for key, value in named.items() if key != "added_tokens_decoder"})
