@@ -1,10 +1,12 @@
 """Everything the harness knows about specsuite's reference server, in one place.
 
-The reference server (``refserver``) is a CPU emulation of an SGLang EAGLE server with
-the founding bug's fix and no-fix arms. The harness launches it, recognises it in /server_info,
-reads its ground-truth counters (and registers the A/B metrics only they feed) and loads its numpy sampler for the kernel suite; all of that goes
-through this module, which is the only one in ``harness/`` that imports ``fixtures``. The imports
-of the fixture are lazy, so an install without ``fixtures/`` still imports the harness.
+The reference server (the top-level package ``refserver``) is a CPU emulation of an SGLang EAGLE
+server with the founding bug's fix and no-fix arms. The harness launches it as a process
+(`server_command`), recognises it in /server_info, reads its ground-truth counters (and registers
+the A/B metrics only they feed, `COUNTER_RATES`) and loads its numpy sampler for the kernel suite;
+all of that goes through this module, the only one in ``harness/`` that imports ``refserver``
+(tests/test_layering.py). Those imports are lazy, so importing the harness does not import the
+server; the server itself never imports the harness (both share ``kernel_loading``).
 """
 
 from __future__ import annotations
