@@ -1,5 +1,8 @@
-"""User-facing error type: everything the harness rejects is reported as one clear line."""
+"""User-facing error type: everything the harness rejects is reported as one clear line.
 
+The class is defined in kernel_loading.errors (the bottom of the import graph) so the reference
+server, which never imports the harness, raises the same one; this is its name in the harness."""
 
-class SpecsuiteError(Exception):
-    """An error with a one-line, user-facing message; the CLI prints it without a traceback."""
+from kernel_loading.errors import SpecsuiteError
+
+__all__ = ["SpecsuiteError"]

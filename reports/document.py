@@ -13,10 +13,11 @@ and display formats are the metric registry's, read from the analysis (`metrics`
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+# The blocks and number formats live in reports.blocks (kernel_section builds on them too, without
+# importing this module); they are re-exported here for the renderers.
+from reports.blocks import Document, FigureRef, Table, fmt, fmt_p, pct
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
 from reports.summary_table import summary_markdown
@@ -35,67 +36,6 @@ def shown_verdict(row: dict[str, Any]) -> str:
     if row.get("verdict") == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
         return NONE_IN_EITHER
     return str(row.get("verdict"))
-
-
-
-@dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-
-@dataclass
-class FigureRef:
-    """A PNG written next to the report, with what it shows."""
-
-    path: Path
-    title: str
-    caption: str
-
-
-@dataclass
-class Document:
-    """Ordered blocks: ("h", level, text), ("p", text), ("table", Table), ("figure", FigureRef), ("list", [str])."""
-
-    title: str
-    blocks: list[tuple[Any, ...]] = field(default_factory=list)
-
-    def heading(self, level: int, text: str) -> None:
-        self.blocks.append(("h", level, text))
-
-    def paragraph(self, text: str) -> None:
-        self.blocks.append(("p", text))
-
-    def table(self, table: Table) -> None:
-        self.blocks.append(("table", table))
-
-    def bullets(self, items: list[str]) -> None:
-        if items:
-            self.blocks.append(("list", items))
-
-
-# ---------------------------------------------------------------- number formatting
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A number to `digits` significant figures; '∞' for a missing bound."""
-    if value is None:
-        return "∞"
-    if value == 0:
-        return "0"
-    if abs(value) >= 10 ** digits:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}"
-
-
-def pct(value: float | None, digits: int = 3) -> str:
-    return "∞" if value is None else f"{fmt(value * 100, digits)}%"
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return "<1e-300" if p == 0 else f"{p:.2g}"
 
 
 def case_title(temperature: float, top_p: float) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.document import Document, Table, fmt, fmt_p
+from reports.blocks import Document, Table, fmt, fmt_p
 
 KERNEL_KEY = "kernel"
 

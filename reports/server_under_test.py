@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `fixtures.refserver`, not a real SGLang "
+EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `refserver`, not a real SGLang "
                  "server; no server URL was given). These results say nothing about a real deployment.")
-EMULATION_LINE = ("**Server under test: the reference emulation** (CPU `fixtures.refserver`, not a real SGLang server) "
+EMULATION_LINE = ("**Server under test: the reference emulation** (CPU `refserver`, not a real SGLang server) "
                   "at {where}.")
 REAL_LINE = "Server under test: {where}."
 REFERENCE_MARKER_KEY = "refserver_arm"  # a /server_info key only the reference server reports

@@ -71,7 +71,7 @@ def _one_case(url: str, admin_api_key: str | None):
 
 
 def _model_dir():
-    from fixtures.refserver.model_loading import MODEL_DIR
+    from refserver.model_loading import MODEL_DIR
 
     return MODEL_DIR
 

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.data import gsm8k_synth
 from fixtures.data.gsm8k_synth import COMMITTED_PATH, generate_problems
-from fixtures.refserver.corpus import EOS, build_documents, corpus_text
+from refserver.corpus import EOS, build_documents, corpus_text
 
 # The few-shot scorer's extraction: drop commas, take the last unsigned integer.
 _INTEGER = re.compile(r"\d+")

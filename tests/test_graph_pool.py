@@ -1,4 +1,4 @@
-"""The simulated CUDA-graph memory pool (fixtures/refserver/graph_pool.py) reproduces the seed's
+"""The simulated CUDA-graph memory pool (refserver/graph_pool.py) reproduces the seed's
 three signatures: every -inf run in the kept draft_probs view ends on a 64-aligned column (the
 batch's longest sequence rounded up to the page size), the runs advance with the sequence length
 from step to step, and they always land on the same draft step.  A copy taken before the verify
@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import fixtures.refserver.engine as engine_module
-from fixtures.refserver.engine import Engine, EngineConfig
-from fixtures.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
-from fixtures.refserver.graph_pool import PAGE_SIZE, GraphMemoryPool
-from fixtures.refserver.model_loading import load_reference_model
+import refserver.engine as engine_module
+from refserver.engine import Engine, EngineConfig
+from refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
+from refserver.graph_pool import PAGE_SIZE, GraphMemoryPool
+from refserver.model_loading import load_reference_model
 
 VOCAB = 8128
 STEPS = 5

@@ -27,7 +27,7 @@ from harness.workloads.integrity.sglang_rules import (
     stream_finals,
 )
 
-MODEL_DIR = Path(__file__).resolve().parents[1] / "fixtures/refserver/model"
+MODEL_DIR = Path(__file__).resolve().parents[1] / "refserver/model"
 EOS = 8091
 TOKENIZER = load_tokenizer(str(MODEL_DIR))
 

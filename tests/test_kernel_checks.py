@@ -16,8 +16,8 @@ from harness.kernels.invariants import check_no_unsupported_fallback, check_same
 from harness.kernels.invoke import run_chain
 from harness.kernels.loader import KERNEL_MEMBER, LoadedKernel, load_kernel
 from harness.kernels.refserver_sampler import refserver_chain_sampler
-from harness.kernels.sglang_wheel import extract_member
 from harness.kernels.suite import KernelSuiteRun
+from kernel_loading.sglang_wheel import extract_member
 from reports.document import build_document
 from reports.markdown import render_markdown
 

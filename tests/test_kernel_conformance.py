@@ -71,7 +71,7 @@ def test_degenerate_residual_commits_the_fallback_id_in_both_arms(kernels) -> No
     arm without the reference server's output guard; with it, the id is redrawn from p."""
     import numpy as np
 
-    from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample
+    from refserver.sampling import SamplerGuards, chain_rejection_sample
 
     shape = KernelShape(batch=8, kernel_vocab=512, tokenizer_vocab=500)
     data = build_input("degenerate-residual", 0, shape)

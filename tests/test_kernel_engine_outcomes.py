@@ -33,7 +33,7 @@ def _unavailable(reason: str) -> None:
 
 def _need_wheel(version: str) -> None:
     from harness.kernels.loader import KERNEL_MEMBER
-    from harness.kernels.sglang_wheel import extract_member
+    from kernel_loading.sglang_wheel import extract_member
 
     try:
         extract_member(version, KERNEL_MEMBER)

@@ -187,7 +187,7 @@ def test_api_key_is_redacted_from_the_early_exit_message(tmp_path):
 
 def test_reference_server_command_has_the_seed_configuration():
     command = reference_server_command("bug", port=4321, extra_args=["--verbose"])
-    assert command[:3] == [sys.executable, "-m", "fixtures.refserver"]
+    assert command[:3] == [sys.executable, "-m", "refserver"]
     joined = " ".join(command[3:])
     assert joined == (
         "--host 127.0.0.1 --port 4321 --arm bug --enable-metrics --speculative-algorithm EAGLE "

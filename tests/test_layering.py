@@ -1,127 +1,98 @@
 """The import layering the project promises, checked on the source: imports go one way.
 
 - `harness/` never imports pytest or `suites/`; only its command line (`harness.cli`) calls the
-  renderers of `reports/`; of `fixtures/` only the reference server's contract module
-  (harness/server/refserver_contract.py) imports anything;
-- `reports/` reads results only: it imports nothing of `harness/`, `suites/` or `fixtures/`;
-- the modules of `harness/` form no import cycle.
+  renderers of `reports/`; it imports nothing of `fixtures/` (the fixtures' data is reached by path,
+  harness.project_paths);
+- the reference server (`refserver/`) is reached from the harness in two ways only: launched as a
+  process (`python -m refserver`, the argv built by harness/server/refserver_contract.py), or, in
+  this process, through that contract module (serve-reference, its model folder, its numpy sampler
+  for the kernel suite, the counters and A/B metrics only it has); no other harness module imports it;
+- `refserver/` and the shared kernel loader (`kernel_loading/`) never import `harness/`, `suites/`,
+  `reports/` or pytest; `kernel_loading/` imports nothing of the project outside itself, so the
+  harness and the reference server load SGLang's sampler kernel through one loader;
+- `reports/` reads results only: it imports nothing of `harness/`, `suites/`, `fixtures/`,
+  `refserver/`, `kernel_loading/` or pytest;
+- no import cycle anywhere in the project (harness, fixtures, refserver, kernel_loading, reports,
+  suites, conftest.py).
 
-Relative imports count, and so do modules loaded by name (`importlib.import_module`,
-`importlib.resources.files`): the fixtures' data is reached by path (harness.project_paths), not
-by importing `fixtures.data`.
+Every import counts wherever it sits (module level or inside a function: a lazy import closes a
+cycle as surely as a top-level one once both functions run), and so do relative imports and modules
+loaded by name (`importlib.import_module`, `importlib.resources.files`).  The reader and the graph
+are tools/import_graph.py's, which prints the same graph for people.
 """
 
 from __future__ import annotations
 
-import ast
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tools.import_graph import PACKAGES, build_graph, cycles, imports_of, read_imports
+
 CONTRACT = "harness.server.refserver_contract"
-
-
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-# Calls that load a module named by a string: importlib.import_module, importlib.resources.files, __import__.
-_LOADERS = {"import_module", "files", "__import__"}
-
-
-def _imports(path: Path) -> Iterator[str]:
-    """Every module a file imports, wherever the statement sits: relative imports made absolute,
-    and modules loaded by name (`importlib.import_module("x")`, `resources.files("x")`)."""
-    package = _module_name(path) if path.name == "__init__.py" else _module_name(path).rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name in _LOADERS:
-                yield node.args[0].value
-
-
-def _package_imports(package: str) -> dict[str, set[str]]:
-    return {_module_name(path): set(_imports(path)) for path in sorted((ROOT / package).rglob("*.py"))}
+PYTEST = {"pytest", "_pytest"}
 
 
 def _top(name: str) -> str:
     return name.partition(".")[0]
 
 
-def test_harness_imports_no_test_framework_or_suites_and_only_its_cli_renders():
-    def forbidden(module: str) -> set[str]:
-        return {"pytest", "_pytest", "suites"} | (set() if module.startswith("harness.cli") else {"reports"})
+def _offenders(package: str, forbidden: set[str], allowed_modules: frozenset[str] = frozenset()) -> dict[str, list[str]]:
+    """Module -> the forbidden top-level packages it imports, for every module of `package`."""
+    found = {module: sorted(name for name in names if _top(name) in forbidden)
+             for module, names in read_imports(packages=(package,), top_level=()).items() if module not in allowed_modules}
+    return {module: names for module, names in found.items() if names}
 
-    offenders = {module: sorted(name for name in names if _top(name) in forbidden(module))
-                 for module, names in _package_imports("harness").items()}
-    assert not {module: names for module, names in offenders.items() if names}
+
+def test_harness_imports_no_test_framework_or_suites_and_only_its_cli_renders():
+    assert not _offenders("harness", PYTEST | {"suites", "fixtures"})
+    cli = frozenset(module for module in read_imports(packages=("harness",), top_level=()) if module.startswith("harness.cli"))
+    assert not _offenders("harness", {"reports"}, allowed_modules=cli)
 
 
 def test_only_the_contract_module_imports_the_reference_server():
-    offenders = {module: sorted(name for name in names if _top(name) == "fixtures")
-                 for module, names in _package_imports("harness").items() if module != CONTRACT}
-    assert not {module: names for module, names in offenders.items() if names}
+    assert not _offenders("harness", {"refserver"}, allowed_modules=frozenset({CONTRACT}))
+    assert any(_top(name) == "refserver" for name in read_imports(packages=("harness",), top_level=())[CONTRACT])  # the rule is live
+
+
+def test_reference_server_and_kernel_loader_never_import_the_harness_suites_reports_or_pytest():
+    forbidden = PYTEST | {"harness", "suites", "reports"}
+    assert not _offenders("refserver", forbidden)
+    assert not _offenders("kernel_loading", forbidden | {"refserver", "fixtures", "tools"})
 
 
 def test_reports_read_results_only():
-    offenders = {module: sorted(name for name in names if _top(name) in {"harness", "suites", "fixtures", "pytest"})
-                 for module, names in _package_imports("reports").items()}
-    assert not {module: names for module, names in offenders.items() if names}
+    assert not _offenders("reports", PYTEST | {"harness", "suites", "fixtures", "refserver", "kernel_loading"})
 
 
-def test_harness_has_no_import_cycle():
-    graph = _package_imports("harness")
-    modules = set(graph)
-    # An import of `harness.a.b` (or of name `b` from `harness.a`) depends on the module `harness.a.b`
-    # when it is one, else on `harness.a`.
-    edges = {module: {name if name in modules else name.rpartition(".")[0] for name in names
-                      if _top(name) == "harness"} & modules - {module}
-             for module, names in graph.items()}
-    # A package's __init__ that re-exports its submodules is not a cycle with them: drop the
-    # edges from a package to its own children.
-    edges = {module: {dep for dep in deps if not dep.startswith(module + ".")} for module, deps in edges.items()}
-    state: dict[str, int] = {}
-    stack: list[str] = []
-
-    def visit(module: str) -> list[str] | None:
-        state[module] = 1
-        stack.append(module)
-        for dep in sorted(edges[module]):
-            if state.get(dep) == 1:
-                return stack[stack.index(dep):] + [dep]
-            if dep not in state and (cycle := visit(dep)):
-                return cycle
-        stack.pop()
-        state[module] = 2
-        return None
-
-    for module in sorted(modules):
-        if module not in state:
-            cycle = visit(module)
-            assert cycle is None, " -> ".join(cycle or [])
+def test_no_import_cycle_anywhere_lazy_imports_included():
+    imports = read_imports()
+    assert {_top(module) for module in imports} >= set(PACKAGES) | {"conftest"}  # every package is read
+    found = cycles(build_graph(imports))
+    assert not found, "import cycles: " + "; ".join(" <-> ".join(component) for component in found)
 
 
-def test_the_checks_see_relative_imports_and_modules_loaded_by_name(tmp_path, monkeypatch):
-    package = tmp_path / "harness" / "sub"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    module = package / "mod.py"
-    module.write_text("from . import sibling\nfrom ..other import thing\nimport importlib\n"
-                      "importlib.import_module('fixtures.refserver')\nfrom importlib import resources\n"
-                      "resources.files('fixtures.data')\n")
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert set(_imports(module)) >= {"harness.sub", "harness.sub.sibling", "harness.other", "harness.other.thing",
-                                     "fixtures.refserver", "fixtures.data"}
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def test_the_reader_sees_relative_lazy_and_by_name_imports(tmp_path):
+    _write(tmp_path, {"harness/__init__.py": "", "harness/sub/__init__.py": "",
+                      "harness/sub/mod.py": "from . import sibling\nfrom ..other import thing\nimport importlib\n"
+                                            "importlib.import_module('refserver')\nfrom importlib import resources\n"
+                                            "resources.files('fixtures.data')\n\n\ndef later():\n    import pytest\n"
+                                            "    from refserver.cli import main\n"})
+    assert set(imports_of(tmp_path / "harness/sub/mod.py", tmp_path)) >= {
+        "harness.sub.sibling", "harness.other.thing", "refserver", "fixtures.data", "pytest", "refserver.cli.main"}
+
+
+def test_a_cycle_closed_by_a_function_level_import_is_found(tmp_path):
+    _write(tmp_path, {"refserver/__init__.py": "", "refserver/a.py": "from refserver.b import helper\n",
+                      "refserver/b.py": "def helper():\n    from refserver import a\n    return a\n",
+                      "refserver/c.py": "import refserver.a\n"})
+    graph = build_graph(read_imports(tmp_path, packages=("refserver",), top_level=()))
+    assert graph["refserver.b"] == {"refserver.a"}
+    assert cycles(graph) == [["refserver.a", "refserver.b"]]
+    (tmp_path / "refserver/b.py").write_text("def helper():\n    return None\n")  # the lazy import gone: no cycle
+    assert cycles(build_graph(read_imports(tmp_path, packages=("refserver",), top_level=()))) == []

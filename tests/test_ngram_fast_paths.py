@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fixtures.refserver.model_loading import DRAFT_LOWER_MIX, DRAFT_MAX_ORDER, load_reference_model
-from fixtures.refserver.ngram import hash_windows, tail_hashes
+from refserver.model_loading import DRAFT_LOWER_MIX, DRAFT_MAX_ORDER, load_reference_model
+from refserver.ngram import hash_windows, tail_hashes
 
 
 @pytest.fixture(scope="module")

@@ -347,7 +347,7 @@ def test_an_abort_with_another_status_is_that_status_in_the_openai_error_shape()
     """A non-400 abort status is raised as HTTPException(status, message) (tokenizer_manager.py:
     1919-1921), answered by the handler at http_server.py:578-630 as ErrorResponse
     (openai/protocol.py:106-111) with that status; a status-less abort is not an error."""
-    from fixtures.refserver.server import abort_error_response
+    from refserver.server import abort_error_response
 
     def result(reason: dict) -> dict:
         return {"text": "", "output_ids": [], "meta_info": {"finish_reason": reason}}

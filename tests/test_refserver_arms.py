@@ -25,7 +25,7 @@ from tests.helpers.arm_workload import run_arm_workload
 from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
+MODEL_CONFIG = json.loads((ROOT / "refserver/model/config.json").read_text())
 TOKENIZER_LENGTH = MODEL_CONFIG["tokenizer_length"]
 FALLBACK_ID = MODEL_CONFIG["vocab_size"] - 1
 PROMPTS = [json.loads(line) for line in (ROOT / "fixtures/data/correctness_prompts.jsonl").read_text().splitlines()][::4][:24]

@@ -21,7 +21,7 @@ from harness.server.launcher import launch_reference_server
 from tests.helpers.http_sessions import http_session
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
+MODEL_CONFIG = json.loads((ROOT / "refserver/model/config.json").read_text())
 TOKENIZER_LENGTH = MODEL_CONFIG["tokenizer_length"]
 VOCAB_SIZE = MODEL_CONFIG["vocab_size"]
 CONTEXT_LENGTH = MODEL_CONFIG["max_position_embeddings"]
@@ -267,7 +267,7 @@ def test_server_info_and_its_alias_answer(http, fix_url):
 def test_model_info_and_its_alias_answer(http, fix_url):
     info = http.get(f"{fix_url}/model_info", timeout=TIMEOUT_S).json()
     assert info == http.get(f"{fix_url}/get_model_info", timeout=TIMEOUT_S).json()
-    assert info["is_generation"] is True and info["model_path"].endswith("fixtures/refserver/model")
+    assert info["is_generation"] is True and info["model_path"].endswith("refserver/model")
 
 
 # --------------------------------------------------------------------------- OpenAI routes

@@ -26,23 +26,23 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fixtures.refserver.cli import build_parser, resolve_config
-from fixtures.refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
-from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample
 from harness.compare.arms import resolve_arms
 from harness.errors import SpecsuiteError
 from harness.kernels.loader import KERNEL_MEMBER
-from harness.kernels.sglang_wheel import extract_member
 from harness.server.identity import ServerIdentity
 from harness.server.launcher import LaunchedServer, launch_reference_server
 from harness.workloads.correctness.detectors import stray_chars
+from kernel_loading.sglang_wheel import extract_member
+from refserver.cli import build_parser, resolve_config
+from refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
+from refserver.sampling import SamplerGuards, chain_rejection_sample
 from reports.summary_table import summary_markdown
 from tests.helpers.arm_workload import ArmRun, run_arm_workload
 from tests.helpers.http_sessions import http_session
 from tests.helpers.workload_cache import cached_workloads
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_CONFIG = json.loads((ROOT / "fixtures/refserver/model/config.json").read_text())
+MODEL_CONFIG = json.loads((ROOT / "refserver/model/config.json").read_text())
 TOKENIZER_LENGTH = MODEL_CONFIG["tokenizer_length"]
 FALLBACK_ID = MODEL_CONFIG["vocab_size"] - 1
 PROMPTS = [json.loads(line) for line in (ROOT / "fixtures/data/correctness_prompts.jsonl").read_text().splitlines()][::4][:16]
@@ -113,7 +113,7 @@ def test_a_kernel_that_cannot_load_stops_the_server_in_one_line(tmp_path, emulat
     broken = tmp_path / "reject_sampling.py"
     broken.write_text("def something_else():\n    pass\n")
     argv = ["--port", "1", "--sampler", str(broken), *(["--step-time-ms", "1"] if emulated else [])]
-    done = subprocess.run([sys.executable, "-m", "fixtures.refserver", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "refserver", *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

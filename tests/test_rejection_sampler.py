@@ -1,4 +1,4 @@
-"""Statistical tests of the reference server's samplers (fixtures/refserver/sampling.py).
+"""Statistical tests of the reference server's samplers (refserver/sampling.py).
 
 The chain rejection sampler must be lossless: whatever the draft distribution q, the committed
 tokens follow the target distribution p.  We draw many chains over a small vocabulary and run a
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fixtures.refserver.graph_pool import GraphMemoryPool
-from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample, renormalize_top_k_top_p
+from refserver.graph_pool import GraphMemoryPool
+from refserver.sampling import SamplerGuards, chain_rejection_sample, renormalize_top_k_top_p
 
 VOCAB = 8
 TOKENIZER_LENGTH = 7  # id 7 plays the padded, untrained row: zero mass in p and q

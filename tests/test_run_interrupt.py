@@ -27,7 +27,7 @@ def _refservers_on(ports: set[str]) -> list[str]:
                 words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if "fixtures.refserver" in words and any(words[i + 1] in ports for i, w in enumerate(words[:-1]) if w == "--port"):
+            if "refserver" in words and any(words[i + 1] in ports for i, w in enumerate(words[:-1]) if w == "--port"):
                 found.append(" ".join(words))
     return found
 

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from fixtures.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
-from fixtures.refserver.step_clock import NOTHING_OWED, StepPublisher, StepTimeline
+from refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
+from refserver.step_clock import NOTHING_OWED, StepPublisher, StepTimeline
 
 STEP = 0.010
 

@@ -19,13 +19,13 @@ import urllib.request
 import numpy as np
 import pytest
 
-from fixtures.refserver.engine import Engine, EngineConfig
-from fixtures.refserver.engine_process import EngineProcess
-from fixtures.refserver.engine_request import EngineRequest
-from fixtures.refserver.model_loading import load_reference_model
-from fixtures.refserver.protocol import parse_generate
 from harness.server.counters import parse_prometheus
 from harness.server.launcher import launch_reference_server
+from refserver.engine import Engine, EngineConfig
+from refserver.engine_process import EngineProcess
+from refserver.engine_request import EngineRequest
+from refserver.model_loading import load_reference_model
+from refserver.protocol import parse_generate
 
 STEP_MS = 20.0
 

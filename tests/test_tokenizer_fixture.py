@@ -9,9 +9,9 @@ import random
 import pytest
 from transformers import AutoTokenizer
 
-from fixtures.refserver import train_tokenizer
-from fixtures.refserver.corpus import EOS, build_documents
-from fixtures.refserver.train_tokenizer import (
+from refserver import train_tokenizer
+from refserver.corpus import EOS, build_documents
+from refserver.train_tokenizer import (
     ADDED_TOKENS,
     MARKUP_TOKENS,
     SPECIAL_TOKENS,

@@ -43,7 +43,7 @@ def _add_gsm8k_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add_serve_parser(subparsers: argparse._SubParsersAction) -> None:
-    serve = subparsers.add_parser("serve-reference", help="run the embedded reference server (same flags as python -m fixtures.refserver)", add_help=False)
+    serve = subparsers.add_parser("serve-reference", help="run the embedded reference server (same flags as python -m refserver)", add_help=False)
     add_arguments(serve, "serve-reference")
 
 

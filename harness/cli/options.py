@@ -511,8 +511,8 @@ OPTIONS: tuple[Option, ...] = (
            choices=("passed", "failed", "unknown"), default_text="from the file's recorded session exit codes, else unknown"),
     Option("--date", "the run's date, YYYY-MM-DD[THH:MM:SSZ]", ("history ingest",), default_text="the file's created_utc"),
     Option("--node", "the machine that ran the suites", ("history ingest",), default_text="this one"),
-    # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m fixtures.refserver --help)
-    Option("args", "the reference server's flags (python -m fixtures.refserver --help)", ("serve-reference",), action="positional",
+    # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m refserver --help)
+    Option("args", "the reference server's flags (python -m refserver --help)", ("serve-reference",), action="positional",
            nargs=argparse.REMAINDER, metavar="ARGS"),
     # ---- `specsuite serve-vllm`: vLLM with one speculation method (harness/server/vllm_launch.py)
     Option("--method", "vLLM's speculation method, or none", ("serve-vllm",), default="eagle", choices=("eagle", "draft_model", "ngram", "none")),

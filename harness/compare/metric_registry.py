@@ -161,6 +161,17 @@ def _rate(name: str, label: str, extract: Callable[[dict[str, Any]], Events | No
                   report_format, rate_scale=rate_scale, exposure_unit=exposure_unit, bad_events=True, **flags)
 
 
+def _server_counter_rate(entry: refserver_contract.CounterRate) -> Metric:
+    """A rate the reference server registers (harness.server.refserver_contract.COUNTER_RATES), read from its counters."""
+    return _rate(entry.name, entry.label, _counter_events(entry.events_counter, entry.exposure_counter), entry.report_label,
+                 unit=entry.unit, exposure_unit=entry.exposure_unit, report_format=entry.report_format,  # type: ignore[arg-type]
+                 server_counter=True, corruption_sign=entry.corruption_sign, short=entry.short, plot_title=entry.plot_title,
+                 axis_label=entry.axis_label)
+
+
+# Emulator-only metrics: the reference server's contract registers them; this module names none of its counters.
+SERVER_COUNTER_RATES: tuple[Metric, ...] = tuple(_server_counter_rate(entry) for entry in refserver_contract.COUNTER_RATES)
+
 REGISTRY: tuple[Metric, ...] = (
     _rate("invalid_ids", "invalid ids", _detector_events("invalid_id"), "invalid ids / generated tokens", corruption_sign=True,
           plot_title="Invalid token ids"),
@@ -174,16 +185,7 @@ REGISTRY: tuple[Metric, ...] = (
           short="stray rate", plot_title="Stray tokens"),
     _rate("fragment_excess", "excess structural fragments", _detector_events("fragment_id", "fragment_text"),
           "excess structural fragments / generated tokens", short="fragments", plot_title="Excess fragments"),
-    # Non-finite entries cluster inside batches, so this row's p-value is optimistic: a symptom counter.
-    _rate("nonfinite_draft_probs", "non-finite draft_probs entries",
-          _counter_events(refserver_contract.NONFINITE_ENTRIES, refserver_contract.SAMPLER_BATCHES),
-          "non-finite draft_probs entries per batch", unit="per sampler batch", exposure_unit="sampler batches",
-          report_format="per_batch", server_counter=True, short="non-finite draft_probs",
-          plot_title="Non-finite draft_probs entries", axis_label="entries per sampler batch"),
-    _rate("sampler_fallbacks", "sampler fallback emissions", _counter_events(refserver_contract.FALLBACK_EMISSIONS, None),
-          "sampler fallback emissions / committed tokens", unit="per committed token", exposure_unit="committed tokens",
-          server_counter=True, corruption_sign=True, short="sampler fallbacks", plot_title="Sampler fallback emissions",
-          axis_label="% of committed tokens"),
+    *SERVER_COUNTER_RATES,
     # A drop slows serving; a rise at T > 0 can be a broken accept test, so the history watches both ways.
     Metric("accept_length", "accept length", "tokens per verify step", "higher", 0.02, "relative", "accept_shift", "cases",
            "per_request", _accept_lengths, "accept length (mean of requests)", "plain", suspect_when_better=True,
@@ -203,9 +205,10 @@ BY_NAME: dict[str, Metric] = {metric.name: metric for metric in REGISTRY}
 METRICS: tuple[str, ...] = tuple(BY_NAME)  # the order of comparison rows
 
 # The report's layout: the seed's before/after rows in its order, and the spread-between-repeats rows.
-REPORT_ROWS = ("nonfinite_draft_probs", "sampler_fallbacks", "stray_per_1200", "invalid_ids", "fallback_ids", "accept_length",
+REPORT_ROWS = (*(entry.name for entry in SERVER_COUNTER_RATES), "stray_per_1200", "invalid_ids", "fallback_ids", "accept_length",
                "gsm8k_accuracy", "gsm8k_invalid", "itl_median", "output_throughput")
-SPREAD_ROWS = ("accept_length", "invalid_ids", "stray_per_1200", "sampler_fallbacks", "gsm8k_accuracy", "itl_median",
+SPREAD_ROWS = ("accept_length", "invalid_ids", "stray_per_1200",
+               *(entry.name for entry in refserver_contract.COUNTER_RATES if entry.spread_row), "gsm8k_accuracy", "itl_median",
                "output_throughput")
 
 SUSPECT_NOTE = ("higher accept length in an arm that is worse on {signs}: the founding bug's signature (acceptance climbs "

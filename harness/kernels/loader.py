@@ -1,234 +1,48 @@
-"""Resolve SGLang's chain rejection sampler, `chain_speculative_sampling_triton`, from a source the
-user names, and pick the device it runs on.
+"""The kernel suite's `--kernel` loader: every engine behind one call.
 
-Sources (the `--kernel` option):
-- ``installed``: the module inside the SGLang that this Python can find (the node's own install);
-- ``sglang==X``: release X's module, taken from its wheel on the package index (cached, sha256 kept);
-- a path to a ``.py`` file: a patched checkout, a candidate fix, a kernel under review;
-- ``refserver`` / ``refserver:nofix``: the reference server's numpy sampler behind the same call
-  signature (``refserver`` is its fix arm);
-- ``vllm==X`` / ``vllm-installed``: vLLM's rejection sampler (`rejection_sample` with `SamplingMetadata`),
-  run in the vLLM environment's Python (harness.kernels.vllm_sampler); ``:expand-fix`` after it applies
-  the vLLM job's corrected CPU expand (fixtures/vllm_patches/expand_fix).
-
-An SGLang source followed by ``:block`` (``sglang==0.5.23:block``) runs the same kernel with
-``block_verification=True`` (SGLang 0.5.23+, Sun et al.'s block verification) instead of token verification.
-
-Only the one module file is loaded, on its own: it imports nothing but triton, so SGLang's heavy
-package `__init__` never runs and no SGLang dependency is needed.  With no GPU visible to torch the
-kernel runs under Triton's interpreter (``TRITON_INTERPRET=1``) on CPU tensors.
+SGLang's kernels (installed, sglang==VERSION, a file, each maybe :block) load through the shared
+loader, kernel_loading.loader, which the reference server's ``--sampler`` uses too; here the
+harness adds its other engines: ``refserver[:nofix]`` (the reference server's numpy sampler behind
+SGLang's signature, reached through harness.server.refserver_contract) and ``vllm==X`` /
+``vllm-installed`` (vLLM's sampler in the vLLM environment's Python).  The source grammar, the
+`LoadedKernel` type and the constants are kernel_loading.loader's, re-exported here for the suite.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import importlib.util
-import inspect
-import os
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
-from types import ModuleType
-from typing import Any
+from kernel_loading.loader import (
+    BLOCK_SUFFIX,
+    INTERPRETER_DEVICE,
+    KERNEL_FUNCTION,
+    KERNEL_MEMBER,
+    OTHER_SOURCES,
+    REFSERVER_ARMS,
+    VLLM_EXPAND_FIX,
+    KernelSpec,
+    LoadedKernel,
+    load_sglang_kernel,
+    require_torch_and_triton,
+    select_device,
+)
 
-from harness.errors import SpecsuiteError
-from harness.kernels.sglang_wheel import extract_member
-
-KERNEL_MEMBER = "sglang/kernels/ops/speculative/reject_sampling.py"
-KERNEL_FUNCTION = "chain_speculative_sampling_triton"
-INTERPRETER_DEVICE = "cpu (triton interpreter)"
-REFSERVER_ARMS = ("fix", "nofix")
-BLOCK_SUFFIX = ":block"
-VLLM_EXPAND_FIX = "expand-fix"
-# Kept after the first sentence of the unknown-source message, which the reference server rewrites in its terms.
-OTHER_SOURCES = f"; also vllm==VERSION or vllm-installed (each may end in :{VLLM_EXPAND_FIX}), and {BLOCK_SUFFIX} after an SGLang source"
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """A parsed `--kernel` value."""
-
-    text: str
-    kind: str  # installed | release | file | refserver | vllm
-    version: str | None = None
-    path: Path | None = None
-    refserver_arm: str | None = None
-    block: bool = False  # SGLang's block verification instead of token verification
-    corrected_expand: bool = False  # vLLM with the project's corrected CPU expand
-
-    @property
-    def engine(self) -> str:
-        return {"vllm": "vllm", "refserver": "refserver"}.get(self.kind, "sglang")
-
-    @classmethod
-    def parse(cls, text: str) -> KernelSpec:
-        value = text.strip()
-        if value.startswith(("vllm==", "vllm-installed")):
-            base, _, suffix = value.partition(":")
-            if suffix not in ("", VLLM_EXPAND_FIX):
-                raise SpecsuiteError(f"--kernel {text!r}: the only vLLM suffix is :{VLLM_EXPAND_FIX}")
-            version = None
-            if base.startswith("vllm=="):
-                version = base.removeprefix("vllm==").strip()
-                if not version:
-                    raise SpecsuiteError(f"--kernel {text!r}: name a release, e.g. vllm==0.32.0")
-            elif base != "vllm-installed":
-                raise SpecsuiteError(f"--kernel {text!r}: expected vllm==VERSION or vllm-installed")
-            return cls(value, "vllm", version=version, corrected_expand=suffix == VLLM_EXPAND_FIX)
-        if value.endswith(BLOCK_SUFFIX):
-            token = cls.parse(value.removesuffix(BLOCK_SUFFIX))
-            if token.engine != "sglang":
-                raise SpecsuiteError(f"--kernel {text!r}: {BLOCK_SUFFIX} applies to an SGLang kernel (installed, sglang==VERSION or a file)")
-            return replace(token, text=value, block=True)
-        if value == "installed":
-            return cls(value, "installed")
-        if value.startswith("sglang=="):
-            version = value.removeprefix("sglang==").strip()
-            if not version:
-                raise SpecsuiteError(f"--kernel {text!r}: name a release, e.g. sglang==0.5.23")
-            return cls(value, "release", version=version)
-        if value == "refserver" or value.startswith("refserver:"):
-            arm = value.partition(":")[2] or "fix"
-            if arm not in REFSERVER_ARMS:
-                raise SpecsuiteError(f"--kernel {text!r}: the reference sampler's arms are {', '.join(REFSERVER_ARMS)}")
-            return cls(value, "refserver", refserver_arm=arm)
-        if value.endswith(".py"):
-            path = Path(value).expanduser()
-            if not path.is_file():
-                raise SpecsuiteError(f"--kernel {text!r}: no such file")
-            return cls(value, "file", path=path.resolve())
-        raise SpecsuiteError(f"--kernel {text!r}: expected installed, sglang==VERSION, a path to a .py file, or refserver[:nofix]"
-                             f"{OTHER_SOURCES}")
-
-
-@dataclass(frozen=True)
-class LoadedKernel:
-    """A sampler ready to call, with what is needed to say which one it was."""
-
-    spec: KernelSpec
-    label: str
-    device: str  # "cuda:0 (<name>)" or INTERPRETER_DEVICE
-    torch_device: str  # what tensors go to: "cuda" or "cpu"
-    function: Callable[..., Any]
-    version: str | None = None
-    module_path: Path | None = None
-    sha256: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)  # engine facts (the vLLM child's start-up answer)
-
-    @property
-    def engine(self) -> str:
-        return self.spec.engine
-
-    @property
-    def verification(self) -> str:
-        return "block" if self.spec.block else "token"
-
-    def close(self) -> None:
-        """Stop what the kernel holds (the vLLM child process); a no-op for in-process kernels."""
-        closer = getattr(self.function, "close", None)
-        if callable(closer):
-            closer()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kernel": self.spec.text, "label": self.label, "kind": self.spec.kind, "engine": self.engine,
-                "verification": self.verification, "version": self.version,
-                "module_path": str(self.module_path) if self.module_path else None, "sha256": self.sha256,
-                "device": self.device, **({"engine_details": self.details} if self.details else {})}
-
-
-def _require_torch_and_triton(need_triton: bool) -> ModuleType:
-    missing = []
-    try:
-        import torch
-    except ImportError:
-        missing.append("torch")
-    if need_triton and importlib.util.find_spec("triton") is None:
-        missing.append("triton")
-    if missing:
-        raise SpecsuiteError(f"the kernel suite needs {' and '.join(missing)}: pip install -e '.[kernel]'")
-    return torch
-
-
-def select_device(torch: ModuleType) -> tuple[str, str]:
-    """(description, torch device): a GPU when torch sees one (ROCm answers as cuda), else the
-    Triton interpreter on CPU.  The interpreter switch must be set before the kernel is decorated."""
-    if torch.cuda.is_available():
-        return f"cuda:0 ({torch.cuda.get_device_name(0)})", "cuda"
-    os.environ["TRITON_INTERPRET"] = "1"
-    return INTERPRETER_DEVICE, "cpu"
-
-
-def _load_module_file(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise SpecsuiteError(f"cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # triton's jit resolves globals through the module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:  # a broken candidate file is the user's input: one line
-        del sys.modules[name]
-        raise SpecsuiteError(f"loading {path}: {type(exc).__name__}: {exc}") from None
-    return module
-
-
-def _kernel_function(path: Path, tag: str, block: bool = False) -> tuple[Callable[..., Any], str]:
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    module = _load_module_file(path, f"specsuite_kernel_{tag}_{digest[:12]}")
-    function = getattr(module, KERNEL_FUNCTION, None)
-    if not callable(function):
-        raise SpecsuiteError(f"{path} defines no {KERNEL_FUNCTION}()")
-    if block and "block_verification" not in inspect.signature(function).parameters:
-        raise SpecsuiteError(f"{path}: this {KERNEL_FUNCTION}() has no block_verification option (SGLang 0.5.23 added it)")
-    return function, digest
-
-
-def _installed_module_path() -> tuple[Path, str]:
-    spec = importlib.util.find_spec("sglang")
-    if spec is None or not spec.submodule_search_locations:
-        raise SpecsuiteError("--kernel installed: no SGLang is installed for this Python; name a release (sglang==0.5.23) or a file")
-    root = Path(next(iter(spec.submodule_search_locations)))
-    path = root.parent / KERNEL_MEMBER
-    if not path.is_file():
-        raise SpecsuiteError(f"--kernel installed: this SGLang has no {KERNEL_MEMBER} (at {root})")
-    try:
-        version = importlib.metadata.version("sglang")
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    return path, version
+__all__ = ["BLOCK_SUFFIX", "INTERPRETER_DEVICE", "KERNEL_FUNCTION", "KERNEL_MEMBER", "OTHER_SOURCES", "REFSERVER_ARMS",
+           "VLLM_EXPAND_FIX", "KernelSpec", "LoadedKernel", "load_kernel", "select_device"]
 
 
 def load_kernel(text: str) -> LoadedKernel:
     """Resolve and load the sampler named by `text`; every failure is one SpecsuiteError line."""
     spec = KernelSpec.parse(text)
-    torch = _require_torch_and_triton(need_triton=spec.kind not in ("refserver", "vllm"))
+    if spec.engine == "sglang":
+        return load_sglang_kernel(spec)
+    require_torch_and_triton(need_triton=False)
     if spec.kind == "refserver":
         from harness.kernels.refserver_sampler import refserver_chain_sampler
 
         return LoadedKernel(spec, f"reference numpy sampler ({spec.refserver_arm} arm)", "cpu (numpy)", "cpu",
                             refserver_chain_sampler(spec.refserver_arm == "fix"))
-    if spec.kind == "vllm":
-        from harness.kernels.vllm_sampler import start_vllm_sampler
+    from harness.kernels.vllm_sampler import start_vllm_sampler
 
-        sampler, ready = start_vllm_sampler(spec.version, spec.corrected_expand)
-        expand = "corrected expand" if spec.corrected_expand else "stock expand"
-        return LoadedKernel(spec, f"vllm {ready.get('vllm')} ({expand})", str(ready.get("device")), "cpu", sampler,
-                            version=str(ready.get("vllm")), details=ready)
-    device, torch_device = select_device(torch)
-    if spec.kind == "installed":
-        path, version = _installed_module_path()
-        label = f"installed sglang {version}"
-    elif spec.kind == "release":
-        assert spec.version is not None
-        path, version = extract_member(spec.version, KERNEL_MEMBER).path, spec.version
-        label = f"sglang=={version}"
-    else:
-        assert spec.path is not None
-        path, version = spec.path, None
-        label = f"file {path}"
-    if spec.block:
-        label += " block verification"
-    function, digest = _kernel_function(path, spec.kind, spec.block)
-    return LoadedKernel(spec, label, device, torch_device, function, version=version, module_path=path, sha256=digest)
+    sampler, ready = start_vllm_sampler(spec.version, spec.corrected_expand)
+    expand = "corrected expand" if spec.corrected_expand else "stock expand"
+    return LoadedKernel(spec, f"vllm {ready.get('vllm')} ({expand})", str(ready.get("device")), "cpu", sampler,
+                        version=str(ready.get("vllm")), details=ready)

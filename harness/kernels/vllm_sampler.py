@@ -33,8 +33,8 @@ import numpy as np
 
 from harness.errors import SpecsuiteError
 from harness.kernels.inputs import ChainInput, masked_logits, sampling_targets
-from harness.kernels.outcome import ChainOutcome
 from harness.project_paths import PROJECT_ROOT
+from kernel_loading.outcome import ChainOutcome
 
 VLLM_PYTHON_ENV = "SPECSUITE_VLLM_PYTHON"
 CHILD = Path(__file__).with_name("vllm_child.py")

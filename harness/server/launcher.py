@@ -312,7 +312,7 @@ def launch_reference_server(
     """Start the reference server for ``arm`` on a free port and return it once ready.
 
     The log goes to ``<log_dir>/refserver-<arm>-<port>.log``. The project root is put on
-    PYTHONPATH so ``-m fixtures.refserver`` resolves from a plain checkout too.
+    PYTHONPATH so ``-m refserver`` resolves from a plain checkout too.
     """
     if not _ARM_NAME.fullmatch(arm):
         raise SpecsuiteError(f"invalid arm name {arm!r}: use letters, digits, '.', '_' and '-' only")

@@ -1,19 +1,22 @@
 """Everything the harness knows about specsuite's reference server, in one place.
 
-The reference server (``fixtures/refserver``) is a CPU emulation of an SGLang EAGLE server with
-the founding bug's fix and no-fix arms. The harness launches it, recognises it in /server_info,
-reads its ground-truth counters and loads its numpy sampler for the kernel suite; all of that goes
-through this module, which is the only one in ``harness/`` that imports ``fixtures``. The imports
-of the fixture are lazy, so an install without ``fixtures/`` still imports the harness.
+The reference server (the top-level package ``refserver``) is a CPU emulation of an SGLang EAGLE
+server with the founding bug's fix and no-fix arms. The harness launches it as a process
+(`server_command`), recognises it in /server_info, reads its ground-truth counters (and registers
+the A/B metrics only they feed, `COUNTER_RATES`) and loads its numpy sampler for the kernel suite;
+all of that goes through this module, the only one in ``harness/`` that imports ``refserver``
+(tests/test_layering.py). Those imports are lazy, so importing the harness does not import the
+server; the server itself never imports the harness (both share ``kernel_loading``).
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-MODULE = "fixtures.refserver"
+MODULE = "refserver"
 ARMS = ("nofix", "fix")  # the seed's before/after, in run order (the last one is the A/B baseline)
 
 # The seed PR's speculative configuration: EAGLE chain drafts of 5 steps, rejection sampling.
@@ -27,7 +30,7 @@ SPECULATIVE_ARGS = (
     "--random-seed", "0",
 )  # fmt: skip
 
-# /server_info keys only the reference server reports (fixtures/refserver/cli.py: server_args_dict).
+# /server_info keys only the reference server reports (refserver/cli.py: server_args_dict).
 MARKER_KEY = "refserver_arm"
 SAMPLER_KEY = "refserver_sampler"
 MODEL_TYPE = "specsuite_ngram"
@@ -45,6 +48,42 @@ COUNTERS = (NONFINITE_ENTRIES, NONFINITE_BATCHES, SAMPLER_BATCHES, FALLBACK_EMIS
             DRAFTED_TOKENS, ACCEPTED_TOKENS)
 
 
+@dataclass(frozen=True)
+class CounterRate:
+    """An A/B event rate that only the reference server's counters feed: events of one counter out of
+    another's (or, with `exposure_counter` None, out of generated tokens).  harness.compare.metric_registry
+    registers each as a lower-is-better rate-ratio metric read from the server's counters; it names no
+    emulator counter itself."""
+
+    name: str
+    label: str
+    events_counter: str
+    exposure_counter: str | None
+    report_label: str
+    unit: str
+    exposure_unit: str
+    report_format: str  # a metric_registry.ReportFormat
+    short: str
+    plot_title: str
+    axis_label: str
+    corruption_sign: bool = False  # "worse" here is a sign of corrupt sampling
+    spread_row: bool = False  # also a row of the report's spread-between-repeats table
+
+
+# In the order the comparison rows and the report's before/after table list them (first in the table).
+COUNTER_RATES = (
+    # Non-finite entries cluster inside batches, so this row's p-value is optimistic: a symptom counter.
+    CounterRate("nonfinite_draft_probs", "non-finite draft_probs entries", NONFINITE_ENTRIES, SAMPLER_BATCHES,
+                "non-finite draft_probs entries per batch", unit="per sampler batch", exposure_unit="sampler batches",
+                report_format="per_batch", short="non-finite draft_probs", plot_title="Non-finite draft_probs entries",
+                axis_label="entries per sampler batch"),
+    CounterRate("sampler_fallbacks", "sampler fallback emissions", FALLBACK_EMISSIONS, None,
+                "sampler fallback emissions / committed tokens", unit="per committed token", exposure_unit="committed tokens",
+                report_format="token_rate", short="sampler fallbacks", plot_title="Sampler fallback emissions",
+                axis_label="% of committed tokens", corruption_sign=True, spread_row=True),
+)
+
+
 def server_command(arm: str, *, port: int, host: str | None = None, extra_args: Sequence[str] = ()) -> list[str]:
     """The argv that starts the reference server's ``arm`` with the seed's speculative configuration."""
     address = ["--host", host] if host else []
@@ -58,20 +97,20 @@ def is_reference_server(server_info: dict[str, Any]) -> bool:
 
 def model_dir() -> str:
     """The model folder the embedded reference server serves (and reports on /model_info)."""
-    from fixtures.refserver.model_loading import MODEL_DIR
+    from refserver.model_loading import MODEL_DIR
 
     return str(MODEL_DIR)
 
 
 def serve(argv: Sequence[str], prog: str) -> int:
     """Run the reference server in this process (``specsuite serve-reference``)."""
-    from fixtures.refserver.cli import main
+    from refserver.cli import main
 
     return main(list(argv), prog=prog)
 
 
 def numpy_chain_sampler() -> tuple[Callable[..., Any], type]:
     """The reference server's numpy chain sampler and its guard settings type."""
-    from fixtures.refserver.sampling import SamplerGuards, chain_rejection_sample
+    from refserver.sampling import SamplerGuards, chain_rejection_sample
 
     return chain_rejection_sample, SamplerGuards

@@ -78,10 +78,10 @@ def describe_server_under_test(record: dict[str, Any]) -> str:
     """One line naming the server under test; it leads with the warning when it is the emulation."""
     url = record.get("url", "?")
     if record.get("embedded_reference"):
-        return (f"server under test: the EMBEDDED REFERENCE EMULATION at {url} (CPU fixtures.refserver, not a real "
+        return (f"server under test: the EMBEDDED REFERENCE EMULATION at {url} (CPU refserver, not a real "
                 "SGLang server; no --server-url/SPECSUITE_SERVER_URL was given)")
     if record.get("reference_emulation"):
-        return f"server under test: the REFERENCE EMULATION at {url} (CPU fixtures.refserver, not a real SGLang server; via {record.get('source')})"
+        return f"server under test: the REFERENCE EMULATION at {url} (CPU refserver, not a real SGLang server; via {record.get('source')})"
     version = f", version {record['version']}" if record.get("version") else ""
     kind = f"{record['server_kind']} " if record.get("server_kind") else ""
     return f"server under test: {kind}{url} (via {record.get('source')}{version})"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.kernels.sglang_wheel import extract_member
+from kernel_loading.sglang_wheel import extract_member
 
 CONTRACT_VERSION = "0.5.23"
 

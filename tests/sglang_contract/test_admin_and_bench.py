@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from fixtures.refserver.server import ADMIN_ROUTES, _bearer_matches, build_app, required_key
 from harness.workloads.serving.client import RequestSettings, build_payload
 from harness.workloads.serving.datasets import DatasetRow
+from refserver.app import build_app
+from refserver.server import ADMIN_ROUTES, _bearer_matches, required_key
 
 HTTP_SERVER = "srt/entrypoints/http_server.py"
 AUTH = "srt/utils/auth.py"

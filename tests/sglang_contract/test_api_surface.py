@@ -11,9 +11,9 @@ import ast
 import re
 from pathlib import Path
 
-from fixtures.refserver import protocol
 from harness.workloads.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
 from harness.workloads.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
+from refserver import protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumul
     assert default is False
     assert IntegrityContext().incremental_streaming is default
     assert '"incremental_streaming_output"' in (ROOT / "harness/workloads/integrity/recorder.py").read_text()
-    refserver_args = ast.parse((ROOT / "fixtures/refserver/cli.py").read_text())
+    refserver_args = ast.parse((ROOT / "refserver/cli.py").read_text())
     reported = [node.values[i] for node in ast.walk(refserver_args) if isinstance(node, ast.Dict)
                 for i, k in enumerate(node.keys) if isinstance(k, ast.Constant) and k.value == "incremental_streaming_output"]
     assert [ast.literal_eval(v) for v in reported] == [default]

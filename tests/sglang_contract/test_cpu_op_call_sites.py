@@ -15,7 +15,7 @@ import ast
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.kernels.sglang_wheel import extract_members
+from kernel_loading.sglang_wheel import extract_members
 
 pytest.importorskip("torch")
 

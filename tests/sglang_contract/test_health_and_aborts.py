@@ -1,5 +1,5 @@
 """The facts behind the reference server's /health and its aborted-request answers, read from
-SGLang 0.5.23's source (fixtures/refserver/server.py emulates them; tests/test_refserver_api_surface.py
+SGLang 0.5.23's source (refserver/server.py emulates them; tests/test_refserver_api_surface.py
 checks the emulation over HTTP)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from fixtures.refserver import server
+from refserver import server
 
 
 def _function_source(source: str, name: str) -> str:

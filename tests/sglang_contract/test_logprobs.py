@@ -10,11 +10,11 @@ import re
 import pytest
 import requests
 
-from fixtures.refserver.model_loading import MODEL_DIR
 from harness.server.launcher import launch_reference_server
 from harness.server.tokenizer import load_tokenizer
 from harness.workloads.integrity.sglang_rules import IntegrityContext, check_response
 from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
+from refserver.model_loading import MODEL_DIR
 
 TIMEOUT_S = (5, 60)
 PROMPT = "Question: A baker makes 24 loaves a day and sells them in bags of 3. How many bags does she fill?\nAnswer:"

@@ -51,8 +51,8 @@ def test_counters_the_harness_reads_exist(sglang_source):
 
 def test_refserver_sglang_metrics_match_name_and_type(sglang_source):
     """The reference server exports some metrics under SGLang's names "with the same meaning"
-    (fixtures/refserver/metrics.py); each must exist in SGLang with the same type."""
-    source = (ROOT / "fixtures/refserver/metrics.py").read_text()
+    (refserver/metrics.py); each must exist in SGLang with the same type."""
+    source = (ROOT / "refserver/metrics.py").read_text()
     ours = dict(re.findall(r'\("(sglang:[a-z0-9_]+)", "(counter|gauge)"', source))
     assert len(ours) >= 10
     metrics = sglang_metrics(sglang_source)

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from fixtures.refserver.engine import Engine, EngineConfig, EngineCounters
-from fixtures.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
-from fixtures.refserver.model_loading import MODEL_DIR, ReferenceModel
-from fixtures.refserver.responses import TEXT_CONTEXT_IDS, output_text
 from harness.server.generated_text import SGLANG_TEXT_CONTEXT_IDS, decode_in_context, prefix_texts_in_context
 from harness.workloads.integrity.sglang_rules import IntegrityContext, check_response
+from refserver.engine import Engine, EngineConfig, EngineCounters
+from refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
+from refserver.model_loading import MODEL_DIR, ReferenceModel
+from refserver.responses import TEXT_CONTEXT_IDS, output_text
 from tests.helpers.sentencepiece_style import sentencepiece_style_tokenizer
 
 SCHEDULE_BATCH = "srt/managers/schedule_batch.py"

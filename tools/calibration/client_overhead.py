@@ -192,7 +192,7 @@ def run_bench_serving(python: str, url: str, config, out_file: Path) -> float:
     command = [python, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--base-url", url, "--dataset-name", "random-ids",
                "--tokenize-prompt", "--random-input-len", str(config.random_input_len), "--random-output-len", str(config.random_output_len),
                "--random-range-ratio", "1.0", "--num-prompts", str(config.num_prompts), "--max-concurrency", str(config.max_concurrency),
-               "--tokenizer", str(ROOT / "fixtures/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
+               "--tokenizer", str(ROOT / "refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, cwd=tempfile.gettempdir(), capture_output=True, timeout=900, check=True,
                    preexec_fn=pin_this_process)

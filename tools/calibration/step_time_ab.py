@@ -22,7 +22,7 @@ pair (Mann-Whitney, Hodges-Lehmann shift with its exact interval). Then the same
 Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
 prompts, concurrency 1, greedy, one warmup and a flush per run (as the issue's measurement).
 With --step-time-ms the reference server runs its engine in its own process, computes steps
-ahead of an emulated device clock and publishes each at its deadline (fixtures/refserver/
+ahead of an emulated device clock and publishes each at its deadline (refserver/
 step_clock.py). It can only pad: when the host falls behind the clock (a busy machine), the
 step ends late and the run measures a slower server than configured. The server counts those
 slips (/metrics, specsuite_refserver:emulated_*); a run whose clock slipped more than

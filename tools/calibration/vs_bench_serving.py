@@ -63,7 +63,7 @@ def theirs(url: str, args: argparse.Namespace, work: Path, index: int) -> dict[s
                "--dataset-name", "random-ids", "--tokenize-prompt", "--random-input-len", str(args.input_len),
                "--random-output-len", str(args.output_len), "--random-range-ratio", "1.0", "--num-prompts", str(args.num_prompts),
                "--max-concurrency", str(args.max_concurrency), "--seed", str(args.seed),
-               "--tokenizer", str(ROOT / "fixtures/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
+               "--tokenizer", str(ROOT / "refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=1200, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if done.returncode != 0 or not out_file.exists():
         raise SystemExit(f"bench_serving failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")

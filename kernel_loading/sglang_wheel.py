@@ -19,7 +19,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.errors import SpecsuiteError
+from kernel_loading.errors import SpecsuiteError
 
 CACHE_ENV = "SPECSUITE_CACHE_DIR"
 PIP_TIMEOUT_S = 300.0  # the whole download; pip's own per-socket timeout is set below it
