@@ -18,7 +18,8 @@ SENTENCES = [
     "Hello world, hello tokenizer; numbers 12345 and symbols #$%.",
 ]
 SPECIALS = ["<|endoftext|>", "<think>", "</think>"]
-REFSERVER_MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "refserver" / "model"
+ROOT = Path(__file__).resolve().parents[1]
+REFSERVER_MODEL = ROOT / "refserver" / "model"
 
 
 def write_folder(
@@ -186,7 +187,7 @@ def _probe_through_transformers(folder: Path, monkeypatch) -> dict:
         return vocab.load_vocab_info(str(folder)).to_dict()
 
 
-PROJECT_TOKENIZERS = [REFSERVER_MODEL, *(REFSERVER_MODEL.parents[2] / "fixtures" / "vllm_models" / name for name in ("target", "draft"))]
+PROJECT_TOKENIZERS = [REFSERVER_MODEL, *(ROOT / "fixtures" / "vllm_models" / name for name in ("target", "draft"))]
 
 
 @pytest.mark.parametrize("folder", PROJECT_TOKENIZERS, ids=lambda path: f"{path.parent.name}/{path.name}")
@@ -226,5 +227,5 @@ def test_the_reference_probe_imports_neither_transformers_nor_torch() -> None:
     code = ("import sys; from harness.server.vocab import load_vocab_info; load_vocab_info(sys.argv[1]); "
             "print(sorted(m for m in ('transformers', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code, str(REFSERVER_MODEL)], capture_output=True, text=True, timeout=60,
-                          check=True, cwd=REFSERVER_MODEL.parents[2])
+                          check=True, cwd=ROOT)
     assert done.stdout.strip() == "[]"
