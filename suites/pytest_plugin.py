@@ -20,6 +20,7 @@ terminated session still writes JUnit XML and results.json and stops a launched 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -43,6 +44,19 @@ from harness.workloads.gsm8k import load_gsm8k
 from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
 SUITES_DIR = Path(__file__).resolve().parent
+
+
+def _argument_path(arg: str, config: pytest.Config) -> Path:
+    """Where a command-line argument points: a path, or with --pyargs a package or module (`suites`, `suites.test_gsm8k`)."""
+    path = Path(config.invocation_params.dir, arg).resolve()
+    if config.getoption("pyargs") and not path.exists():
+        try:
+            spec = importlib.util.find_spec(arg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            return Path(spec.origin).resolve().parent if spec.submodule_search_locations else Path(spec.origin).resolve()
+    return path
 
 
 def remove_if_empty(folder: Path) -> None:
@@ -79,7 +93,7 @@ class SpecsuiteSession:
         if self.option("server_url") or self.option("launch"):
             return True
         for arg in self.config.args:
-            path = Path(self.config.invocation_params.dir, arg.split("::")[0]).resolve()
+            path = _argument_path(arg.split("::")[0], self.config)
             if path == SUITES_DIR or SUITES_DIR in path.parents:
                 return True
         return False
