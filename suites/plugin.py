@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cli.options import add_pytest_options
+from harness.config.options import add_pytest_options
 
 pytest_plugins = (
     "suites.pytest_plugin",
@@ -39,8 +39,8 @@ MARKERS = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    # The option table declares every option; these are the server, grid and GSM8K ones (its "conftest" group).
-    add_pytest_options(parser.getgroup, "conftest")
+    # The option table declares every option; these are the server, grid and GSM8K ones (its "plugin" area).
+    add_pytest_options(parser.getgroup, "plugin")
 
 
 def pytest_configure(config: pytest.Config) -> None:

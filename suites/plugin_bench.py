@@ -1,5 +1,5 @@
 """pytest fixtures of the serving-benchmark suite (suites/test_serving_bench.py); its `--bench-*`
-options are declared in harness/cli/options.py.
+options are declared in harness/config/options.py.
 
 The benchmark runs once per session against the server under test (results also appended to
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, find_option
+from harness.config.options import add_pytest_options, find_option
 from harness.errors import SpecsuiteError
 
 DEFAULT_FAIL_ON: str = find_option("--bench-fail-on").default
@@ -29,7 +29,7 @@ INFORMATIONAL_FIELDS = ("median_tpot_ms",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (harness/config/options.py)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, check_values, deprecation_notes, parse_option
+from harness.config.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
 from harness.results.model import session_repeat
 from harness.results.store import RecordWriter, RunDirectory
@@ -273,7 +273,7 @@ RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (harness/config/options.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:

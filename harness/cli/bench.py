@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from harness.cli.options import BENCH_SERVING, add_arguments
+from harness.config.options import BENCH_SERVING, add_arguments
 from harness.errors import SpecsuiteError
 
 EXIT_OK = 0
@@ -36,7 +36,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark's own flags (bench_serving's names and defaults; harness/cli/options.py)."""
+    """The benchmark's own flags (bench_serving's names and defaults; harness/config/options.py)."""
     group = parser.add_argument_group("benchmark (bench_serving's flags)")
     add_arguments(parser, "bench", groups={BENCH_SERVING: group}, only_group=BENCH_SERVING)
 

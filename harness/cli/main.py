@@ -21,7 +21,7 @@ from typing import Sequence
 from harness.cli import bench as bench_command
 from harness.cli import history as history_command
 from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
-from harness.cli.options import add_arguments, check_values, deprecation_notes, front_end_of, parse_option
+from harness.config.options import add_arguments, check_values, deprecation_notes, front_end_of, parse_option
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.interrupts import interrupt_after_children

@@ -189,7 +189,7 @@ def check_session_options(options: list[str]) -> None:
     """Check the values of the pytest options every session gets (the main job's and --pytest-arg's) against the
     option table, as each session would at its start: one line naming the option. Arguments the table does not
     know are left to pytest."""
-    from harness.cli.options import add_options, check_values
+    from harness.config.options import add_options, check_values
 
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     add_options(parser.add_argument, "pytest")
