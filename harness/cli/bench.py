@@ -20,10 +20,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import orjson
-
 from harness.config.options import BENCH_SERVING, add_arguments
-from harness.errors import SpecsuiteError
 
 EXIT_OK = 0
 EXIT_REQUESTS_FAILED = 1
@@ -42,27 +39,11 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):
-    """A BenchConfig from parsed flags."""
-    from harness.workloads.serving.runner import BenchConfig
+    """A BenchConfig from parsed flags: the one builder (harness/session/bench.py), profile "bench_serving"."""
+    from harness.session.bench import BENCH_SERVING, build_bench_config, chosen_from_cli
 
-    extra = {}
-    if args.extra_request_body:
-        try:
-            extra = orjson.loads(args.extra_request_body)
-        except orjson.JSONDecodeError as exc:
-            raise SpecsuiteError(f"--extra-request-body is not JSON: {exc}") from None
-        if not isinstance(extra, dict):
-            raise SpecsuiteError("--extra-request-body must be a JSON object")
-    return BenchConfig(
-        base_url=base_url, backend=args.backend, model=args.model, tokenizer=args.tokenizer, dataset_name=args.dataset_name,
-        dataset_path=args.dataset_path, num_prompts=args.num_prompts, random_input_len=args.random_input_len,
-        random_output_len=args.random_output_len, random_range_ratio=args.random_range_ratio, tokenize_prompt=args.tokenize_prompt,
-        sharegpt_output_len=args.sharegpt_output_len, sharegpt_context_len=args.sharegpt_context_len, request_rate=args.request_rate,
-        max_concurrency=args.max_concurrency, warmup_requests=args.warmup_requests, flush_cache=args.flush_cache, seed=args.seed,
-        temperature=args.temperature, top_p=args.top_p, ignore_eos=not args.disable_ignore_eos, extra_request_body=extra,
-        oai_sampling=args.oai_sampling,
-        keep_alive=args.keep_alive, api_key=api_key, admin_api_key=admin_api_key, tag=args.tag, output_details=args.output_details,
-    )
+    return build_bench_config(chosen_from_cli(lambda name: getattr(args, name, None)), BENCH_SERVING, base_url=base_url,
+                              api_key=api_key, admin_api_key=admin_api_key)
 
 
 def default_output_file(args: argparse.Namespace) -> Path:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config.bench_profiles import BENCH_SERVING as BENCH_SERVING_PROFILE
+from harness.config.bench_profiles import SUITE
 from harness.errors import SpecsuiteError
 from harness.project_paths import RESULTS_DIR
 from harness.server.session import SERVER_URL_ENV
@@ -379,18 +381,19 @@ OPTIONS: tuple[Option, ...] = (
            default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless"),
     Option("--lossless-numerics-gap", "a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics", ("pytest",),
            default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
-    # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead
+    # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead.
+    # Both take their sizes from one table of named profiles (harness/config/bench_profiles.py: "suite", "bench_serving").
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
            default_text="vllm on a vLLM server, else sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
-    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=8, type=int, pytest_area="bench"),
-    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=1024, type=int, pytest_area="bench"),
-    Option("--bench-output-len", "output tokens per request", ("pytest",), default=512, type=int, pytest_area="bench"),
-    Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=1.0, type=float,
-           pytest_area="bench"),
-    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=1, type=int, pytest_area="bench"),
+    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=SUITE.num_prompts, type=int, pytest_area="bench"),
+    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=SUITE.random_input_len, type=int, pytest_area="bench"),
+    Option("--bench-output-len", "output tokens per request", ("pytest",), default=SUITE.random_output_len, type=int, pytest_area="bench"),
+    Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=SUITE.random_range_ratio,
+           type=float, pytest_area="bench"),
+    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=SUITE.max_concurrency, type=int, pytest_area="bench"),
     Option("--bench-request-rate", "Poisson arrivals per second", ("pytest",), default=math.inf, type=float, pytest_area="bench"),
     Option("--bench-warmup", "warmup requests", ("pytest",), default=1, type=int, pytest_area="bench"),
     Option("--bench-no-flush", "do not flush the server after warmup (accept length then includes earlier traffic)", ("pytest",),
@@ -460,11 +463,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
            cli_group=BENCH_SERVING),
     Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING),
-    Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=1000, type=int, cli_group=BENCH_SERVING),
-    Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
-    Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
+    Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.num_prompts, type=int,
+           cli_group=BENCH_SERVING),
+    Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_input_len, type=int,
+           cli_group=BENCH_SERVING),
+    Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_output_len,
+           type=int, cli_group=BENCH_SERVING),
     Option("--random-range-ratio", "lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed",
-           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING),
     Option("--tokenize-prompt", "send token ids (exact prompt lengths) instead of decoded text", ("bench",), action="store_true",
            cli_group=BENCH_SERVING),
     Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
@@ -477,7 +483,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--flush-cache", "POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY "
            "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
     Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
-           ("bench",), default=42, type=int, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING),
     Option("--temperature", "native and vllm backends, as in bench_serving: its OpenAI backends send temperature 0.0 (see --oai-sampling)",
            ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
     Option("--top-p", "native and vllm backends, sent when below 1, as in bench_serving: its OpenAI backends send no top_p (see --oai-sampling). "

@@ -46,7 +46,7 @@ class RunConfig:
     run_id: str | None = None
     seed: int = 0
     profile: str = "smoke"
-    fault_policy: str | None = None
+    fault_policy: str | None = None  # None (or pytest's empty default): the fault policy's defaults
     prompts: str | None = None
     gsm8k: GSM8KSettings = field(default_factory=GSM8KSettings)
 
@@ -86,4 +86,4 @@ def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str |
     )
     return RunConfig(server=server, baseline_url=get("baseline_url"), results_dir=_or(get("results_dir"), RESULTS_DIR),
                      run_id=get("run_id"), seed=_or(get("seed"), 0), profile=_or(get("profile"), "smoke"),
-                     fault_policy=get("fault_policy"), prompts=get("prompts"), gsm8k=gsm8k)
+                     fault_policy=get("fault_policy") or None, prompts=get("prompts"), gsm8k=gsm8k)
