@@ -57,28 +57,22 @@ def default_output_file(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.server.launcher import LaunchedServer, launch_reference_server
+    """`specsuite bench`: the server from the run configuration (harness/session/), the BenchConfig from the one builder."""
     from harness.server.secrets import load_admin_api_key, load_api_key
-    from harness.server.session import SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given, describe_server_under_test, launch_url
+    from harness.server.session import SOURCE_EMBEDDED, describe_server_under_test, start_server
+    from harness.session.config import run_config_from_options
     from harness.workloads.serving.record import format_table
     from harness.workloads.serving.runner import run_benchmark
 
-    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
-    api_key = load_api_key()
-    admin_api_key = load_admin_api_key()
+    run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
+                                         admin_api_key=load_admin_api_key())
+    options = run_config.server
     output = Path(args.output_file) if args.output_file else default_output_file(args)
-    log_dir = Path(args.results_dir)
-    launched = None
-    url = args.server_url
-    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if args.launch else SOURCE_EMBEDDED
-    if url is None and args.launch:
-        url = launch_url(args.launch, args.launch_url)
-        launched = LaunchedServer(args.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=600.0, api_key=api_key).start()
-    elif url is None:
-        launched = launch_reference_server(args.reference_arm, log_dir=log_dir, extra_args=args.reference_arg, api_key=api_key)
-        url = launched.base_url
+    # No identity probe here (bench_serving asks nothing of the server but its answers): a URL is used as given.
+    url, launched, source = start_server(options, Path(run_config.results_dir), reference_args=args.reference_arg,
+                                         reference_api_key=options.api_key)
     try:
-        config = config_from_args(args, url, api_key, admin_api_key)
+        config = config_from_args(args, url, options.api_key, options.admin_api_key)
         record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output),
                                server_under_test={"embedded_reference": source == SOURCE_EMBEDDED, "source": source})
     finally:

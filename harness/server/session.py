@@ -13,6 +13,7 @@ terminal summary, results.json and the reports; and `require_server_url=True` (p
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,25 +133,30 @@ class ServerOptions:
     admin_api_key: str | None = field(default=None, repr=False)
 
 
+def start_server(options: ServerOptions, log_dir: Path, *, reference_args: Sequence[str] = (),
+                 reference_api_key: str | None = None) -> tuple[str, LaunchedServer | None, str]:
+    """Where the server under test is, launched here when asked: (its URL, the launched process or None, how it was
+    chosen). `reference_args` and `reference_api_key` go to an embedded reference server (`specsuite bench`'s)."""
+    check_server_given(options.server_url, options.launch, options.require_server_url, options.require_reason)
+    if options.server_url:
+        return options.server_url, None, SOURCE_SERVER_URL
+    if options.launch:
+        url = launch_url(options.launch, options.launch_url)
+        launched = LaunchedServer(options.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=options.ready_timeout_s,
+                                  api_key=options.api_key).start()
+        return url, launched, SOURCE_LAUNCH
+    launched = launch_reference_server(options.reference_arm, log_dir=log_dir, extra_args=reference_args,
+                                       ready_timeout_s=options.ready_timeout_s, api_key=reference_api_key)
+    return launched.base_url, launched, SOURCE_EMBEDDED
+
+
 def open_server(options: ServerOptions, log_dir: Path) -> ServerUnderTest:
     """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
     its vocabulary (one-line errors)."""
-    server_url, launch, arm, api_key = options.server_url, options.launch, options.arm, options.api_key
-    check_server_given(server_url, launch, options.require_server_url, options.require_reason)
-    launched = None
-    url = server_url
-    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if launch else SOURCE_EMBEDDED
-    if url is None and launch:
-        url = launch_url(launch, options.launch_url)
-        launched = LaunchedServer(launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=options.ready_timeout_s,
-                                  api_key=api_key).start()
-    elif url is None:
-        launched = launch_reference_server(options.reference_arm, log_dir=log_dir, ready_timeout_s=options.ready_timeout_s)
-        url = launched.base_url
-        arm = arm or options.reference_arm
-    arm = arm or "candidate"
+    url, launched, source = start_server(options, log_dir)
+    arm = options.arm or (options.reference_arm if source == SOURCE_EMBEDDED else "candidate")
     try:
-        client = make_client(options.server_kind, url, api_key=api_key, admin_api_key=options.admin_api_key)
+        client = make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
         model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
         tokenizer_dir = options.tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
