@@ -7,7 +7,7 @@ embedded reference server.
     specsuite bench --backend vllm --server-url http://node:8000 --dataset-name sharegpt --dataset-path prompts.json \
         --sharegpt-output-len 128 --max-concurrency 1 --num-prompts 8 --keep-alive
 
-Flags carry bench_serving's names and defaults (see harness.workloads.serving.runner.BenchConfig). The
+Flags carry bench_serving's names and defaults (profile "bench_serving", harness/config/bench_profiles.py). The
 result is appended as one JSONL line to --output-file (default: bench_serving's file name
 inside --results-dir) and bench_serving's table is printed. Exit 0 when every request
 succeeded, 1 when some failed, 2 on an error; Ctrl-C saves the finished requests first.
