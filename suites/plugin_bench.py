@@ -1,5 +1,5 @@
 """pytest fixtures of the serving-benchmark suite (suites/test_serving_bench.py); its `--bench-*`
-options are declared in harness/cli/options.py.
+options are declared in harness/config/options.py.
 
 The benchmark runs once per session against the server under test (results also appended to
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, find_option
+from harness.config.options import add_pytest_options, find_option
 from harness.errors import SpecsuiteError
 
 DEFAULT_FAIL_ON: str = find_option("--bench-fail-on").default
@@ -29,7 +29,7 @@ INFORMATIONAL_FIELDS = ("median_tpot_ms",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (harness/config/options.py)
 
 
 @dataclass
@@ -43,22 +43,13 @@ class BenchSuiteState:
 
 
 def bench_config(specsuite, base_url: str):
-    from harness.server.secrets import load_admin_api_key, load_api_key
-    from harness.server.server_kind import VLLM, kind_of
-    from harness.workloads.serving.runner import BenchConfig
+    """The session's BenchConfig: the one builder (harness/session/bench.py), profile "suite"."""
+    from harness.server.server_kind import kind_of
+    from harness.session.bench import SUITE, build_bench_config, chosen_from_pytest
 
-    option = specsuite.option
-    backend = option("bench_backend") or ("vllm" if kind_of(specsuite.server.client) == VLLM else "sglang")
-    return BenchConfig(
-        base_url=base_url, backend=backend, dataset_name=option("bench_dataset"), dataset_path=option("bench_dataset_path"),
-        tokenizer=option("tokenizer"), num_prompts=option("bench_num_prompts"), random_input_len=option("bench_input_len"),
-        random_output_len=option("bench_output_len"), random_range_ratio=option("bench_range_ratio"),
-        tokenize_prompt=not option("bench_text_prompts") and option("bench_dataset") != "sharegpt" and backend != "sglang-oai-chat",
-        max_concurrency=option("bench_max_concurrency"), request_rate=option("bench_request_rate"), warmup_requests=option("bench_warmup"),
-        seed=option("seed"), api_key=load_api_key(),
-        flush_cache=not option("bench_no_flush") and backend != "vllm",  # vLLM: a /metrics delta instead
-        admin_api_key=load_admin_api_key(),
-    )
+    options = specsuite.core.config.server
+    return build_bench_config(chosen_from_pytest(lambda name: specsuite.config.getoption(name, default=None)), SUITE, base_url=base_url,
+                              server_kind=kind_of(specsuite.server.client), api_key=options.api_key, admin_api_key=options.admin_api_key)
 
 
 def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:

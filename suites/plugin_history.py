@@ -1,7 +1,7 @@
 """Nightly history for the suites: store the session in the results database, take the baseline from it,
 and put the server's identity into JUnit XML.
 
-Options (group "specsuite", declared in harness/cli/options.py):
+Options (group "specsuite", declared in harness/config/options.py):
 
 - `--results-db URL`: when the session ends with its checks run (exit 0 or 1), store its
   results.json in the history (outcome "passed" or "failed"); default env SPECSUITE_RESULTS_DB, as for
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options
+from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
 
@@ -38,7 +38,7 @@ STORED_EXIT_CODES = {int(pytest.ExitCode.OK): "passed", int(pytest.ExitCode.TEST
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "history")  # --results-db, --compare-to, --build-hash, --accelerator (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "history")  # --results-db, --compare-to, --build-hash, --accelerator (harness/config/options.py)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""pytest plugin of the integrity suite: its options (declared in harness/cli/options.py), the
+"""pytest plugin of the integrity suite: its options (declared in harness/config/options.py), the
 checked client every suite uses, and the probe that the tests in suites/test_integrity.py drive.
 
 At session start (after the main plugin resolved the server) the session's client is replaced by a
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from harness.cli.options import add_pytest_options
+from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.generated_text import text_context
@@ -50,7 +50,7 @@ REPETITIVE_PROMPTS = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "integrity")  # --assume-deterministic and the --integrity-* sizes (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "integrity")  # --assume-deterministic and the --integrity-* sizes (harness/config/options.py)
 
 
 def specsuite_session(config: pytest.Config) -> SpecsuiteSession:

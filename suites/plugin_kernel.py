@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.cli.options import add_pytest_options
+from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.kernels.inputs import KernelShape
 from harness.kernels.suite import KernelSuiteRun
@@ -37,7 +37,7 @@ KERNEL_MARKER = "kernel"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "kernel")  # the "specsuite kernel" group (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "kernel")  # the "specsuite kernel" group (harness/config/options.py)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""pytest plugin of the losslessness suite: its options (declared in harness/cli/options.py), the
+"""pytest plugin of the losslessness suite: its options (declared in harness/config/options.py), the
 session-wide workload (run once per setting, cached) and the speculation-off reference
 (--lossless-reference-url, formerly --reference-url; else the embedded reference server launched
 with --speculative-algorithm NONE when the server under test serves its model).
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, parse_option
+from harness.config.options import add_pytest_options, parse_option
 from harness.errors import SpecsuiteError
 from harness.server.secrets import load_api_key
 from harness.server.server_kind import VLLM, kind_of
@@ -23,7 +23,7 @@ from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (harness/config/options.py)
 
 
 def lossless_config(config: pytest.Config) -> LosslessConfig:

@@ -20,66 +20,95 @@ terminated session still writes JUnit XML and results.json and stops a launched 
 
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.cli.options import add_pytest_options, check_values, deprecation_notes, parse_option
+from harness.config.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
 from harness.results.model import session_repeat
-from harness.results.store import RecordWriter, RunDirectory
-from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
+from harness.results.store import RunDirectory
 from harness.server.interrupts import terminate_as_interrupt
-from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
-from harness.server.session import ServerUnderTest, check_server_given, describe_server_under_test, open_server
+from harness.server.secrets import load_admin_api_key, load_api_key
+from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
+from harness.session.config import RunConfig, run_config_from_options
+from harness.session.run_session import RunSession
 from harness.workloads.correctness.prompts import PromptItem, load_prompts
 from harness.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
-from harness.workloads.gsm8k import load_gsm8k
-from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+from harness.workloads.gsm8k.on_server import temperature_key
 
 SUITES_DIR = Path(__file__).resolve().parent
 
 
-def remove_if_empty(folder: Path) -> None:
-    try:
-        folder.rmdir()  # only an empty folder goes
-    except OSError:
-        pass
+def _argument_path(arg: str, config: pytest.Config) -> Path:
+    """Where a command-line argument points: a path, or with --pyargs a package or module (`suites`, `suites.test_gsm8k`)."""
+    path = Path(config.invocation_params.dir, arg).resolve()
+    if config.getoption("pyargs") and not path.exists():
+        try:
+            spec = importlib.util.find_spec(arg)
+        except (ImportError, ValueError):
+            spec = None
+        if spec is not None and spec.origin:
+            return Path(spec.origin).resolve().parent if spec.submodule_search_locations else Path(spec.origin).resolve()
+    return path
 
 
 @dataclass
 class SpecsuiteSession:
-    """Per-session state: options, the server, the results folder and the cached case results."""
+    """The pytest adapter over one RunSession (harness/session/): pytest's options become a RunConfig, and what only
+    the suites do stays here (the correctness grid's cases, the A/B baseline, stopping pytest when the guard stops)."""
 
     config: pytest.Config
-    server: ServerUnderTest | None = None
-    run_dir: RunDirectory | None = None
-    writer: RecordWriter | None = None
     cases: dict[str, CaseResult] = field(default_factory=dict)
     prompts: list[PromptItem] = field(default_factory=list)
-    workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.repeats[0].workloads
-    gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature
     baseline: ServerUnderTest | None = None
     baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
-    guard: FaultGuard | None = None
     pytest_session: pytest.Session | None = None
-    in_progress: str | None = None  # the workload running now, for "where it stopped"
     sections: dict[str, Any] = field(default_factory=dict)  # other top-level results sections (the kernel suite's)
+    _core: RunSession | None = None
 
     def option(self, name: str) -> Any:
         return self.config.getoption(name)
+
+    def run_config(self) -> RunConfig:
+        """The typed run configuration from pytest's options (the same function builds the CLI's)."""
+        return run_config_from_options(lambda name: self.config.getoption(name, default=None), front_end="pytest",
+                                       api_key=load_api_key(), admin_api_key=load_admin_api_key())
+
+    @property
+    def core(self) -> RunSession:
+        """The session that knows nothing of pytest; built on first use (after the options were checked)."""
+        if self._core is None:
+            self._core = RunSession(self.run_config(), document=self._document, after_workload=self._stop_pytest_if_guard_stopped)
+        return self._core
+
+    # What the suites' plugins read and write, kept on the RunSession.
+    server = property(lambda self: self._core.server if self._core else None)
+    writer = property(lambda self: self._core.writer if self._core else None)
+    guard = property(lambda self: self._core.guard if self._core else None)
+    in_progress = property(lambda self: self._core.in_progress if self._core else None)
+    workloads = property(lambda self: self.core.workloads)
+    gsm8k_runs = property(lambda self: self.core.gsm8k_runs)
+
+    @property
+    def run_dir(self) -> RunDirectory | None:
+        return self._core.run_dir if self._core else None
+
+    @run_dir.setter
+    def run_dir(self, value: RunDirectory | None) -> None:  # the kernel suite opens one when no server is started
+        self.core.run_dir = value
 
     def targets_suites(self) -> bool:
         """True when the run collects from suites/ or names a server."""
         if self.option("server_url") or self.option("launch"):
             return True
         for arg in self.config.args:
-            path = Path(self.config.invocation_params.dir, arg.split("::")[0]).resolve()
+            path = _argument_path(arg.split("::")[0], self.config)
             if path == SUITES_DIR or SUITES_DIR in path.parents:
                 return True
         return False
@@ -92,40 +121,12 @@ class SpecsuiteSession:
     def profile(self):
         return PROFILES[self.option("profile")]
 
-    def require_reason(self) -> str | None:
-        """The option that forbids the embedded fallback, or None when it is allowed."""
-        if self.option("require_server_url"):
-            return "--require-server-url"
-        if self.option("profile") == "nightly":
-            return "--profile nightly"
-        return None
-
     def start(self) -> ServerUnderTest:
         """Resolve, reach and identify the server; open the results folder."""
-        api_key = load_api_key()
-        admin_api_key = load_admin_api_key()
-        policy = RunPolicy.parse(self.option("fault_policy"))
-        # Refuse a forbidden fallback before the results folder exists: nothing was run.
-        check_server_given(self.option("server_url"), self.option("launch"), self.require_reason() is not None,
-                           self.require_reason() or "")
-        self.run_dir = RunDirectory(self.option("results_dir"), run_id=self.option("run_id"), secrets=load_secrets())
-        try:
-            self.server = open_server(
-                server_url=self.option("server_url"), launch=self.option("launch"), log_dir=self.run_dir.path, api_key=api_key,
-                arm=self.option("arm_name"), tokenizer=self.option("tokenizer"), vocab_size=self.option("vocab_size"),
-                launch_url_override=self.option("launch_url"), ready_timeout_s=self.option("launch_timeout"),
-                admin_api_key=admin_api_key, server_kind=self.option("server_kind"),
-            )
-        except (SpecsuiteError, KeyboardInterrupt):
-            remove_if_empty(self.run_dir.path)  # a server never reached leaves no empty timestamped folder (a launch log stays)
-            self.run_dir = None
-            raise
-        launched = self.server.launched
-        self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
+        server = self.core.start()
         self.prompts = load_prompts(self.option("prompts"))
-        self.writer = self.run_dir.record_writer(self.server.arm)
         self.write_results("running")
-        return self.server
+        return server
 
     def case_result(self, case: SamplingCase) -> CaseResult:
         """Run a case once per session; later tests read the cached result."""
@@ -139,28 +140,21 @@ class SpecsuiteSession:
             self.write_results("running")
         return self.cases[case.case_id]
 
-    @contextmanager
-    def _watch(self, what: str) -> Iterator[None]:
-        """Name the workload in progress; once the fault policy stops the run, stop pytest too."""
-        self.in_progress = what
-        interrupted = False
-        try:
-            yield
-        except KeyboardInterrupt:
-            interrupted = True  # finish() names the workload it stopped in
-            raise
-        finally:
-            if not interrupted:
-                self.in_progress = None
-            if self.guard is not None and self.guard.stopped and self.pytest_session is not None:
-                self.pytest_session.shouldstop = f"specsuite fault policy stopped the run: {self.guard.stop_reason}"
+    def _watch(self, what: str):
+        return self.core.watch(what)
+
+    def _stop_pytest_if_guard_stopped(self) -> None:
+        """Once the fault policy stops the run, stop pytest too."""
+        if self.guard is not None and self.guard.stopped and self.pytest_session is not None:
+            self.pytest_session.shouldstop = f"specsuite fault policy stopped the run: {self.guard.stop_reason}"
 
     def baseline_case_result(self, case: SamplingCase) -> CaseResult:
         """The same case on the --baseline-url server (connected on first use)."""
         if self.baseline is None:
-            self.baseline = open_server(server_url=self.option("baseline_url"), launch=None, log_dir=self.run_dir.path,
-                                        api_key=load_api_key(), arm="baseline", tokenizer=self.option("tokenizer"),
-                                        vocab_size=self.option("vocab_size"), admin_api_key=load_admin_api_key())
+            options = self.core.config.server
+            self.baseline = open_server(ServerOptions(server_url=self.option("baseline_url"), arm="baseline", tokenizer=options.tokenizer,
+                                                      vocab_size=options.vocab_size, api_key=options.api_key,
+                                                      admin_api_key=options.admin_api_key), self.run_dir.path)
         if case.case_id not in self.baseline_cases:
             writer = self.run_dir.record_writer("baseline")
             with self._watch(f"baseline case {case.case_id}"):
@@ -170,24 +164,8 @@ class SpecsuiteSession:
         return self.baseline_cases[case.case_id]
 
     def gsm8k_result(self, temperature: float) -> dict[str, Any]:
-        """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
-        key = temperature_key(temperature)
-        runs = self.gsm8k_runs
-        if key not in runs:
-            assert self.server is not None and self.run_dir is not None
-            items = load_gsm8k(self.option("gsm8k_path"))
-            writer = self.run_dir.record_writer(self.server.arm, "gsm8k")
-            with self._watch(f"gsm8k {key}"):
-                runs[key] = run_gsm8k_on_server(
-                    self.server.client, self.server.vocab, items, temperature=temperature,
-                    num_questions=self.option("gsm8k_num_questions"), num_shots=self.option("gsm8k_num_shots"),
-                    parallel=self.option("gsm8k_parallel"), seed=self.option("seed"), shots_from_eval=self.option("gsm8k_shots_from_eval"),
-                    record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
-                )
-                runs[key]["source"] = self.option("gsm8k_path")  # the report says when it was the synthetic set
-            self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
-            self.write_results("running")
-        return runs[key]
+        """Run GSM8K once per session and temperature (the RunSession's driver, as `specsuite gsm8k`'s)."""
+        return self.core.gsm8k_result(temperature)
 
     @property
     def gsm8k_temperatures(self) -> list[float]:
@@ -203,8 +181,10 @@ class SpecsuiteSession:
         return found
 
     def write_results(self, status: str) -> None:
-        if self.run_dir is None:
-            return
+        if self.run_dir is not None:
+            self.core.write_results(status)
+
+    def _document(self, status: str) -> dict[str, Any]:
         arms = {} if self.server is None else {self.server.arm: {  # a kernel-only session has no server
             "server_under_test": self.server.server_under_test,
             "identity": self.server.identity.to_dict(),
@@ -215,7 +195,7 @@ class SpecsuiteSession:
             arms["baseline"] = {"server_under_test": self.baseline.server_under_test,
                                 "identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
                                 "repeats": [session_repeat([result.to_dict() for result in self.baseline_cases.values()], {}, self.option("seed"))]}
-        self.run_dir.write_results({
+        return {
             "status": status,
             "server_under_test": self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
             "warnings": self.warnings(),
@@ -225,7 +205,7 @@ class SpecsuiteSession:
             "faults": self.guard.summary() if self.guard is not None else None,
             "arms": arms,
             **self.sections,
-        })
+        }
 
     def finish(self, exitstatus: int) -> None:
         """Final results.json: complete, or interrupted with where it stopped; then tear down."""
@@ -238,11 +218,10 @@ class SpecsuiteSession:
             why = f"fault policy: {stop_reason}" if stop_reason else f"pytest exit {exitstatus}"
             during = f"; during {self.in_progress}" if self.in_progress else ""
             self.run_dir.mark_interrupted(f"{why}{during}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
-        if self.run_dir is not None:
-            self.run_dir.close()
-        for server in (self.server, self.baseline):
-            if server is not None:
-                server.close()
+        if self._core is not None:
+            self._core.close()
+        if self.baseline is not None:
+            self.baseline.close()
 
 
 # A kernel-only session (-m kernel) tests a sampler kernel and starts no server.
@@ -259,7 +238,7 @@ RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (harness/cli/options.py)
+    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (harness/config/options.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.options import FRONT_ENDS, option_kwargs, options_for
 from harness.cli.run import RUN_GIVE_A_SERVER, exit_policy_line, run_verdict_lines, summary_document
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
 from harness.compare.verdicts import compare_arms
+from harness.config.options import FRONT_ENDS, option_kwargs, options_for
 from reports.document import ANALYSIS_KEY
 
 ROOT = Path(__file__).resolve().parents[1]

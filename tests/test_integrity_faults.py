@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.server.launcher import launch_reference_server
-from harness.server.session import open_server
+from harness.server.session import ServerOptions, open_server
 from harness.workloads.integrity.recorder import IntegrityRecorder, checking_client
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries, stream_finals
 from tests.helpers.fault_proxy import FaultProxy
@@ -44,7 +44,7 @@ def proxy(upstream):
 @pytest.fixture(scope="module")
 def checked(proxy, tmp_path_factory):
     """(client, recorder): the checked client, reaching the server through the proxy."""
-    server = open_server(server_url=proxy.url, launch=None, log_dir=tmp_path_factory.mktemp("integrity-faults-log"), api_key=None, arm=None)
+    server = open_server(ServerOptions(server_url=proxy.url), tmp_path_factory.mktemp("integrity-faults-log"))
     recorder = IntegrityRecorder()
     yield checking_client(server, recorder), recorder
     server.close()

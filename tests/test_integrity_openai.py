@@ -13,7 +13,7 @@ import copy
 import pytest
 
 from harness.server.launcher import launch_reference_server
-from harness.server.session import open_server
+from harness.server.session import ServerOptions, open_server
 from harness.workloads.integrity.openai_rules import CHAT, COMPLETIONS, check_openai, check_openai_stream
 from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder, checking_openai_client
 
@@ -26,7 +26,7 @@ def checked(tmp_path_factory):
     """(client, recorder) for the reference server's OpenAI routes."""
     log_dir = tmp_path_factory.mktemp("integrity-openai")
     with launch_reference_server("fix", log_dir, ready_timeout_s=60) as launched:
-        server = open_server(server_url=launched.base_url, launch=None, log_dir=log_dir, api_key=None, arm=None)
+        server = open_server(ServerOptions(server_url=launched.base_url), log_dir)
         recorder = IntegrityRecorder()
         yield checking_openai_client(server, recorder), recorder
         server.close()

@@ -1,4 +1,4 @@
-"""The option table (harness/cli/options.py) against what pytest and `specsuite` really accept.
+"""The option table (harness/config/options.py) against what pytest and `specsuite` really accept.
 
 docs/options.md must be the table's current rendering; every option pytest knows and every
 argparse option of every `specsuite` subcommand must be in the table, and nothing else; an option
@@ -16,11 +16,11 @@ from types import ModuleType
 import pytest
 from _pytest.config.argparsing import Parser
 
-from harness.cli import options as table
 from harness.cli.main import build_parser, main
+from harness.config import options as table
 from harness.errors import SpecsuiteError
 
-PLUGIN_MODULES = ("conftest", "suites.pytest_plugin", "suites.plugin_integrity", "suites.plugin_lossless", "suites.plugin_bench",
+PLUGIN_MODULES = ("suites.plugin", "suites.pytest_plugin", "suites.plugin_integrity", "suites.plugin_lossless", "suites.plugin_bench",
                   "suites.plugin_history", "suites.plugin_kernel")
 SPECSUITE_GROUPS = set(table.PYTEST_GROUPS)
 ROOT_CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
@@ -28,19 +28,21 @@ ENV_VARS = ("SPECSUITE_SERVER_URL", "SPECSUITE_RESULTS_DB", "SPECSUITE_BUILD_HAS
 
 
 def _plugin(name: str) -> ModuleType:
-    """The module; the project's conftest.py by its path, since a `conftest` in sys.modules may be
-    another test's (pytester sessions that ran earlier in this process leave theirs there)."""
-    if name != "conftest":
-        return importlib.import_module(name)
+    return importlib.import_module(name)
+
+
+def test_the_checkout_conftest_loads_the_installed_plugin() -> None:
+    """conftest.py declares nothing itself: it names suites.plugin (the pytest11 entry point), which brings every plugin."""
     spec = importlib.util.spec_from_file_location("specsuite_root_conftest", ROOT_CONFTEST)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module
+    assert module.pytest_plugins == ("suites.plugin",) and not hasattr(module, "pytest_addoption")
+    assert set(_plugin("suites.plugin").pytest_plugins) == set(PLUGIN_MODULES) - {"suites.plugin"}
 
 
 def pytest_parser() -> Parser:
-    """A pytest option parser with the project's conftest and every suites/ plugin, as a session builds it."""
+    """A pytest option parser with every suites/ plugin, as a session builds it."""
     parser = Parser(_ispytest=True)
     for name in PLUGIN_MODULES:
         _plugin(name).pytest_addoption(parser)
@@ -90,7 +92,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_docs_options_md_is_the_current_table():
     committed = table.DOCS_PATH.read_text(encoding="utf-8")
-    assert committed == table.markdown_table(), "docs/options.md is stale: run `python -m harness.cli.options --write`"
+    assert committed == table.markdown_table(), "docs/options.md is stale: run `python -m harness.config.options --write`"
 
 
 def test_every_pytest_option_is_in_the_table_and_back():
@@ -157,7 +159,7 @@ def test_the_table_is_consistent():
 
 
 def test_adding_an_option_is_one_entry(monkeypatch):
-    """A new entry reaches pytest (default area: conftest's group) and each subcommand it names, with nothing else to edit."""
+    """A new entry reaches pytest (default area: suites/plugin.py's) and each subcommand it names, with nothing else to edit."""
     extra = table.Option("--draft-flavour", "a made-up option", ("pytest", "run", "gsm8k", "bench"), default="plain", choices=("plain", "spiced"))
     monkeypatch.setattr(table, "OPTIONS", (*table.OPTIONS, extra))
     assert pytest_parser().parse(["--draft-flavour", "spiced"]).draft_flavour == "spiced"
@@ -275,5 +277,5 @@ def test_the_options_module_runs_without_pytest():
     import subprocess
     import sys
 
-    code = "import sys, harness.cli.options, harness.cli.main; sys.exit('pytest' in sys.modules)"
+    code = "import sys, harness.config.options, harness.cli.main; sys.exit('pytest' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=table.DOCS_PATH.parents[1]).returncode == 0

@@ -1,5 +1,5 @@
 """Every option's value is checked when a session or command starts: one line naming the option, pytest exit 4,
-before anything is collected or any server starts (harness/cli/options.py `check_values`)."""
+before anything is collected or any server starts (harness/config/options.py `check_values`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli.options import BOUNDS, CHECKED_BY_THEIR_PLUGIN, FRONT_ENDS, OPTIONS, Range, check_values, options_for
+from harness.config.options import BOUNDS, CHECKED_BY_THEIR_PLUGIN, FRONT_ENDS, OPTIONS, Range, check_values, options_for
 from harness.errors import SpecsuiteError
 
 ROOT = Path(__file__).resolve().parents[1]

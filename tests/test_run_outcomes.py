@@ -18,8 +18,8 @@ import pytest
 from harness.cli.main import main
 from harness.cli.run import exit_policy_line, run_verdict_lines, summary_document
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
-from harness.compare.runner import _outcome, session_reason
 from harness.compare.verdicts import compare_arms
+from harness.orchestration.runner import _outcome, session_reason
 from reports.document import ANALYSIS_KEY
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"

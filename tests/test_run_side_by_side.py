@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare import runner
 from harness.compare.arms import ArmSpec, free_ports, resolve_arms
 from harness.errors import SpecsuiteError
+from harness.orchestration import runner
 from harness.results.store import RunDirectory, load_results
 
 SESSION_S = 1.5

@@ -37,7 +37,7 @@ import pytest
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation, generations_from_sglang
 from harness.server.launcher import LaunchedServer, find_free_port
-from harness.server.session import open_server
+from harness.server.session import ServerOptions, open_server
 from harness.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
 from harness.workloads.correctness.detectors import scan_generation
 from harness.workloads.integrity.recorder import IntegrityRecorder, checking_client
@@ -77,7 +77,7 @@ def proxy(upstream):
 @pytest.fixture(scope="module")
 def session(proxy, tmp_path_factory):
     """(server, client, recorder): the harness's view of vLLM through the proxy, checked."""
-    server = open_server(server_url=proxy.url, launch=None, log_dir=tmp_path_factory.mktemp("vllm-faults-log"), api_key=None, arm=None)
+    server = open_server(ServerOptions(server_url=proxy.url), tmp_path_factory.mktemp("vllm-faults-log"))
     assert server.client.kind == "vllm", "the proxy must pass vLLM's identity through"
     recorder = IntegrityRecorder()
     yield server, checking_client(server, recorder), recorder

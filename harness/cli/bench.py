@@ -7,7 +7,7 @@ embedded reference server.
     specsuite bench --backend vllm --server-url http://node:8000 --dataset-name sharegpt --dataset-path prompts.json \
         --sharegpt-output-len 128 --max-concurrency 1 --num-prompts 8 --keep-alive
 
-Flags carry bench_serving's names and defaults (see harness.workloads.serving.runner.BenchConfig). The
+Flags carry bench_serving's names and defaults (profile "bench_serving", harness/config/bench_profiles.py). The
 result is appended as one JSONL line to --output-file (default: bench_serving's file name
 inside --results-dir) and bench_serving's table is printed. Exit 0 when every request
 succeeded, 1 when some failed, 2 on an error; Ctrl-C saves the finished requests first.
@@ -20,10 +20,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-import orjson
-
-from harness.cli.options import BENCH_SERVING, add_arguments
-from harness.errors import SpecsuiteError
+from harness.config.options import BENCH_SERVING, add_arguments
 
 EXIT_OK = 0
 EXIT_REQUESTS_FAILED = 1
@@ -36,33 +33,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark's own flags (bench_serving's names and defaults; harness/cli/options.py)."""
+    """The benchmark's own flags (bench_serving's names and defaults; harness/config/options.py)."""
     group = parser.add_argument_group("benchmark (bench_serving's flags)")
     add_arguments(parser, "bench", groups={BENCH_SERVING: group}, only_group=BENCH_SERVING)
 
 
 def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):
-    """A BenchConfig from parsed flags."""
-    from harness.workloads.serving.runner import BenchConfig
+    """A BenchConfig from parsed flags: the one builder (harness/session/bench.py), profile "bench_serving"."""
+    from harness.session.bench import BENCH_SERVING, build_bench_config, chosen_from_cli
 
-    extra = {}
-    if args.extra_request_body:
-        try:
-            extra = orjson.loads(args.extra_request_body)
-        except orjson.JSONDecodeError as exc:
-            raise SpecsuiteError(f"--extra-request-body is not JSON: {exc}") from None
-        if not isinstance(extra, dict):
-            raise SpecsuiteError("--extra-request-body must be a JSON object")
-    return BenchConfig(
-        base_url=base_url, backend=args.backend, model=args.model, tokenizer=args.tokenizer, dataset_name=args.dataset_name,
-        dataset_path=args.dataset_path, num_prompts=args.num_prompts, random_input_len=args.random_input_len,
-        random_output_len=args.random_output_len, random_range_ratio=args.random_range_ratio, tokenize_prompt=args.tokenize_prompt,
-        sharegpt_output_len=args.sharegpt_output_len, sharegpt_context_len=args.sharegpt_context_len, request_rate=args.request_rate,
-        max_concurrency=args.max_concurrency, warmup_requests=args.warmup_requests, flush_cache=args.flush_cache, seed=args.seed,
-        temperature=args.temperature, top_p=args.top_p, ignore_eos=not args.disable_ignore_eos, extra_request_body=extra,
-        oai_sampling=args.oai_sampling,
-        keep_alive=args.keep_alive, api_key=api_key, admin_api_key=admin_api_key, tag=args.tag, output_details=args.output_details,
-    )
+    return build_bench_config(chosen_from_cli(lambda name: getattr(args, name, None)), BENCH_SERVING, base_url=base_url,
+                              api_key=api_key, admin_api_key=admin_api_key)
 
 
 def default_output_file(args: argparse.Namespace) -> Path:
@@ -76,28 +57,22 @@ def default_output_file(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.server.launcher import LaunchedServer, launch_reference_server
+    """`specsuite bench`: the server from the run configuration (harness/session/), the BenchConfig from the one builder."""
     from harness.server.secrets import load_admin_api_key, load_api_key
-    from harness.server.session import SOURCE_EMBEDDED, SOURCE_LAUNCH, SOURCE_SERVER_URL, check_server_given, describe_server_under_test, launch_url
+    from harness.server.session import SOURCE_EMBEDDED, describe_server_under_test, start_server
+    from harness.session.config import run_config_from_options
     from harness.workloads.serving.record import format_table
     from harness.workloads.serving.runner import run_benchmark
 
-    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
-    api_key = load_api_key()
-    admin_api_key = load_admin_api_key()
+    run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
+                                         admin_api_key=load_admin_api_key())
+    options = run_config.server
     output = Path(args.output_file) if args.output_file else default_output_file(args)
-    log_dir = Path(args.results_dir)
-    launched = None
-    url = args.server_url
-    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if args.launch else SOURCE_EMBEDDED
-    if url is None and args.launch:
-        url = launch_url(args.launch, args.launch_url)
-        launched = LaunchedServer(args.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=600.0, api_key=api_key).start()
-    elif url is None:
-        launched = launch_reference_server(args.reference_arm, log_dir=log_dir, extra_args=args.reference_arg, api_key=api_key)
-        url = launched.base_url
+    # No identity probe here (bench_serving asks nothing of the server but its answers): a URL is used as given.
+    url, launched, source = start_server(options, Path(run_config.results_dir), reference_args=args.reference_arg,
+                                         reference_api_key=options.api_key)
     try:
-        config = config_from_args(args, url, api_key, admin_api_key)
+        config = config_from_args(args, url, options.api_key, options.admin_api_key)
         record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output),
                                server_under_test={"embedded_reference": source == SOURCE_EMBEDDED, "source": source})
     finally:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harness.cli.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
-from harness.cli.options import add_arguments
-from harness.cli.options import results_db_default as results_db_default
+from harness.config.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
+from harness.config.options import add_arguments
+from harness.config.options import results_db_default as results_db_default
 from harness.errors import SpecsuiteError
 
 EXIT_OK = 0
@@ -31,7 +31,7 @@ EXIT_REGRESSION = 1
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register `specsuite history` and its verbs (options: harness/cli/options.py)."""
+    """Register `specsuite history` and its verbs (options: harness/config/options.py)."""
     history = subparsers.add_parser("history", help="nightly results database: ingest runs, list them, render trends and regressions",
                                     description="Without a verb: render trends and the regression list (--out DIR).")
     add_arguments(history, "history")

@@ -21,7 +21,7 @@ from typing import Sequence
 from harness.cli import bench as bench_command
 from harness.cli import history as history_command
 from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
-from harness.cli.options import add_arguments, check_values, deprecation_notes, front_end_of, parse_option
+from harness.config.options import add_arguments, check_values, deprecation_notes, front_end_of
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.interrupts import interrupt_after_children
@@ -78,55 +78,41 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_gsm8k(args: argparse.Namespace) -> int:
+    """`specsuite gsm8k`: a thin adapter over the RunSession (harness/session/), whose GSM8K driver the suites use too."""
     from harness.results.model import session_repeat
-    from harness.results.store import RunDirectory
-    from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
-    from harness.server.session import check_server_given, describe_server_under_test, open_server
-    from harness.workloads.gsm8k import load_gsm8k
-    from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+    from harness.server.secrets import load_admin_api_key, load_api_key
+    from harness.server.session import describe_server_under_test
+    from harness.session.config import run_config_from_options
+    from harness.session.run_session import RunSession
 
-    temperatures = parse_option("--gsm8k-temperatures", args.gsm8k_temperatures, "gsm8k")
-    check_server_given(args.server_url, args.launch, args.require_server_url, "--require-server-url")
-    items = load_gsm8k(args.gsm8k_path)
-    api_key = load_api_key()
-    run_dir = RunDirectory(args.results_dir, secrets=load_secrets())
-    try:
-        server = open_server(server_url=args.server_url, launch=args.launch, log_dir=run_dir.path, api_key=api_key, arm=args.arm_name,
-                             tokenizer=args.tokenizer, vocab_size=args.vocab_size, reference_arm=args.reference_arm,
-                             admin_api_key=load_admin_api_key(), server_kind=args.server_kind)
-    except (SpecsuiteError, KeyboardInterrupt):
-        remove_if_empty(run_dir.path)  # a server never reached leaves no empty timestamped folder
-        raise
+    config = run_config_from_options(lambda name: getattr(args, name, None), front_end="gsm8k", api_key=load_api_key(),
+                                     admin_api_key=load_admin_api_key())
+    session = RunSession(config)
+    session.gsm8k_items()  # a bad --gsm8k-path fails here, before any server starts
+    server = session.start()
+    run_dir = session.run_dir
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
-    results: dict = {}
-    workloads: dict = {}
+    results: dict = session.gsm8k_runs
+    workloads: dict = session.workloads
     warnings: list[str] = []
     document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
                 "command": " ".join(sys.argv),
                 "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
                                       "vocab": server.vocab.to_dict(), "repeats": [session_repeat([], workloads, args.seed)]}}}
+    session.document = lambda status: {**document, "status": status}
     try:
-        writer = run_dir.record_writer(server.arm, "gsm8k")
-        for temperature in temperatures:
-            results[temperature_key(temperature)] = run_gsm8k_on_server(
-                server.client, server.vocab, items, temperature=temperature, num_questions=args.gsm8k_num_questions,
-                num_shots=args.gsm8k_num_shots, parallel=args.gsm8k_parallel, seed=args.seed, shots_from_eval=args.gsm8k_shots_from_eval,
-                progress=sys.stderr.isatty(),
-                record_sink=lambda record, t=temperature: writer.write({"temperature": t, **record}))
-            results[temperature_key(temperature)]["source"] = args.gsm8k_path  # the report says when it was the synthetic set
-            for line in results[temperature_key(temperature)].get("warnings") or []:
+        for temperature in config.gsm8k.temperatures:
+            result = session.gsm8k_result(temperature, progress=sys.stderr.isatty())
+            for line in result.get("warnings") or []:
                 warnings.append(line)
                 print(f"specsuite: {line}", file=sys.stderr, flush=True)
-            workloads["gsm8k"] = list(results.values())  # one result per temperature
-            run_dir.write_results(document)
+            session.write_results("running")
     except KeyboardInterrupt:
         run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
         raise
     finally:
-        server.close()
-        run_dir.close()
-    document["status"] = "complete"
-    run_dir.write_results(document)
+        session.close()
+    session.write_results("complete")
     print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key, result in results.items():
@@ -139,13 +125,6 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     print(f"specsuite: wrote {run_dir.results_path}")
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK
-
-
-def remove_if_empty(folder) -> None:
-    try:
-        folder.rmdir()  # only an empty folder goes
-    except OSError:
-        pass
 
 
 def command_report(args: argparse.Namespace) -> int:

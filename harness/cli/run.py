@@ -25,8 +25,8 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
-    from harness.compare.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
     from harness.compare.verdicts import compare_arms
+    from harness.orchestration.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
@@ -189,7 +189,7 @@ def check_session_options(options: list[str]) -> None:
     """Check the values of the pytest options every session gets (the main job's and --pytest-arg's) against the
     option table, as each session would at its start: one line naming the option. Arguments the table does not
     know are left to pytest."""
-    from harness.cli.options import add_options, check_values
+    from harness.config.options import add_options, check_values
 
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     add_options(parser.add_argument, "pytest")

@@ -5,7 +5,7 @@ An arm is either a running server (`--server-url`, `--baseline-url`) or a launch
 runs on a freshly started server.  With no server options the arms are the reference server's
 nofix and fix builds, the seed's before/after; `--reference-sampler nofix=sglang==0.5.20,...`
 gives each of them the reference server's `--sampler` (which chain sampler decides).  The arms of
-a run are started side by side (harness.compare.runner), so each default arm gets its own port.
+a run are started side by side (harness.orchestration.runner), so each default arm gets its own port.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class ArmSpec:
 
     `reference_args` is set on the embedded reference server's arms only: (arm, extra flags), from
     which `on_port` builds the same server on another port, so one arm can run as several
-    sessions at once, each on a server of its own (harness.compare.runner's parts).
+    sessions at once, each on a server of its own (harness.orchestration.runner's parts).
     """
 
     name: str

@@ -13,6 +13,7 @@ terminal summary, results.json and the reports; and `require_server_url=True` (p
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,49 +110,59 @@ def check_server_given(server_url: str | None, launch: str | None, require_serve
         raise SpecsuiteError(REFUSED_FALLBACK.format(why=why, how=how))
 
 
-def open_server(
-    *,
-    server_url: str | None,
-    launch: str | None,
-    log_dir: Path,
-    api_key: str | None,
-    arm: str | None,
-    tokenizer: str | None = None,
-    vocab_size: int | None = None,
-    launch_url_override: str | None = None,
-    ready_timeout_s: float = 600.0,
-    reference_arm: str = "fix",
-    admin_api_key: str | None = None,
-    require_server_url: bool = False,
-    require_reason: str = "--require-server-url",
-    server_kind: str = AUTO,
-) -> ServerUnderTest:
-    """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
-    its vocabulary (one-line errors).
+@dataclass(frozen=True)
+class ServerOptions:
+    """How to resolve the server under test: a URL, else a launch command, else the embedded reference server.
 
-    `require_server_url` refuses the embedded fallback (`require_reason` names the option that
-    asked for it in the error line). `admin_api_key` goes only with /flush_cache.
+    `require_server_url` refuses the embedded fallback (`require_reason` names the option that asked for it in the
+    error line). `admin_api_key` goes only with /flush_cache. The keys are left out of the repr (logs never see them).
     """
-    check_server_given(server_url, launch, require_server_url, require_reason)
-    launched = None
-    url = server_url
-    source = SOURCE_SERVER_URL if url else SOURCE_LAUNCH if launch else SOURCE_EMBEDDED
-    if url is None and launch:
-        url = launch_url(launch, launch_url_override)
-        launched = LaunchedServer(launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=ready_timeout_s, api_key=api_key).start()
-    elif url is None:
-        launched = launch_reference_server(reference_arm, log_dir=log_dir, ready_timeout_s=ready_timeout_s)
-        url = launched.base_url
-        arm = arm or reference_arm
-    arm = arm or "candidate"
+
+    server_url: str | None = None
+    launch: str | None = None
+    launch_url: str | None = None  # where a launched command serves, when its --host/--port do not say
+    ready_timeout_s: float = 600.0
+    arm: str | None = None
+    reference_arm: str = "fix"
+    tokenizer: str | None = None
+    vocab_size: int | None = None
+    server_kind: str = AUTO
+    require_server_url: bool = False
+    require_reason: str = "--require-server-url"
+    api_key: str | None = field(default=None, repr=False)
+    admin_api_key: str | None = field(default=None, repr=False)
+
+
+def start_server(options: ServerOptions, log_dir: Path, *, reference_args: Sequence[str] = (),
+                 reference_api_key: str | None = None) -> tuple[str, LaunchedServer | None, str]:
+    """Where the server under test is, launched here when asked: (its URL, the launched process or None, how it was
+    chosen). `reference_args` and `reference_api_key` go to an embedded reference server (`specsuite bench`'s)."""
+    check_server_given(options.server_url, options.launch, options.require_server_url, options.require_reason)
+    if options.server_url:
+        return options.server_url, None, SOURCE_SERVER_URL
+    if options.launch:
+        url = launch_url(options.launch, options.launch_url)
+        launched = LaunchedServer(options.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=options.ready_timeout_s,
+                                  api_key=options.api_key).start()
+        return url, launched, SOURCE_LAUNCH
+    launched = launch_reference_server(options.reference_arm, log_dir=log_dir, extra_args=reference_args,
+                                       ready_timeout_s=options.ready_timeout_s, api_key=reference_api_key)
+    return launched.base_url, launched, SOURCE_EMBEDDED
+
+
+def open_server(options: ServerOptions, log_dir: Path) -> ServerUnderTest:
+    """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
+    its vocabulary (one-line errors)."""
+    url, launched, source = start_server(options, log_dir)
+    arm = options.arm or (options.reference_arm if source == SOURCE_EMBEDDED else "candidate")
     try:
-        client = make_client(server_kind, url, api_key=api_key, admin_api_key=admin_api_key)
-        model_info = _check_connection(client, server_kind)
+        client = make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
+        model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
-        tokenizer_dir = tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
+        tokenizer_dir = options.tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
         if not tokenizer_dir or not Path(tokenizer_dir).is_dir():
             raise SpecsuiteError(f"the server's tokenizer {tokenizer_dir!r} is not a folder on this machine: pass --tokenizer <local folder>")
-        vocab = load_vocab_info(tokenizer_dir, vocab_size)
+        vocab = load_vocab_info(tokenizer_dir, options.vocab_size)
         identity = ServerIdentity.from_server(url, model_info, server_info, vocab, extra={"arm": arm})
     except SpecsuiteError:
         if launched is not None:

@@ -26,7 +26,7 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.cli.options import lossless_settings  # noqa: E402
+from harness.config.options import lossless_settings  # noqa: E402
 from harness.errors import SpecsuiteError  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 from harness.server.sglang_client import SGLangClient  # noqa: E402

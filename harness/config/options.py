@@ -1,8 +1,8 @@
 """Every option of specsuite, declared once: pytest's `addoption` and the `specsuite` argparse
 parsers are both built from `OPTIONS`, and docs/options.md is generated from it.
 
-    python -m harness.cli.options --markdown        # the table of docs/options.md
-    python -m harness.cli.options --write           # rewrite docs/options.md
+    python -m harness.config.options --markdown        # the table of docs/options.md
+    python -m harness.config.options --write           # rewrite docs/options.md
 
 An `Option` is plain data: its flag, help, default (or a default taken from an environment
 variable, or computed on first use so that importing this module stays cheap), value type, and
@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config.bench_profiles import BENCH_SERVING as BENCH_SERVING_PROFILE
+from harness.config.bench_profiles import SUITE
 from harness.errors import SpecsuiteError
 from harness.project_paths import RESULTS_DIR
 from harness.server.session import SERVER_URL_ENV
@@ -268,70 +270,70 @@ HISTORY_FILTERS = ("history", "history list")
 BENCH_SERVING = "benchmark"  # `specsuite bench`'s group of bench_serving's flags
 
 OPTIONS: tuple[Option, ...] = (
-    # ---- the server under test (conftest.py) and the baseline
+    # ---- the server under test (suites/plugin.py) and the baseline
     Option("--server-url", "base URL of a running server under test; `specsuite run` compares it against --baseline-url. "
            "The API key comes from SPECSUITE_API_KEY", SERVER_FRONT_ENDS, env=SERVER_URL_ENV,
-           default_text="--launch, else the embedded reference server", pytest_area="conftest", cli_group="server",
+           default_text="--launch, else the embedded reference server", pytest_area="plugin", cli_group="server",
            help_for=(("pytest", "base URL of a running server under test. The API key comes from SPECSUITE_API_KEY"),
                      ("run", "base URL of the candidate server, compared against --baseline-url. The API key comes from SPECSUITE_API_KEY"),
                      ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
                      ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
            default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),)),
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
-           "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="conftest",
+           "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="plugin",
            help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
                                 "benchmark runs"),
                      ("run", "base URL of the baseline server: the last arm, the one every other arm is compared against")),
            aliases=(Alias("--bench-baseline-url", ("pytest",)),)),
     Option("--launch", "start this server command, wait until ready, log to the results folder, stop it after", ("pytest", "gsm8k", "bench"),
-           metavar="CMD", pytest_area="conftest", cli_group="server"),
+           metavar="CMD", pytest_area="plugin", cli_group="server"),
     Option("--launch-url", "URL the --launch command serves on", ("pytest", "bench"), metavar="URL",
-           default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="conftest", cli_group="server"),
-    Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="conftest"),
+           default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="plugin", cli_group="server"),
+    Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="plugin"),
     Option("--server-kind", "SGLang or vLLM; auto asks the server (/model_info for SGLang, /version and /v1/models for vLLM)",
-           ("pytest", "gsm8k"), default="auto", choices=("auto", "sglang", "vllm"), pytest_area="conftest", cli_group="server"),
+           ("pytest", "gsm8k"), default="auto", choices=("auto", "sglang", "vllm"), pytest_area="plugin", cli_group="server"),
     Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),
-           default_text="the reference arm, or 'candidate'", pytest_area="conftest"),
+           default_text="the reference arm, or 'candidate'", pytest_area="plugin"),
     Option("--temperatures", "comma-separated sampling temperatures of the correctness grid (each >= 0)", PYTEST_RUN, default="0,0.6,1.0",
-           parse=temperature_list, pytest_area="conftest"),
+           parse=temperature_list, pytest_area="plugin"),
     Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
-           parse=top_p_list, pytest_area="conftest"),
+           parse=top_p_list, pytest_area="plugin"),
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
-           choices=("smoke", "nightly"), pytest_area="conftest",
+           choices=("smoke", "nightly"), pytest_area="plugin",
            help_for=(("run", "token budget per case; nightly also implies --require-server-url and exits 1 when a candidate is "
                              "worse or suspect on a correctness metric (no --fail-on needed)"),)),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
-           default=RESULTS_DIR, pytest_area="conftest", cli_group="server",
+           default=RESULTS_DIR, pytest_area="plugin", cli_group="server",
            help_for=(("pytest", "where run folders go"), ("run", "where run folders go"), ("gsm8k", "where run folders go"),
                      ("bench", "where the JSONL results and server logs go"))),
-    Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="conftest"),
+    Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="plugin"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
-           pytest_area="conftest", cli_group=BENCH_SERVING),
+           pytest_area="plugin", cli_group=BENCH_SERVING),
     Option("--vocab-size", "the model's vocab_size (embedding rows); overrides config.json", ("pytest", "run", "gsm8k"), type=int,
-           pytest_area="conftest"),
-    Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="conftest"),
+           pytest_area="plugin"),
+    Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="plugin"),
     Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
-           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="conftest",
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="plugin",
            help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
                      ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
                      ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1"))),
-    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="conftest"),
-    Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="conftest"),
+    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="plugin"),
+    Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="plugin"),
     # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)
     Option("--gsm8k-path", "GSM8K source: 'synthetic' (the project's set), 'hf' (datasets.load_dataset), or a .jsonl/.parquet file",
-           ("pytest", "gsm8k"), default="synthetic", pytest_area="conftest"),
-    Option("--gsm8k-num-questions", "questions per GSM8K run", ("pytest", "gsm8k"), default=200, type=int, pytest_area="conftest",
+           ("pytest", "gsm8k"), default="synthetic", pytest_area="plugin"),
+    Option("--gsm8k-num-questions", "questions per GSM8K run", ("pytest", "gsm8k"), default=200, type=int, pytest_area="plugin",
            aliases=(Alias("--num-questions", ("gsm8k",)),)),
-    Option("--gsm8k-num-shots", "few-shot examples", ("pytest", "gsm8k"), default=5, type=int, pytest_area="conftest",
+    Option("--gsm8k-num-shots", "few-shot examples", ("pytest", "gsm8k"), default=5, type=int, pytest_area="plugin",
            aliases=(Alias("--num-shots", ("gsm8k",)),)),
     Option("--gsm8k-temperatures", "comma-separated GSM8K temperatures (each >= 0)", ("pytest", "gsm8k"), default="0", parse=temperature_list,
-           pytest_area="conftest", aliases=(Alias("--temperatures", ("gsm8k",)),)),
-    Option("--gsm8k-parallel", "concurrent GSM8K requests", ("pytest", "gsm8k"), default=16, type=int, pytest_area="conftest",
+           pytest_area="plugin", aliases=(Alias("--temperatures", ("gsm8k",)),)),
+    Option("--gsm8k-parallel", "concurrent GSM8K requests", ("pytest", "gsm8k"), default=16, type=int, pytest_area="plugin",
            aliases=(Alias("--parallel", ("gsm8k",)),)),
     Option("--gsm8k-shots-from-eval", "take shots from the evaluated questions, as sglang's few_shot_gsm8k does", ("pytest", "gsm8k"),
-           action="store_true", default_text="excluded", pytest_area="conftest", aliases=(Alias("--shots-from-eval", ("gsm8k",)),)),
-    Option("--gsm8k-min-accuracy", "fail below this accuracy (SGLang's last-integer rule)", ("pytest",), type=float, pytest_area="conftest"),
-    Option("--gsm8k-max-invalid", "fail above this invalid fraction", ("pytest",), type=float, pytest_area="conftest"),
+           action="store_true", default_text="excluded", pytest_area="plugin", aliases=(Alias("--shots-from-eval", ("gsm8k",)),)),
+    Option("--gsm8k-min-accuracy", "fail below this accuracy (SGLang's last-integer rule)", ("pytest",), type=float, pytest_area="plugin"),
+    Option("--gsm8k-max-invalid", "fail above this invalid fraction", ("pytest",), type=float, pytest_area="plugin"),
     # ---- session policy (suites/pytest_plugin.py)
     Option("--fault-policy", "when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
            "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin"),
@@ -379,18 +381,19 @@ OPTIONS: tuple[Option, ...] = (
            default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless"),
     Option("--lossless-numerics-gap", "a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics", ("pytest",),
            default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
-    # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead
+    # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead.
+    # Both take their sizes from one table of named profiles (harness/config/bench_profiles.py: "suite", "bench_serving").
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
            default_text="vllm on a vLLM server, else sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
-    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=8, type=int, pytest_area="bench"),
-    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=1024, type=int, pytest_area="bench"),
-    Option("--bench-output-len", "output tokens per request", ("pytest",), default=512, type=int, pytest_area="bench"),
-    Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=1.0, type=float,
-           pytest_area="bench"),
-    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=1, type=int, pytest_area="bench"),
+    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=SUITE.num_prompts, type=int, pytest_area="bench"),
+    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=SUITE.random_input_len, type=int, pytest_area="bench"),
+    Option("--bench-output-len", "output tokens per request", ("pytest",), default=SUITE.random_output_len, type=int, pytest_area="bench"),
+    Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=SUITE.random_range_ratio,
+           type=float, pytest_area="bench"),
+    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=SUITE.max_concurrency, type=int, pytest_area="bench"),
     Option("--bench-request-rate", "Poisson arrivals per second", ("pytest",), default=math.inf, type=float, pytest_area="bench"),
     Option("--bench-warmup", "warmup requests", ("pytest",), default=1, type=int, pytest_area="bench"),
     Option("--bench-no-flush", "do not flush the server after warmup (accept length then includes earlier traffic)", ("pytest",),
@@ -460,11 +463,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
            cli_group=BENCH_SERVING),
     Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING),
-    Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=1000, type=int, cli_group=BENCH_SERVING),
-    Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
-    Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=1024, type=int, cli_group=BENCH_SERVING),
+    Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.num_prompts, type=int,
+           cli_group=BENCH_SERVING),
+    Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_input_len, type=int,
+           cli_group=BENCH_SERVING),
+    Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_output_len,
+           type=int, cli_group=BENCH_SERVING),
     Option("--random-range-ratio", "lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed",
-           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING),
     Option("--tokenize-prompt", "send token ids (exact prompt lengths) instead of decoded text", ("bench",), action="store_true",
            cli_group=BENCH_SERVING),
     Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
@@ -477,7 +483,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--flush-cache", "POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY "
            "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
     Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
-           ("bench",), default=42, type=int, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING),
     Option("--temperature", "native and vllm backends, as in bench_serving: its OpenAI backends send temperature 0.0 (see --oai-sampling)",
            ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
     Option("--top-p", "native and vllm backends, sent when below 1, as in bench_serving: its OpenAI backends send no top_p (see --oai-sampling). "
@@ -550,9 +556,9 @@ def options_for(front_end: str, *, pytest_area: str | None = None) -> list[Optio
     """The options a front end carries, in table order (for pytest, optionally one plugin's)."""
     if front_end not in FRONT_ENDS:
         raise ValueError(f"unknown front end {front_end!r}")
-    # A pytest option without an area is declared with the server options (conftest.py).
+    # A pytest option without an area is declared with the server options (suites/plugin.py).
     return [option for option in OPTIONS
-            if front_end in option.front_ends and (pytest_area is None or (option.pytest_area or "conftest") == pytest_area)]
+            if front_end in option.front_ends and (pytest_area is None or (option.pytest_area or "plugin") == pytest_area)]
 
 
 def table_problems(options: Iterable[Option] = OPTIONS) -> list[str]:
@@ -746,7 +752,7 @@ def markdown_table() -> str:
     lines = [
         "# Options",
         "",
-        "Generated from `harness/cli/options.py` by `python -m harness.cli.options --write`; "
+        "Generated from `harness/config/options.py` by `python -m harness.config.options --write`; "
         "`tests/test_option_table.py` fails when this file and the table disagree.",
         "",
         "Front ends: `pytest` (`pytest suites/ ...`), and the `specsuite` subcommands. A name in *italics* is an older alias that "
@@ -768,7 +774,7 @@ def markdown_table() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m harness.cli.options", description="The option table of specsuite.")
+    parser = argparse.ArgumentParser(prog="python -m harness.config.options", description="The option table of specsuite.")
     parser.add_argument("--markdown", action="store_true", help="print docs/options.md")
     parser.add_argument("--write", action="store_true", help=f"rewrite {DOCS_PATH}")
     args = parser.parse_args(argv)

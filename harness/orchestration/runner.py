@@ -1,5 +1,8 @@
 """`specsuite run`: run the pytest suites once per arm and repeat into one folder, the arms side by side.
 
+The suites run by package, not by a checkout path: each session is `python -m pytest -p suites.plugin --pyargs suites`
+in the session's own folder, so an installed wheel (`pip install .`) runs the main job as a checkout does.
+
 Each (arm, repeat) is its own pytest session in a subprocess, so a launched arm is restarted
 between repeats and a crash in one session cannot take the others down.  A repeat is one round:
 every arm's session starts at once and the round ends when the last one exits (A and B share the
@@ -18,6 +21,7 @@ and session command used.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -33,13 +37,12 @@ from tqdm import tqdm
 
 from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
-from harness.project_paths import PROJECT_ROOT
 from harness.results.store import RunDirectory, load_results, write_json_atomic
 from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
 
-REPO_ROOT = PROJECT_ROOT
-SUITES_DIR = REPO_ROOT / "suites"
+SUITES_PACKAGE = "suites"  # the pytest suites, shipped in the wheel
+SUITES_PLUGIN = "suites.plugin"  # their pytest plugin (the `pytest11` entry point of the same name)
 SESSION_TIMEOUT_S = 3 * 3600
 POLL_S = 0.2
 REFRESH_S = 5.0  # how often a running session's partial results are merged in
@@ -111,16 +114,20 @@ class RunPlan:
         return self.seed + repeat - 1
 
 
-def _check_checkout() -> None:
-    if not (SUITES_DIR / "pytest_plugin.py").is_file() or not (REPO_ROOT / "conftest.py").is_file():
-        raise SpecsuiteError(f"specsuite run needs the source checkout (suites/ and conftest.py next to {REPO_ROOT / 'harness'}); "
-                             "install with `pip install -e .`")
+def suites_location() -> Path:
+    """The folder that holds the `suites` package this Python imports; one line when there is none."""
+    spec = importlib.util.find_spec(SUITES_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise SpecsuiteError(f"specsuite run needs the `{SUITES_PACKAGE}` package (the pytest suites); it is not importable here: "
+                             "install specsuite with `pip install .` (or `pip install -e .` in a checkout)")
+    return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
 def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> list[str]:
     return [
         # The suites use no hypothesis; its plugin alone costs seconds of import in every session.
-        sys.executable, "-m", "pytest", str(SUITES_DIR), "-m", session.markers, "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+        sys.executable, "-m", "pytest", "-p", SUITES_PLUGIN, "--pyargs", SUITES_PACKAGE, "-m", session.markers,
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
         "-q", "--results-dir", str(sessions_dir), "--run-id", session.run_id, "--arm-name", session.arm.name,
         "--seed", str(plan.session_seed(session.repeat)), *session.arm.pytest_args(), *plan.pytest_options,
     ]
@@ -157,8 +164,22 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     # Each session is told its arm (--server-url or --launch); an inherited SPECSUITE_SERVER_URL
     # would beat --launch and point every launched arm at that one server.
     env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
-    process = subprocess.Popen(command, cwd=REPO_ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
+    # Sessions run in the sessions folder: nothing of the working directory (a checkout or not) decides what they import.
+    process = subprocess.Popen(command, cwd=sessions_dir, stdout=log, stderr=subprocess.STDOUT, env=env)
     return _Session(spec, plan.session_seed(spec.repeat), command, log_path, sessions_dir / spec.run_id, process, log)
+
+
+def _python_path(inherited: str) -> str:
+    """The child imports the same `suites` (and harness) as this process: the folder holding them goes first
+    unless it is a site-packages folder the child sees anyway (an installed wheel)."""
+    import site
+
+    location = str(suites_location())
+    site_dirs = {str(Path(d).resolve()) for d in [*site.getsitepackages(), site.getusersitepackages()]}
+    if location in site_dirs:
+        return inherited
+    return os.pathsep.join(p for p in (location, inherited) if p)
 
 
 class _Merger:
@@ -348,8 +369,8 @@ class _InterruptWatch:
 
 def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[str], None], merged: dict[str, Any]) -> dict[str, Any]:
     """Run every round, its sessions side by side, merging each result as it lands."""
-    _check_checkout()
-    sessions_dir = run_dir.path / "sessions"
+    suites_location()  # one line now when the suites are missing, not one per session
+    sessions_dir = run_dir.path.resolve() / "sessions"
     sessions_dir.mkdir(exist_ok=True)
     rounds = plan.rounds()
     total = sum(len(round_) for round_ in rounds)

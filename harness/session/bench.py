@@ -1,0 +1,76 @@
+"""The one BenchConfig builder of the serving benchmark, for `pytest suites -m perf` and `specsuite bench` alike.
+
+Each front end names what its user chose, in BenchConfig's field names (None: not chosen), and a profile
+(harness/config/bench_profiles.py) supplies the rest; the rules that depend on the backend are applied here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from harness.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
+from harness.errors import SpecsuiteError
+from harness.session.config import OptionGetter
+
+VLLM_BACKEND = "vllm"
+
+
+def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
+                       server_kind: str | None = None, api_key: str | None = None, admin_api_key: str | None = None):
+    """A BenchConfig: the profile's values, then what the front end's user chose (None: not chosen)."""
+    from harness.workloads.serving.runner import BenchConfig
+
+    values = {**profile.defaults(), **{key: value for key, value in chosen.items() if value is not None}}
+    if values["seed"] is None:
+        values["seed"] = run_seed if run_seed is not None else 0
+    backend = values.get("backend") or (VLLM_BACKEND if server_kind == VLLM_BACKEND else "sglang")
+    values["backend"] = backend
+    if chosen.get("flush_cache") is None and backend == VLLM_BACKEND:
+        values["flush_cache"] = False  # vLLM has no /flush_cache: the accept length is a /metrics delta instead
+    if chosen.get("tokenize_prompt") is None and (values.get("dataset_name") == "sharegpt" or backend == "sglang-oai-chat"):
+        values["tokenize_prompt"] = False  # ShareGPT turns and chat messages are text
+    return BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **values)
+
+
+def _extra_request_body(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        extra = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SpecsuiteError(f"--extra-request-body is not JSON: {exc}") from None
+    if not isinstance(extra, dict):
+        raise SpecsuiteError("--extra-request-body must be a JSON object")
+    return extra
+
+
+def chosen_from_pytest(get: OptionGetter) -> dict[str, Any]:
+    """What the suites' --bench-* options chose (profile "suite" supplies the rest)."""
+    return {
+        "backend": get("bench_backend"), "dataset_name": get("bench_dataset"), "dataset_path": get("bench_dataset_path"),
+        "tokenizer": get("tokenizer"), "num_prompts": get("bench_num_prompts"), "random_input_len": get("bench_input_len"),
+        "random_output_len": get("bench_output_len"), "random_range_ratio": get("bench_range_ratio"),
+        "max_concurrency": get("bench_max_concurrency"), "request_rate": get("bench_request_rate"), "warmup_requests": get("bench_warmup"),
+        "seed": get("seed"), "flush_cache": False if get("bench_no_flush") else None, "tokenize_prompt": False if get("bench_text_prompts") else None,
+    }
+
+
+def chosen_from_cli(get: OptionGetter) -> dict[str, Any]:
+    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest)."""
+    return {
+        "backend": get("backend"), "model": get("model"), "tokenizer": get("tokenizer"), "dataset_name": get("dataset_name"),
+        "dataset_path": get("dataset_path"), "num_prompts": get("num_prompts"), "random_input_len": get("random_input_len"),
+        "random_output_len": get("random_output_len"), "random_range_ratio": get("random_range_ratio"),
+        "tokenize_prompt": True if get("tokenize_prompt") else None, "sharegpt_output_len": get("sharegpt_output_len"),
+        "sharegpt_context_len": get("sharegpt_context_len"), "request_rate": get("request_rate"), "max_concurrency": get("max_concurrency"),
+        "warmup_requests": get("warmup_requests"), "flush_cache": True if get("flush_cache") else None, "seed": get("seed"),
+        "temperature": get("temperature"), "top_p": get("top_p"), "ignore_eos": False if get("disable_ignore_eos") else None,
+        "extra_request_body": _extra_request_body(get("extra_request_body")), "oai_sampling": get("oai_sampling") or None,
+        "keep_alive": get("keep_alive") or None, "tag": get("tag"), "output_details": get("output_details") or None,
+    }
+
+
+__all__ = ["BENCH_SERVING", "SUITE", "build_bench_config", "chosen_from_cli", "chosen_from_pytest"]
