@@ -31,7 +31,7 @@ import pytest
 
 from harness.cli.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
-from harness.results.model import session_repeat
+from harness.results.builder import measured_arm, session_document
 from harness.results.store import RecordWriter, RunDirectory
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.server.interrupts import terminate_as_interrupt
@@ -205,27 +205,15 @@ class SpecsuiteSession:
     def write_results(self, status: str) -> None:
         if self.run_dir is None:
             return
-        arms = {} if self.server is None else {self.server.arm: {  # a kernel-only session has no server
-            "server_under_test": self.server.server_under_test,
-            "identity": self.server.identity.to_dict(),
-            "vocab": self.server.vocab.to_dict(),
-            "repeats": [session_repeat([result.to_dict() for result in self.cases.values()], self.workloads, self.option("seed"))],
-        }}
+        seed = self.option("seed")
+        arms = {} if self.server is None else {  # a kernel-only session has no server
+            self.server.arm: measured_arm(self.server, [result.to_dict() for result in self.cases.values()], self.workloads, seed)}
         if self.baseline is not None:
-            arms["baseline"] = {"server_under_test": self.baseline.server_under_test,
-                                "identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
-                                "repeats": [session_repeat([result.to_dict() for result in self.baseline_cases.values()], {}, self.option("seed"))]}
-        self.run_dir.write_results({
-            "status": status,
-            "server_under_test": self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
-            "warnings": self.warnings(),
-            "seed": self.option("seed"),
-            "profile": self.option("profile"),
-            "command": " ".join(sys.argv),
-            "faults": self.guard.summary() if self.guard is not None else None,
-            "arms": arms,
-            **self.sections,
-        })
+            arms["baseline"] = measured_arm(self.baseline, [result.to_dict() for result in self.baseline_cases.values()], {}, seed)
+        self.run_dir.write_results(session_document(
+            status=status, server_under_test=self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
+            warnings=self.warnings(), seed=seed, profile=self.option("profile"), command=" ".join(sys.argv),
+            faults=self.guard.summary() if self.guard is not None else None, arms=arms, sections=self.sections))
 
     def finish(self, exitstatus: int) -> None:
         """Final results.json: complete, or interrupted with where it stopped; then tear down."""

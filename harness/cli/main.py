@@ -78,8 +78,9 @@ def command_run(args: argparse.Namespace) -> int:
 
 
 def command_gsm8k(args: argparse.Namespace) -> int:
-    from harness.results.model import session_repeat
+    from harness.results.builder import measured_arm, session_document
     from harness.results.store import RunDirectory
+    from harness.results.types import Gsm8kRun
     from harness.server.secrets import load_admin_api_key, load_api_key, load_secrets
     from harness.server.session import check_server_given, describe_server_under_test, open_server
     from harness.workloads.gsm8k import load_gsm8k
@@ -101,10 +102,9 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     results: dict = {}
     workloads: dict = {}
     warnings: list[str] = []
-    document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
-                "command": " ".join(sys.argv),
-                "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
-                                      "vocab": server.vocab.to_dict(), "repeats": [session_repeat([], workloads, args.seed)]}}}
+    def document(status: str):  # one arm, one repeat holding workloads.gsm8k, as it stands now
+        return session_document(status=status, server_under_test=server.server_under_test, warnings=warnings, seed=args.seed,
+                                command=" ".join(sys.argv), arms={server.arm: measured_arm(server, [], workloads, args.seed)})
     try:
         writer = run_dir.record_writer(server.arm, "gsm8k")
         for temperature in temperatures:
@@ -118,24 +118,23 @@ def command_gsm8k(args: argparse.Namespace) -> int:
                 warnings.append(line)
                 print(f"specsuite: {line}", file=sys.stderr, flush=True)
             workloads["gsm8k"] = list(results.values())  # one result per temperature
-            run_dir.write_results(document)
+            run_dir.write_results(document("running"))
     except KeyboardInterrupt:
         run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
         raise
     finally:
         server.close()
         run_dir.close()
-    document["status"] = "complete"
-    run_dir.write_results(document)
+    run_dir.write_results(document("complete"))
     print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for key, result in results.items():
-        d = result["definitions"]
-        accept = result["accept_length"].get("mean")
-        acc = d["sglang"]["accuracy"]
-        print(f"| {key} | {acc['value']:.3f} ({acc['k']}/{acc['n']}) | {acc['ci_exact'][0]:.3f}-{acc['ci_exact'][1]:.3f} | "
-              f"{d['sglang']['invalid']['value']:.3f} | {d['lmeval_strict']['accuracy']['value']:.3f} | {d['lmeval_flexible']['accuracy']['value']:.3f} | "
-              f"{'-' if accept is None else f'{accept:.3f}'} | {result['detectors'].get('invalid_id', {}).get('count', 0)} | {result['wall_time_s']:.1f} |")
+    for key, raw in results.items():
+        run = Gsm8kRun.from_dict(raw)
+        acc, accept = run.scoring("sglang").accuracy, run.accept_length.get("mean")
+        print(f"| {key} | {acc.value:.3f} ({acc.k}/{acc.n}) | {acc.ci_exact[0]:.3f}-{acc.ci_exact[1]:.3f} | "
+              f"{run.scoring('sglang').invalid.value:.3f} | {run.scoring('lmeval_strict').accuracy.value:.3f} | "
+              f"{run.scoring('lmeval_flexible').accuracy.value:.3f} | {'-' if accept is None else f'{accept:.3f}'} | "
+              f"{run.detector('invalid_id'):.0f} | {run.wall_time_s:.1f} |")
     print(f"specsuite: wrote {run_dir.results_path}")
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK
