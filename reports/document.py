@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.results.types import ANALYSIS_KEY, Arm
+from harness.results.types import Document as ResultsDocument
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
 from reports.summary_table import summary_markdown
 
-ANALYSIS_KEY = "ab_compare"  # the results model's key (harness.results.model.ANALYSIS_KEY; tests hold them equal)
 NOT_RUN = "not run"
 
 NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
@@ -219,23 +220,22 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
 
 
 def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
-    lines = [f"status: **{results.get('status', 'unknown')}**"
-             + (f" ({results['error']})" if results.get("error") else "")
-             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
-             f"created {results.get('created_utc', '?')}, specsuite {results.get('specsuite_version', '?')}, "
-             f"profile {results.get('profile', '?')}, base seed {results.get('seed', '?')}, repeats per arm {results.get('repeats', '?')}"]
-    lines += [str(line) for line in results.get("warnings") or []]  # e.g. a refused /flush_cache
-    arms = results.get("arms") or {}
-    baseline = analysis.get("baseline") if isinstance(analysis, dict) else results.get("baseline_arm")
-    for name in results.get("arm_order") or list(arms):
-        arm = arms.get(name)
+    document = ResultsDocument.of(results)
+    lines = [f"status: **{_or(document, 'status', 'unknown')}**"
+             + (f" ({document.error})" if document.error else "")
+             + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
+             f"created {_or(document, 'created_utc')}, specsuite {_or(document, 'specsuite_version')}, "
+             f"profile {_or(document, 'profile')}, base seed {_or(document, 'seed')}, repeats per arm {_or(document, 'repeats')}"]
+    lines += [str(line) for line in document.warnings or []]  # e.g. a refused /flush_cache
+    baseline = analysis.get("baseline") if isinstance(analysis, dict) else document.baseline_arm
+    for name in document.ordered_arms():
+        arm = document.arms.get(name)
         role = "baseline" if name == baseline else "candidate"
         if arm is None:
             lines.append(f"arm **{name}** ({role}): no results")
             continue
-        repeats = arm.get("repeats") or []
-        seeds = ", ".join(str(r.get("seed")) for r in repeats)
-        lines.append(f"arm **{name}** ({role}): {_identity_text(arm)}; {len(repeats)} repeat(s), seeds {seeds or '–'}")
+        seeds = ", ".join(str(r.seed) for r in arm.repeats)
+        lines.append(f"arm **{name}** ({role}): {_identity_text(arm)}; {len(arm.repeats)} repeat(s), seeds {seeds or '–'}")
     if isinstance(analysis, dict):
         lines.append(f"verdicts: Holm-adjusted p < {analysis['family_alpha']:g} across {len(analysis['comparisons'])} "
                      f"comparisons AND an effect past the practical threshold; intervals are {analysis['confidence']:.0%}; "
@@ -247,8 +247,15 @@ def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
     return lines
 
 
-def _identity_text(arm: dict[str, Any]) -> str:
-    identity = arm.get("identity") or {}
+def _or(document: ResultsDocument, name: str, missing: str = "?") -> Any:
+    """A header field as the header shows it: `missing` when the file does not have it (None when it says None)."""
+    value = getattr(document, name)
+    written = name in document.key_order if document.key_order else value is not None
+    return value if written else missing
+
+
+def _identity_text(arm: Arm) -> str:
+    identity = arm.identity or {}
     spec = identity.get("speculative") or {}
     emulated = REFERENCE_MARKER_KEY in (identity.get("server_args") or {})
     parts = [f"reference emulation of SGLang {identity.get('version', '?')}" if emulated else f"server {identity.get('version', '?')}"]
