@@ -36,6 +36,8 @@ FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (harness.compare.fail_on)
 NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
 FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
 
+NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
+
 R = TypeVar("R", bound="Record")
 _HIDDEN = ("extra", "key_order")
 
@@ -378,13 +380,44 @@ class ComparisonRow(Record):
     threshold: float | None = None
     events: dict[str, Any] | None = None
     verdict: str | None = None
+    suspect_because: list[str] = field(default_factory=list)  # "suspect" rows: what the arm is worse on
+    value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
+
+    def shown_verdict(self) -> str:
+        """The verdict as a report shows it: an event rate with no event in either arm is not
+        "inconclusive" but "none in either arm" (nothing to compare, nothing wrong)."""
+        events = self.events or {}
+        if self.verdict == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
+            return NONE_IN_EITHER
+        return str(self.verdict)
+
+
+@dataclass
+class MetricFacts(Record):
+    """What the metric registry says of a metric, as the analysis carries it (``metrics.<name>``)."""
+
+    label: str | None = None
+    unit: str | None = None
+    source: str | None = None  # cases | gsm8k | bench
+    short: str | None = None  # its name in a verdict line
+    report_label: str | None = None
+    report_format: str | None = None  # token_rate, proportion, per_1200, ms, tok_s, ...
+    plot_title: str | None = None
+    axis_label: str | None = None
+    server_counter: bool | None = None
+
+    def fact(self, key: str, metric: str) -> str:
+        """A display fact; a fact an older analysis lacks reads as the label or unit, else the metric's name."""
+        fallback = {"report_format": "plain", "short": self.label, "plot_title": self.label, "axis_label": self.unit}.get(key)
+        return getattr(self, key, None) or self.extra.get(key) or fallback or metric.replace("_", " ")
 
 
 @dataclass
 class Comparison(Record):
     """The A/B analysis of a document (harness.compare.verdicts.compare_arms)."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow)}
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts)}
 
     family_alpha: float | None = None
     correction: str | None = None
@@ -399,9 +432,15 @@ class Comparison(Record):
     comparisons: list[ComparisonRow] = field(default_factory=list)
     estimates: list[EstimateRow] = field(default_factory=list)
     repeat_spread: dict[str, Any] = field(default_factory=dict)
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
+    metrics: dict[str, MetricFacts] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
     report_rows: list[str] = field(default_factory=list)
     spread_rows: list[Any] = field(default_factory=list)
+
+    def facts(self, metric: str) -> MetricFacts:
+        return self.metrics.get(metric) or MetricFacts()
+
+    def ran(self, workload: str) -> bool:
+        return self.workloads.get(workload) == "run"
 
 
 # ---------------------------------------------------------------- the document
