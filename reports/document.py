@@ -190,7 +190,7 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
     """Lay out the whole report."""
     document = ResultsDocument.of(results)
     analysis = document.analysis
-    doc = Document(title=f"specsuite report: {_or(document, 'run_id', 'run')}")
+    doc = Document(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
     doc.paragraph(server_under_test_line(results))  # first line: a report must not pass for another server's
     doc.heading(1, doc.title)
     doc.bullets(_header_lines(document, analysis))
@@ -214,11 +214,11 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
 
 
 def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> list[str]:
-    lines = [f"status: **{_or(document, 'status', 'unknown')}**"
+    lines = [f"status: **{header_value(document, 'status', 'unknown')}**"
              + (f" ({document.error})" if document.error else "")
              + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
-             f"created {_or(document, 'created_utc')}, specsuite {_or(document, 'specsuite_version')}, "
-             f"profile {_or(document, 'profile')}, base seed {_or(document, 'seed')}, repeats per arm {_or(document, 'repeats')}"]
+             f"created {header_value(document, 'created_utc')}, specsuite {header_value(document, 'specsuite_version')}, "
+             f"profile {header_value(document, 'profile')}, base seed {header_value(document, 'seed')}, repeats per arm {header_value(document, 'repeats')}"]
     lines += [str(line) for line in document.warnings or []]  # e.g. a refused /flush_cache
     baseline = analysis.baseline if analysis is not None else document.baseline_arm
     for name in document.ordered_arms():
@@ -240,7 +240,7 @@ def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> lis
     return lines
 
 
-def _or(document: ResultsDocument, name: str, missing: str = "?") -> Any:
+def header_value(document: ResultsDocument, name: str, missing: str = "?") -> Any:
     """A header field as the header shows it: `missing` when the file does not have it (None when it says None)."""
     value = getattr(document, name)
     written = name in document.key_order if document.key_order else value is not None
