@@ -8,6 +8,7 @@ decided (`refserver_sampler` in its /server_info), a line per arm under the tabl
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.results.types import FALLBACK_COUNTER, NONFINITE_COUNTER, Document
@@ -16,25 +17,41 @@ COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "s
            "non-finite draft_probs", "sampler fallbacks")
 
 
-def pooled_case_rows(results: dict[str, Any] | Document) -> list[dict[str, Any]]:
+@dataclass
+class PooledCase:
+    """One arm's totals for one sampling case over every repeat of the arm."""
+
+    arm: str
+    case: str
+    temperature: float | None
+    repeats: int = 0
+    tokens: int = 0
+    invalid: int = 0
+    fallback: int = 0
+    stray: int = 0
+    accept: list[float] = field(default_factory=list)
+    nonfinite: int | None = None  # None: the server does not export the counter
+    sampler_fallbacks: int | None = None
+
+
+def pooled_case_rows(results: dict[str, Any] | Document) -> list[PooledCase]:
     """Per (arm, case) totals over every repeat of the arm."""
     rows = []
     for arm_name, arm in Document.of(results).arms.items():
-        by_case: dict[str, dict[str, Any]] = {}
+        by_case: dict[str, PooledCase] = {}
         for case in arm.cases():
-            row = by_case.setdefault(case.case_id, {"arm": arm_name, "case": case.case_id, "temperature": case.temperature,
-                                                    "repeats": 0, "tokens": 0, "invalid": 0, "fallback": 0, "stray": 0,
-                                                    "accept": [], "nonfinite": None, "sampler_fallbacks": None})
-            row["repeats"] += 1
-            row["tokens"] += int(case.n_tokens or 0)
-            row["invalid"] += int(case.detector("invalid_id"))
-            row["fallback"] += int(case.detector("fallback_id"))
-            row["stray"] += int(case.detector("stray_char"))
-            row["accept"] += list(case.acceptance.per_request or [])
-            for key, metric in (("nonfinite", NONFINITE_COUNTER), ("sampler_fallbacks", FALLBACK_COUNTER)):
-                value = case.counter(metric)
-                if value is not None:
-                    row[key] = (row[key] or 0) + int(value)
+            row = by_case.setdefault(case.case_id, PooledCase(arm_name, case.case_id, case.temperature))
+            row.repeats += 1
+            row.tokens += int(case.n_tokens or 0)
+            row.invalid += int(case.detector("invalid_id"))
+            row.fallback += int(case.detector("fallback_id"))
+            row.stray += int(case.detector("stray_char"))
+            row.accept += list(case.acceptance.per_request or [])
+            nonfinite, fallbacks = case.counter(NONFINITE_COUNTER), case.counter(FALLBACK_COUNTER)
+            if nonfinite is not None:
+                row.nonfinite = (row.nonfinite or 0) + int(nonfinite)
+            if fallbacks is not None:
+                row.sampler_fallbacks = (row.sampler_fallbacks or 0) + int(fallbacks)
         rows.extend(by_case.values())
     return rows
 
@@ -43,11 +60,11 @@ def summary_markdown(results: dict[str, Any] | Document) -> str:
     """A Markdown table of `pooled_case_rows`; '-' where the server exports no counter."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in pooled_case_rows(results):
-        stray = f"{row['stray'] * 1200 / row['tokens']:.1f}" if row["tokens"] else "-"
-        accept = f"{sum(row['accept']) / len(row['accept']):.3f}" if row["accept"] else "-"
-        cells = [row["arm"], row["case"], str(row["repeats"]), str(row["tokens"]), str(row["invalid"]), str(row["fallback"]),
-                 stray, accept, "-" if row["nonfinite"] is None else str(row["nonfinite"]),
-                 "-" if row["sampler_fallbacks"] is None else str(row["sampler_fallbacks"])]
+        stray = f"{row.stray * 1200 / row.tokens:.1f}" if row.tokens else "-"
+        accept = f"{sum(row.accept) / len(row.accept):.3f}" if row.accept else "-"
+        cells = [row.arm, row.case, str(row.repeats), str(row.tokens), str(row.invalid), str(row.fallback),
+                 stray, accept, "-" if row.nonfinite is None else str(row.nonfinite),
+                 "-" if row.sampler_fallbacks is None else str(row.sampler_fallbacks)]
         lines.append("| " + " | ".join(cells) + " |")
     samplers = sampler_lines(results)
     if samplers:
