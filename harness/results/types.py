@@ -250,6 +250,15 @@ class BenchRun(Record):
     median_e2e_latency_ms: float | None = None
     accept_length: float | None = None
     warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
+    itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
+
+    def temperature(self) -> float:
+        """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
+        return float(self.config.get("temperature", self.extra.get("temperature", 0.0)))
+
+    def top_p(self) -> float:
+        return float(self.config.get("top_p", self.extra.get("top_p", 1.0)))
 
 
 @dataclass
@@ -261,6 +270,13 @@ class Workloads(Record):
     gsm8k: list[Gsm8kRun] = field(default_factory=list)
     bench: BenchRun | None = None
     integrity_checks: dict[str, Any] | None = None
+
+    def bench_runs(self) -> list[BenchRun]:
+        """The benchmark summaries: one, or a list of them (as some writers kept them)."""
+        if self.bench is not None:
+            return [self.bench]
+        listed = self.extra.get("bench")
+        return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
 
 
 # ---------------------------------------------------------------- arms and repeats
