@@ -179,3 +179,12 @@ def test_the_typed_model_imports_nothing_of_the_project():
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert imported <= {"__future__", "dataclasses", "typing"}
+
+
+def test_a_session_document_keeps_the_keys_and_order_sessions_always_wrote():
+    arm = builder.measured_arm(_Server(), [], {}, 0)
+    written = builder.session_document(status="complete", server_under_test={}, arms={"srv": arm}, seed=0, command="c",
+                                       profile="smoke", sections={"kernel": {"label": "k"}}).to_dict()
+    assert list(written) == ["status", "server_under_test", "warnings", "seed", "profile", "command", "arms", "kernel"]
+    gsm8k_shaped = builder.session_document(status="running", server_under_test={}, arms={}, seed=None, command="c").to_dict()
+    assert list(gsm8k_shaped) == ["status", "server_under_test", "warnings", "seed", "command", "arms"]

@@ -57,10 +57,13 @@ def session_document(*, status: str, server_under_test: dict[str, Any], arms: Ma
     top-level sections (``kernel``, ...): kept as they are, the kernel section typed."""
     rest = dict(sections or {})
     kernel = rest.pop("kernel", None)
+    # The keys every session writes, empty or not, in the order the pytest session has always written them.
+    order = ("status", "server_under_test", "warnings", "seed", *(("profile",) if profile is not None else ()), "command",
+             *(("faults",) if faults is not None else ()), "arms", *(sections or {}))
     return Document(status=status, server_under_test=server_under_test, warnings=list(warnings), seed=seed, profile=profile,
                     command=command, faults=faults, arms=dict(arms),
                     kernel=KernelSection.from_dict(kernel) if isinstance(kernel, dict) else None,
-                    extra={**rest, **({} if kernel is None or isinstance(kernel, dict) else {"kernel": kernel})})
+                    extra={**rest, **({} if kernel is None or isinstance(kernel, dict) else {"kernel": kernel})}, key_order=order)
 
 
 def run_document(*, embedded: bool, seed: int | None, profile: str | None, repeats: int, markers: str | None,
