@@ -80,11 +80,12 @@ def run_document(*, embedded: bool, seed: int | None, profile: str | None, repea
     return document.to_dict()
 
 
-def comparison_of(arms: Mapping[str, Sequence[Repeat]], baseline: str) -> Document:
-    """Arms given as their repeats, as a document the A/B reads: the candidates in the order
-    given, the baseline last."""
+def comparison_of(arms: Mapping[str, Sequence[Repeat | Mapping[str, Any]]], baseline: str) -> Document:
+    """Arms given as their repeats (typed or as dicts), as a document the A/B reads: the candidates
+    in the order given, the baseline last."""
     order = [name for name in arms if name != baseline] + [baseline]
-    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=list(arms[name])) for name in order},
+    typed = {name: [r if isinstance(r, Repeat) else Repeat.from_dict(dict(r)) for r in arms[name]] for name in order}
+    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=typed[name]) for name in order},
                     key_order=("schema_version", "arm_order", "baseline_arm", "arms"))
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.results.builder import comparison_of
 from harness.results.types import ANALYSIS_KEY, FAIL_ON_KEY, SCHEMA_VERSION
 
 # The dict shapes (the typed model is harness.results.types; these aliases keep the names the
@@ -47,10 +48,9 @@ def session_repeat(cases: list[dict[str, Any]], workloads: dict[str, Any], seed:
 def comparison_document(arms: dict[str, list[Repeat]], baseline: str) -> ResultsDocument:
     """Arms given as their repeats, as a document the A/B (`compare_arms`) reads: the candidates in
     the order given, the baseline last. For comparisons built in memory (the ab suite, the nightly
-    baseline from the history, the perf suite's interleaved benchmark runs)."""
-    order = [name for name in arms if name != baseline] + [baseline]
-    return {"schema_version": SCHEMA_VERSION, "arm_order": order, "baseline_arm": baseline,
-            "arms": {name: {"repeats": list(arms[name])} for name in order}}
+    baseline from the history, the perf suite's interleaved benchmark runs); laid out by
+    harness.results.builder.comparison_of."""
+    return comparison_of(arms, baseline).to_dict()
 
 
 def upgrade(document: dict[str, Any]) -> ResultsDocument:
