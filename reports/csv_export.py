@@ -12,7 +12,7 @@ import csv
 import io
 from typing import Any
 
-from harness.results.types import Document
+from harness.results.types import Document, Effect, Mde
 from reports.summary_table import pooled_case_rows
 
 COLUMNS = ("section", "metric", "case_id", "temperature", "top_p", "arm", "baseline", "repeat", "value", "ci_low",
@@ -47,18 +47,18 @@ def csv_rows(results: dict[str, Any] | Document) -> list[dict[str, Any]]:
                     rows.append({"section": "repeat", "metric": metric, "case_id": case_id, "temperature": entry["temperature"],
                                  "top_p": entry["top_p"], "arm": arm, "repeat": repeat, "value": value, "unit": entry["unit"]})
     for comp in analysis.comparisons:
-        effect, mde = comp.effect or {}, comp.mde or {}
-        low, high = _bounds(effect.get("ci"))
-        value = effect.get("value")
-        if value is None and effect.get("scale") == "ratio" and (comp.events or {}).get("candidate"):
+        effect, mde = comp.effect or Effect(), comp.mde or Mde()
+        low, high = _bounds(effect.ci)
+        value = effect.value
+        if value is None and effect.scale == "ratio" and (comp.events or {}).get("candidate"):
             value = "inf"  # events over a zero-event baseline
         rows.append({"section": "comparison", "metric": comp.metric, "case_id": comp.case_id,
                      "temperature": comp.temperature, "top_p": comp.top_p, "arm": comp.candidate,
                      "baseline": comp.baseline, "unit": comp.unit, "candidate_value": comp.candidate_value,
-                     "baseline_value": comp.baseline_value, "effect_name": effect.get("name"),
-                     "effect_scale": effect.get("scale"), "effect_value": value, "effect_ci_low": low,
+                     "baseline_value": comp.baseline_value, "effect_name": effect.name,
+                     "effect_scale": effect.scale, "effect_value": value, "effect_ci_low": low,
                      "effect_ci_high": high, "p_value": comp.p_value, "p_adjusted": comp.p_adjusted,
-                     "mde": mde.get("value"), "mde_scale": mde.get("scale"), "threshold": comp.threshold,
+                     "mde": mde.value, "mde_scale": mde.scale, "threshold": comp.threshold,
                      "verdict": comp.verdict, "test": comp.test, "note": comp.note})
     return rows
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, EstimateRow  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
 from harness.results.types import Document as ResultsDocument
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
@@ -128,8 +128,8 @@ def estimate_cell(row: EstimateRow, kind: str) -> str:
 
 def effect_text(comparison: ComparisonRow) -> str:
     """The effect with its interval: rate ratio, relative change or difference in points."""
-    effect = comparison.effect or {}
-    value, ci, scale = effect.get("value"), effect.get("ci"), effect.get("scale")
+    effect = comparison.effect or Effect()
+    value, ci, scale = effect.value, effect.ci, effect.scale
     if scale == "ratio":
         events = comparison.events or {}
         if value is None:
@@ -158,14 +158,14 @@ def _points(value: float | None) -> str:
 
 
 def mde_text(comparison: ComparisonRow, kind: str) -> str:
-    mde = comparison.mde or {}
-    value, scale = mde.get("value"), mde.get("scale")
+    mde = comparison.mde or Mde()
+    value, scale = mde.value, mde.scale
     if value is None:
         return "–"
     text = {"ratio": f"ratio {fmt(value)}", "relative": f"±{pct(value)}", "difference": f"{fmt(value * 100)} pt",
             "absolute": f"{pct(value) if kind == 'token_rate' else fmt(value)} from 0"}.get(scale, fmt(value))
-    if mde.get("repeats_needed"):
-        text += f" (threshold needs {mde['repeats_needed']} repeats)"
+    if mde.repeats_needed:
+        text += f" (threshold needs {mde.repeats_needed} repeats)"
     return text
 
 

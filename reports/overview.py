@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.results.types import Comparison, ComparisonRow, EstimateRow
+from harness.results.types import Comparison, ComparisonRow, Effect, EstimateRow
 from harness.results.types import Document as ResultsDocument
 from reports.document import NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, header_value, metric_fact, pct
 from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
@@ -73,8 +73,8 @@ def _ran(analysis: Comparison, family: str) -> bool:
 
 def _effect(row: ComparisonRow) -> str:
     """The effect, short: points for differences, a signed percentage for relative changes."""
-    effect = row.effect or {}
-    value, scale = effect.get("value"), effect.get("scale")
+    effect = row.effect or Effect()
+    value, scale = effect.value, effect.scale
     if value is None:
         return ""
     if scale == "difference":

@@ -372,8 +372,31 @@ class EstimateRow(Record):
 
 
 @dataclass
+class Effect(Record):
+    """A comparison's effect: its name and scale (ratio, relative, difference), value and interval."""
+
+    name: str | None = None
+    scale: str | None = None
+    value: float | None = None
+    ci: list[float | None] = field(default_factory=list)
+
+
+@dataclass
+class Mde(Record):
+    """The minimum detectable effect at the analysis's power, on its scale."""
+
+    scale: str | None = None
+    value: float | None = None
+    power: float | None = None
+    note: str | None = None
+    repeats_needed: int | None = None
+
+
+@dataclass
 class ComparisonRow(Record):
     """One candidate against the baseline on one metric at one sampling case, with its verdict."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"effect": ("one", Effect), "mde": ("one", Mde)}
 
     metric: str = ""
     label: str | None = None
@@ -385,10 +408,10 @@ class ComparisonRow(Record):
     unit: str | None = None
     candidate_value: float | None = None
     baseline_value: float | None = None
-    effect: dict[str, Any] = field(default_factory=dict)
+    effect: Effect | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
-    mde: dict[str, Any] | None = None
+    mde: Mde | None = None
     test: str | None = None
     n: dict[str, Any] | None = None
     higher_is_better: bool | None = None
