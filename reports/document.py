@@ -15,6 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import Document as ResultsDocument
+
 # The blocks and number formats live in reports.blocks (kernel_section builds on them too, without
 # importing this module); they are re-exported here for the renderers.
 from reports.blocks import Document, FigureRef, Table, fmt, fmt_p, pct
@@ -22,20 +25,14 @@ from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
 from reports.summary_table import summary_markdown
 
-ANALYSIS_KEY = "ab_compare"  # the results model's key (harness.results.model.ANALYSIS_KEY; tests hold them equal)
 NOT_RUN = "not run"
 
-NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
 VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive", NONE_IN_EITHER)  # the order the verdict counts are given in
 
 
-def shown_verdict(row: dict[str, Any]) -> str:
-    """The verdict as the report shows it: an event rate with no event in either arm is not "inconclusive" but
-    "none in either arm" (nothing to compare, nothing wrong)."""
-    events = row.get("events") or {}
-    if row.get("verdict") == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
-        return NONE_IN_EITHER
-    return str(row.get("verdict"))
+def shown_verdict(row: dict[str, Any] | ComparisonRow) -> str:
+    """The verdict as the report shows it (`ComparisonRow.shown_verdict`)."""
+    return (row if isinstance(row, ComparisonRow) else ComparisonRow.from_dict(row)).shown_verdict()
 
 
 def case_title(temperature: float, top_p: float) -> str:
@@ -55,27 +52,27 @@ def _display(value: float | None, kind: str) -> str:
     return fmt(value)
 
 
-def estimate_cell(row: dict[str, Any], kind: str) -> str:
+def estimate_cell(row: EstimateRow, kind: str) -> str:
     """One arm's pooled value with its 95 % interval, in the metric's natural unit."""
-    value, ci = row.get("value"), row.get("ci")
+    value, ci = row.value, row.ci
     if kind == "token_rate":
-        return f"{row['k']} / {fmt(row['n'], 6)} = {pct(value)}{interval(ci, kind)}"
+        return f"{row.k} / {fmt(row.n, 6)} = {pct(value)}{interval(ci, kind)}"
     if kind == "proportion":
-        return f"{pct(value)}{interval(ci, kind)} ({row['k']}/{row['n']})"
+        return f"{pct(value)}{interval(ci, kind)} ({row.k}/{row.n})"
     if kind == "per_batch":
-        return f"{fmt(value)} ({row['k']:,} in {fmt(row['n'], 6)} batches)"
+        return f"{fmt(value)} ({row.k:,} in {fmt(row.n, 6)} batches)"
     if kind == "per_1200":
-        return f"{fmt(value)}{interval(ci, kind)} ({row['k']} in {fmt(row['n'], 6)} tokens)"
+        return f"{fmt(value)}{interval(ci, kind)} ({row.k} in {fmt(row.n, 6)} tokens)"
     unit = {"ms": " ms", "tok_s": " tok/s"}.get(kind, "")
     return f"{fmt(value, 4)}{unit}{interval(ci, kind)}"
 
 
-def effect_text(comparison: dict[str, Any]) -> str:
+def effect_text(comparison: ComparisonRow) -> str:
     """The effect with its interval: rate ratio, relative change or difference in points."""
-    effect = comparison.get("effect") or {}
-    value, ci, scale = effect.get("value"), effect.get("ci"), effect.get("scale")
+    effect = comparison.effect or Effect()
+    value, ci, scale = effect.value, effect.ci, effect.scale
     if scale == "ratio":
-        events = comparison.get("events") or {}
+        events = comparison.events or {}
         if value is None:
             shown = "∞" if events.get("candidate") else "undefined (0 vs 0 events)"
         else:
@@ -101,30 +98,28 @@ def _points(value: float | None) -> str:
     return "∞" if value is None else f"{value * 100:+.3g}"
 
 
-def mde_text(comparison: dict[str, Any], kind: str) -> str:
-    mde = comparison.get("mde") or {}
-    value, scale = mde.get("value"), mde.get("scale")
+def mde_text(comparison: ComparisonRow, kind: str) -> str:
+    mde = comparison.mde or Mde()
+    value, scale = mde.value, mde.scale
     if value is None:
         return "–"
     text = {"ratio": f"ratio {fmt(value)}", "relative": f"±{pct(value)}", "difference": f"{fmt(value * 100)} pt",
             "absolute": f"{pct(value) if kind == 'token_rate' else fmt(value)} from 0"}.get(scale, fmt(value))
-    if mde.get("repeats_needed"):
-        text += f" (threshold needs {mde['repeats_needed']} repeats)"
+    if mde.repeats_needed:
+        text += f" (threshold needs {mde.repeats_needed} repeats)"
     return text
 
 
-def metric_fact(analysis: dict[str, Any], metric: str, key: str) -> str:
+def metric_fact(analysis: dict[str, Any] | Comparison, metric: str, key: str) -> str:
     """One of the registry's facts about a metric, as the analysis carries them (`metrics.<name>`):
     its label, unit, report format, verdict-line name (`short`), figure title and axis label. A
     metric the analysis does not describe reads as its name; a fact an older analysis lacks, as
-    its label or unit."""
-    facts = (analysis.get("metrics") or {}).get(metric) or {}
-    fallback = {"report_format": "plain", "short": facts.get("label"), "plot_title": facts.get("label"),
-                "axis_label": facts.get("unit")}.get(key)
-    return facts.get(key) or fallback or metric.replace("_", " ")
+    its label or unit (`MetricFacts.fact`)."""
+    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict({"metrics": analysis.get("metrics") or {}})
+    return typed.facts(metric).fact(key, metric)
 
 
-def kind_of(analysis: dict[str, Any], metric: str) -> str:
+def kind_of(analysis: dict[str, Any] | Comparison, metric: str) -> str:
     """The display format the registry gives a metric ("plain" for one it does not know)."""
     return metric_fact(analysis, metric, "report_format")
 
@@ -134,23 +129,24 @@ def kind_of(analysis: dict[str, Any], metric: str) -> str:
 
 def build_document(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
     """Lay out the whole report."""
-    analysis = results.get(ANALYSIS_KEY)
-    doc = Document(title=f"specsuite report: {results.get('run_id', 'run')}")
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    doc = Document(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
     doc.paragraph(server_under_test_line(results))  # first line: a report must not pass for another server's
     doc.heading(1, doc.title)
-    doc.bullets(_header_lines(results, analysis))
+    doc.bullets(_header_lines(document, analysis))
     from reports.kernel_section import add_kernel_section  # it builds on this module's Document and Table
 
     add_kernel_section(doc, results)
-    if not isinstance(analysis, dict):
+    if analysis is None:
         doc.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
                       "Raw totals per arm and case:")
         doc.blocks.append(("raw", summary_markdown(results)))
         doc.bullets(figure_notes)
         return doc
-    _before_after(doc, analysis, gsm8k_is_synthetic(results))
+    _before_after(doc, analysis, gsm8k_is_synthetic(document))
     _verdicts(doc, analysis)
-    _spread(doc, analysis, results)
+    _spread(doc, analysis, document)
     doc.heading(2, "Figures")
     for figure in figures:
         doc.blocks.append(("figure", figure))
@@ -158,37 +154,42 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
     return doc
 
 
-def _header_lines(results: dict[str, Any], analysis: Any) -> list[str]:
-    lines = [f"status: **{results.get('status', 'unknown')}**"
-             + (f" ({results['error']})" if results.get("error") else "")
-             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
-             f"created {results.get('created_utc', '?')}, specsuite {results.get('specsuite_version', '?')}, "
-             f"profile {results.get('profile', '?')}, base seed {results.get('seed', '?')}, repeats per arm {results.get('repeats', '?')}"]
-    lines += [str(line) for line in results.get("warnings") or []]  # e.g. a refused /flush_cache
-    arms = results.get("arms") or {}
-    baseline = analysis.get("baseline") if isinstance(analysis, dict) else results.get("baseline_arm")
-    for name in results.get("arm_order") or list(arms):
-        arm = arms.get(name)
+def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> list[str]:
+    lines = [f"status: **{header_value(document, 'status', 'unknown')}**"
+             + (f" ({document.error})" if document.error else "")
+             + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
+             f"created {header_value(document, 'created_utc')}, specsuite {header_value(document, 'specsuite_version')}, "
+             f"profile {header_value(document, 'profile')}, base seed {header_value(document, 'seed')}, repeats per arm {header_value(document, 'repeats')}"]
+    lines += [str(line) for line in document.warnings or []]  # e.g. a refused /flush_cache
+    baseline = analysis.baseline if analysis is not None else document.baseline_arm
+    for name in document.ordered_arms():
+        arm = document.arms.get(name)
         role = "baseline" if name == baseline else "candidate"
         if arm is None:
             lines.append(f"arm **{name}** ({role}): no results")
             continue
-        repeats = arm.get("repeats") or []
-        seeds = ", ".join(str(r.get("seed")) for r in repeats)
-        lines.append(f"arm **{name}** ({role}): {_identity_text(arm)}; {len(repeats)} repeat(s), seeds {seeds or '–'}")
-    if isinstance(analysis, dict):
-        lines.append(f"verdicts: Holm-adjusted p < {analysis['family_alpha']:g} across {len(analysis['comparisons'])} "
-                     f"comparisons AND an effect past the practical threshold; intervals are {analysis['confidence']:.0%}; "
-                     f"MDE at {analysis['power']:.0%} power")
-        lines += [f"note: {note}" for note in analysis.get("notes") or []]
+        seeds = ", ".join(str(r.seed) for r in arm.repeats)
+        lines.append(f"arm **{name}** ({role}): {_identity_text(arm)}; {len(arm.repeats)} repeat(s), seeds {seeds or '–'}")
+    if analysis is not None:
+        lines.append(f"verdicts: Holm-adjusted p < {analysis.family_alpha:g} across {len(analysis.comparisons)} "
+                     f"comparisons AND an effect past the practical threshold; intervals are {analysis.confidence:.0%}; "
+                     f"MDE at {analysis.power:.0%} power")
+        lines += [f"note: {note}" for note in analysis.notes or []]
         for family, label in (("gsm8k", "GSM8K"), ("bench", "serving benchmark")):
-            if analysis["workloads"].get(family) != "run":
+            if not analysis.ran(family):
                 lines.append(f"{label}: {NOT_RUN} in this results file")
     return lines
 
 
-def _identity_text(arm: dict[str, Any]) -> str:
-    identity = arm.get("identity") or {}
+def header_value(document: ResultsDocument, name: str, missing: str = "?") -> Any:
+    """A header field as the header shows it: `missing` when the file does not have it (None when it says None)."""
+    value = getattr(document, name)
+    written = name in document.key_order if document.key_order else value is not None
+    return value if written else missing
+
+
+def _identity_text(arm: Arm) -> str:
+    identity = arm.identity or {}
     spec = identity.get("speculative") or {}
     emulated = REFERENCE_MARKER_KEY in (identity.get("server_args") or {})
     parts = [f"reference emulation of SGLang {identity.get('version', '?')}" if emulated else f"server {identity.get('version', '?')}"]
@@ -203,19 +204,19 @@ def _identity_text(arm: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _cases(analysis: dict[str, Any]) -> list[tuple[float, float]]:
-    keys = {(row["temperature"], row["top_p"]) for row in analysis["estimates"]}
+def _cases(analysis: Comparison) -> list[tuple[float, float]]:
+    keys = {(row.temperature, row.top_p) for row in analysis.estimates}
     return sorted(keys)
 
 
-def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = False) -> None:
-    arms, baseline = analysis["arm_order"], analysis.get("baseline")
-    candidates = analysis.get("candidates") or []
-    estimates = {(r["arm"], r["metric"], r["temperature"], r["top_p"]): r for r in analysis["estimates"]}
-    comparisons = {(c["candidate"], c["metric"], c["temperature"], c["top_p"]): c for c in analysis["comparisons"]}
-    present = {r["metric"] for r in analysis["estimates"]}
-    metrics = analysis["metrics"]
-    counters = [m for m in analysis["report_rows"] if metrics[m]["server_counter"]]
+def _before_after(doc: Document, analysis: Comparison, synthetic: bool = False) -> None:
+    arms, baseline = analysis.arm_order, analysis.baseline
+    candidates = analysis.candidates or []
+    estimates = {(r.arm, r.metric, r.temperature, r.top_p): r for r in analysis.estimates}
+    comparisons = {(c.candidate, c.metric, c.temperature, c.top_p): c for c in analysis.comparisons}
+    present = {r.metric for r in analysis.estimates}
+    metrics = analysis.metrics
+    counters = [m for m in analysis.report_rows if metrics[m].server_counter]
     doc.heading(2, "Before / after, per sampling case")
     doc.paragraph("Each cell: the arm's pooled value over its repeats with a 95% interval (Clopper–Pearson for "
                   "proportions, t for the mean accept length, order statistics for the median ITL). The verdict column "
@@ -224,14 +225,15 @@ def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = Fal
     header += [f"verdict {c} vs {baseline}" for c in candidates]
     for temperature, top_p in _cases(analysis):
         rows = []
-        for metric in analysis["report_rows"]:
-            label, kind = metrics[metric]["report_label"], metrics[metric]["report_format"]
-            if synthetic and metrics[metric]["source"] == "gsm8k":
+        for metric in analysis.report_rows:
+            facts = metrics[metric]
+            label, kind = str(facts.report_label), str(facts.report_format)
+            if synthetic and facts.source == "gsm8k":
                 label += " (synthetic set)"
             if metric in counters and metric not in present:
                 continue  # the server does not export this counter
-            workload = None if metrics[metric]["source"] == "cases" else metrics[metric]["source"]
-            if workload and analysis["workloads"].get(workload) != "run":
+            workload = None if facts.source == "cases" else facts.source
+            if workload and not analysis.ran(workload):
                 rows.append([label] + [NOT_RUN] * (len(arms) + len(candidates)))
                 continue
             cells = [label]
@@ -240,7 +242,7 @@ def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = Fal
                 cells.append(estimate_cell(row, kind) if row else (f"{NOT_RUN} at this setting" if workload else "n/a (no data)"))
             for candidate in candidates:
                 comparison = comparisons.get((candidate, metric, temperature, top_p))
-                cells.append(f"**{shown_verdict(comparison)}** (p_adj {fmt_p(comparison.get('p_adjusted'))})" if comparison else "–")
+                cells.append(f"**{comparison.shown_verdict()}** (p_adj {fmt_p(comparison.p_adjusted)})" if comparison else "–")
             rows.append(cells)
         doc.heading(3, case_title(temperature, top_p))
         doc.table(Table(header, rows))
@@ -249,13 +251,13 @@ def _before_after(doc: Document, analysis: dict[str, Any], synthetic: bool = Fal
         doc.paragraph(f"Not shown: {', '.join(missing)} (no values in these results).")
 
 
-def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
+def _verdicts(doc: Document, analysis: Comparison) -> None:
     doc.heading(2, "Verdicts")
-    rows = analysis["comparisons"]
+    rows = analysis.comparisons
     if not rows:
         doc.paragraph("No comparisons: the results hold fewer than two arms with data.")
         return
-    counts = {v: sum(shown_verdict(r) == v for r in rows) for v in VERDICTS}
+    counts = {v: sum(r.shown_verdict() == v for r in rows) for v in VERDICTS}
     counts = {v: n for v, n in counts.items() if n or v not in ("suspect", NONE_IN_EITHER)}  # "0 suspect" says nothing
     doc.paragraph(", ".join(f"{n} {v}" for v, n in counts.items()) + ". Rates compare events per unit exposure "
                   "(ratio candidate / baseline); from a zero-event baseline any significant increase is 'worse'.")
@@ -263,45 +265,45 @@ def _verdicts(doc: Document, analysis: dict[str, Any]) -> None:
     table = Table(["metric", "case", "candidate", "baseline", "candidate value", "baseline value", "effect [95% CI]",
                    "p", "p (Holm)", "MDE", "test", "verdict"], [])
     for row in rows:
-        kind = kind_of(analysis, row["metric"])
-        table.rows.append([row["metric"], case_title(row["temperature"], row["top_p"]), row["candidate"], row["baseline"],
-                           _value(row.get("candidate_value"), kind) + _statistic(row), _value(row.get("baseline_value"), kind) + _statistic(row),
-                           effect_text(row), fmt_p(row.get("p_value")), fmt_p(row.get("p_adjusted")), mde_text(row, kind),
-                           (row.get("test") or "–") + _note_cell(row),
-                           f"**{shown_verdict(row)}**"])
+        kind = kind_of(analysis, row.metric)
+        table.rows.append([row.metric, case_title(row.temperature, row.top_p), row.candidate, row.baseline,
+                           _value(row.candidate_value, kind) + _statistic(row), _value(row.baseline_value, kind) + _statistic(row),
+                           effect_text(row), fmt_p(row.p_value), fmt_p(row.p_adjusted), mde_text(row, kind),
+                           (row.test or "–") + _note_cell(row),
+                           f"**{row.shown_verdict()}**"])
     doc.table(table)
 
 
-def _suspect_summary(rows: list[dict[str, Any]]) -> list[str]:
+def _suspect_summary(rows: list[ComparisonRow]) -> list[str]:
     """One line per suspect metric and pair of arms, naming its cases and what the arm is worse on (the why is said once,
     under the verdict lines)."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str | None, str, str], list[ComparisonRow]] = {}
     for row in rows:
-        if row["verdict"] == "suspect":
-            groups.setdefault((row["label"], row["candidate"], row["baseline"]), []).append(row)
+        if row.verdict == "suspect":
+            groups.setdefault((row.label, row.candidate, row.baseline), []).append(row)
     lines = []
     for (label, candidate, baseline), hits in groups.items():
-        signs = sorted({sign for row in hits for sign in row.get("suspect_because") or ()})
-        cases = "; ".join(case_title(row["temperature"], row["top_p"]) for row in hits)
+        signs = sorted({sign for row in hits for sign in row.suspect_because or ()})
+        cases = "; ".join(case_title(row.temperature, row.top_p) for row in hits)
         lines.append(f"**suspect**: {label}, {candidate} vs {baseline}, in {len(hits)} case(s) ({cases}): higher while worse on "
                      f"{', '.join(signs) or 'a corruption sign'}")
     return lines
 
 
-def _note_cell(row: dict[str, Any]) -> str:
+def _note_cell(row: ComparisonRow) -> str:
     """The verdict table's note: a suspect row's explanation is given once above the table, not on every row."""
-    note = row.get("note")
+    note = row.note
     if not note:
         return ""
-    if row["verdict"] == "suspect":
+    if row.verdict == "suspect":
         rest = note.split("; ", 1)[1] if "; " in note and note.startswith("higher accept length") else ""
         return "; suspect: see above" + (f"; {rest}" if rest else "")
     return f"; {note}"
 
 
-def _statistic(row: dict[str, Any]) -> str:
+def _statistic(row: ComparisonRow) -> str:
     """Which statistic a verdict row's values are, when it is not the per-case tables' (accept length: medians there, means here)."""
-    return f" ({row['value_statistic']})" if row.get("value_statistic") and row.get("candidate_value") is not None else ""
+    return f" ({row.value_statistic})" if row.value_statistic and row.candidate_value is not None else ""
 
 
 def _value(value: float | None, kind: str) -> str:
@@ -310,18 +312,18 @@ def _value(value: float | None, kind: str) -> str:
     return pct(value) if kind in ("token_rate", "proportion") else fmt(value, 4)
 
 
-def _spread(doc: Document, analysis: dict[str, Any], results: dict[str, Any]) -> None:
+def _spread(doc: Document, analysis: Comparison, document: ResultsDocument) -> None:
     doc.heading(2, "Spread between repeats")
-    spread = analysis.get("repeat_spread") or {}
-    arms = analysis["arm_order"]
+    spread = analysis.repeat_spread or {}
+    arms = analysis.arm_order
     table = Table(["metric", "case"] + arms, [])
-    for metric in analysis["spread_rows"]:
+    for metric in analysis.spread_rows:
         kind = kind_of(analysis, metric)
         for case in (spread.get(metric) or {}).values():
             first = next(iter(case.values()))
             cells = [_spread_cell(case[arm], kind) if arm in case else "–" for arm in arms]
             table.rows.append([metric, case_title(first["temperature"], first["top_p"])] + cells)
-    if (results.get("repeats") or 1) < 2:
+    if (document.repeats or 1) < 2:
         doc.paragraph("One repeat per arm: the spread between repeats is not measured (rerun with `--repeats N`); "
                       "each cell below is that single run's value.")
     else:

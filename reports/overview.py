@@ -12,7 +12,7 @@
 
 Verdict strings are rendered as they come (any string the analysis holds); labels, families and
 display formats come from the analysis's metric table when it has one, with fallbacks here for
-older results.  Nothing here computes statistics: every number is read from the results dict.
+older results.  Nothing here computes statistics: every number is read from the typed results (harness.results.types).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from reports.document import ANALYSIS_KEY, NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, metric_fact, pct, shown_verdict
+from harness.results.types import Comparison, ComparisonRow, Effect, EstimateRow
+from harness.results.types import Document as ResultsDocument
+from reports.document import NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, header_value, metric_fact, pct
 from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
@@ -49,14 +51,14 @@ class VerdictLine:
     verdicts: list[str] = field(default_factory=list)
 
 
-def _family(analysis: dict[str, Any], metric: str) -> str:
-    source = ((analysis.get("metrics") or {}).get(metric) or {}).get("source")
+def _family(analysis: Comparison, metric: str) -> str:
+    source = analysis.facts(metric).source
     if source in ("cases", "gsm8k", "bench"):
         return source
     return "gsm8k" if metric.startswith("gsm8k") else "bench" if metric in ("itl_median", "output_throughput") else "cases"
 
 
-def _short(analysis: dict[str, Any], metric: str) -> str:
+def _short(analysis: dict[str, Any] | Comparison, metric: str) -> str:
     """A verdict line's name for a metric: the registry's `short`, carried in the analysis."""
     return metric_fact(analysis, metric, "short")
 
@@ -65,14 +67,14 @@ def _severity(verdict: str) -> int:
     return SEVERITY.get(verdict, UNKNOWN_SEVERITY)
 
 
-def _ran(analysis: dict[str, Any], family: str) -> bool:
-    return any(_family(analysis, row["metric"]) == family for row in analysis.get("estimates") or [])
+def _ran(analysis: Comparison, family: str) -> bool:
+    return any(_family(analysis, row.metric) == family for row in analysis.estimates)
 
 
-def _effect(row: dict[str, Any]) -> str:
+def _effect(row: ComparisonRow) -> str:
     """The effect, short: points for differences, a signed percentage for relative changes."""
-    effect = row.get("effect") or {}
-    value, scale = effect.get("value"), effect.get("scale")
+    effect = row.effect or Effect()
+    value, scale = effect.value, effect.scale
     if value is None:
         return ""
     if scale == "difference":
@@ -82,8 +84,8 @@ def _effect(row: dict[str, Any]) -> str:
     return ""
 
 
-def _where(rows: list[dict[str, Any]], total_cases: int) -> str:
-    cases = {(r["temperature"], r["top_p"]) for r in rows}
+def _where(rows: list[ComparisonRow], total_cases: int) -> str:
+    cases = {(r.temperature, r.top_p) for r in rows}
     if len(cases) == total_cases and total_cases > 1:
         return "every case"
     if len(cases) == 1:
@@ -92,17 +94,17 @@ def _where(rows: list[dict[str, Any]], total_cases: int) -> str:
     return f"{len(cases)} of {total_cases} cases"
 
 
-def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[dict[str, Any]]) -> VerdictLine:
+def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[ComparisonRow]) -> VerdictLine:
     """`worse on A, B (4 of 5 cases); suspect on acceptance; equivalent elsewhere`, ordered by severity."""
-    total_cases = len({(r["temperature"], r["top_p"]) for r in rows})
-    by_metric: dict[str, list[dict[str, Any]]] = {}
+    total_cases = len({(r.temperature, r.top_p) for r in rows})
+    by_metric: dict[str, list[ComparisonRow]] = {}
     for row in rows:
-        by_metric.setdefault(row["metric"], []).append(row)
-    groups: dict[str, list[tuple[str, list[dict[str, Any]]]]] = {}
+        by_metric.setdefault(row.metric, []).append(row)
+    groups: dict[str, list[tuple[str, list[ComparisonRow]]]] = {}
     for metric_rows in by_metric.values():
-        headline = min((shown_verdict(r) for r in metric_rows), key=_severity)
-        hits = [r for r in metric_rows if shown_verdict(r) == headline]
-        groups.setdefault(headline, []).append((_short(analysis, metric_rows[0]["metric"]), hits))
+        headline = min((r.shown_verdict() for r in metric_rows), key=_severity)
+        hits = [r for r in metric_rows if r.shown_verdict() == headline]
+        groups.setdefault(headline, []).append((_short(analysis, metric_rows[0].metric), hits))
     parts, named = [], []
     for verdict in sorted(groups, key=_severity):
         if verdict in CALM:
@@ -122,55 +124,56 @@ def _candidate_line(analysis: dict[str, Any], arm: str, family: str, rows: list[
     return VerdictLine(arm, family, "; ".join(parts) or "no comparisons", named)
 
 
-def _state(analysis: dict[str, Any], arm: str, family: str) -> str:
+def _state(analysis: Comparison, arm: str, family: str) -> str:
     """An arm's own figures for a family (the baseline's line, and the candidates' after their verdicts)."""
-    rows = [r for r in analysis.get("estimates") or [] if r["arm"] == arm and _family(analysis, r["metric"]) == family]
-    by_metric: dict[str, list[dict[str, Any]]] = {}
+    rows = [r for r in analysis.estimates if r.arm == arm and _family(analysis, r.metric) == family]
+    by_metric: dict[str, list[EstimateRow]] = {}
     for row in rows:
-        by_metric.setdefault(row["metric"], []).append(row)
+        by_metric.setdefault(row.metric, []).append(row)
     if family == "cases":
-        sampled = [r for r in by_metric.get("invalid_ids", []) if r["temperature"] > 0]
+        sampled = [r for r in by_metric.get("invalid_ids", []) if r.temperature > 0]
         parts = []
         if sampled:
-            k, n = sum(int(r.get("k") or 0) for r in sampled), sum(float(r.get("n") or 0) for r in sampled)
+            k, n = sum(int(r.k or 0) for r in sampled), sum(float(r.n or 0) for r in sampled)
             parts.append(f"{k:,} invalid ids in {int(n):,} sampled tokens")
-        stray = [r["value"] for r in by_metric.get("stray_per_1200", []) if r.get("value") is not None]
+        stray = [r.value for r in by_metric.get("stray_per_1200", []) if r.value is not None]
         if stray:
             parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
-        accept = sorted(r["value"] for r in by_metric.get("accept_length", []) if r.get("value") is not None)
+        accept = sorted(r.value for r in by_metric.get("accept_length", []) if r.value is not None)
         if accept:
             parts.append(f"accept length (mean of requests) {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
         return ", ".join(parts)
     if family == "gsm8k":
-        accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r["temperature"])
-        shown = [f"{pct(r['value'])} at T={r['temperature']:g}" for r in accuracy if r.get("value") is not None]
+        accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r.temperature)
+        shown = [f"{pct(r.value)} at T={r.temperature:g}" for r in accuracy if r.value is not None]
         return f"accuracy {', '.join(shown)}" if shown else ""
     parts = []
     for metric, unit in (("itl_median", " ms"), ("output_throughput", " tok/s")):
-        values = [r["value"] for r in by_metric.get(metric, []) if r.get("value") is not None]
+        values = [r.value for r in by_metric.get(metric, []) if r.value is not None]
         if values:
             parts.append(f"{_short(analysis, metric)} {fmt(values[0], 4)}{unit}")
     return ", ".join(parts)
 
 
-def verdict_lines(results: dict[str, Any]) -> list[VerdictLine]:
+def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine]:
     """One line per arm and family that ran: candidates by their verdicts, the baseline by its figures."""
-    analysis = results.get(ANALYSIS_KEY)
-    if not isinstance(analysis, dict):
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    if analysis is None:
         return []
-    baseline = analysis.get("baseline")
+    baseline = analysis.baseline
     lines = []
-    for arm in analysis.get("arm_order") or []:
+    for arm in analysis.arm_order:
         for family, label in FAMILIES:
             if not _ran(analysis, family):
                 continue
             state = _state(analysis, arm, family)
-            if family == "gsm8k" and state and gsm8k_is_synthetic(results):
+            if family == "gsm8k" and state and gsm8k_is_synthetic(document):
                 state = f"synthetic-set {state}"
             if arm == baseline:
                 line = VerdictLine(arm, family, state or "no figures")
             else:
-                rows = [r for r in analysis.get("comparisons") or [] if r["candidate"] == arm and _family(analysis, r["metric"]) == family]
+                rows = [r for r in analysis.comparisons if r.candidate == arm and _family(analysis, r.metric) == family]
                 if not rows:
                     continue
                 line = _candidate_line(analysis, arm, family, rows)
@@ -182,31 +185,33 @@ def verdict_lines(results: dict[str, Any]) -> list[VerdictLine]:
     return lines
 
 
-def not_run_line(results: dict[str, Any]) -> str | None:
+def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
     """`Not run: GSM8K, serving benchmark.` (None when everything ran)."""
-    analysis = results.get(ANALYSIS_KEY)
-    if not isinstance(analysis, dict):
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    if analysis is None:
         return None
     missing = [label for family, label in FAMILIES if not _ran(analysis, family)]
-    if (results.get("repeats") or 1) < 2:
+    if (document.repeats or 1) < 2:
         missing.append("spread between repeats (one repeat per arm; `--repeats N` measures it)")
     if not missing:
         return None
-    narrowed = results.get("markers") and any(not _ran(analysis, family) for family, _ in FAMILIES)
-    markers = f" (`-m {results['markers']}`)" if narrowed else ""
+    narrowed = document.markers and any(not _ran(analysis, family) for family, _ in FAMILIES)
+    markers = f" (`-m {document.markers}`)" if narrowed else ""
     return f"Not run{markers}: {', '.join(missing)}."
 
 
-def provenance_line(results: dict[str, Any]) -> str:
+def provenance_line(results: dict[str, Any] | ResultsDocument) -> str:
     """Created, version, profile, seeds, repeats and wall time: what a rerun needs."""
-    parts = [f"status **{results.get('status', 'unknown')}**" + (f" ({results['error']})" if results.get("error") else "")
-             + (f" (stopped {results['stopped_at']})" if results.get("stopped_at") else ""),
-             f"created {results.get('created_utc', '?')}", f"specsuite {results.get('specsuite_version', '?')}",
-             f"profile {results.get('profile', '?')}", f"base seed {results.get('seed', '?')}",
-             f"{results.get('repeats', '?')} repeat(s) per arm"]
-    if results.get("side_by_side"):
+    document = ResultsDocument.of(results)
+    parts = [f"status **{header_value(document, 'status', 'unknown')}**" + (f" ({document.error})" if document.error else "")
+             + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
+             f"created {header_value(document, 'created_utc')}", f"specsuite {header_value(document, 'specsuite_version')}",
+             f"profile {header_value(document, 'profile')}", f"base seed {header_value(document, 'seed')}",
+             f"{header_value(document, 'repeats')} repeat(s) per arm"]
+    if document.side_by_side:
         parts.append("arms side by side")
-    wall = results.get("sessions_wall_time_s")
+    wall = document.sessions_wall_time_s
     if isinstance(wall, (int, float)):
         parts.append(f"wall {wall:.0f} s")
     return " · ".join(parts)
@@ -227,7 +232,7 @@ def _tables(results: dict[str, Any]) -> list[tuple[Any, ...]]:
                 continue
             block = ("table", Table(block[1].header, rows))
         kept.append(block)
-    if (results.get("repeats") or 1) < 2:
+    if (ResultsDocument.of(results).repeats or 1) < 2:
         kept = _drop_section(kept, "Spread between repeats")
     kept += [("h", 2, "Setup"), ("list", setup)] if setup else []
     return _drop_empty_headings(_drop_section(kept, "Figures"))
@@ -235,7 +240,7 @@ def _tables(results: dict[str, Any]) -> list[tuple[Any, ...]]:
 
 def _setup_line(line: str, results: dict[str, Any]) -> bool:
     """Header lines not already on the page: not the status, provenance, warnings or "not run" lines."""
-    return not (line.startswith(("status:", "created ")) or NOT_RUN in line or line in (results.get("warnings") or []))
+    return not (line.startswith(("status:", "created ")) or NOT_RUN in line or line in ResultsDocument.of(results).warnings)
 
 
 def _empty_row(row: list[str]) -> bool:
@@ -281,30 +286,31 @@ def _has_content(blocks: list[tuple[Any, ...]], heading: int) -> bool:
 
 def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
     """The whole page (module docstring)."""
-    doc = Document(title=f"specsuite report: {results.get('run_id', 'run')}")
-    doc.blocks.append(("banner", server_under_test_line(results)))  # first: a report must not pass for another server's
+    document = ResultsDocument.of(results)
+    doc = Document(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
+    doc.blocks.append(("banner", server_under_test_line(document)))  # first: a report must not pass for another server's
     doc.heading(1, doc.title)
-    doc.blocks.append(("provenance", provenance_line(results)))
-    lines = verdict_lines(results)
+    doc.blocks.append(("provenance", provenance_line(document)))
+    lines = verdict_lines(document)
     doc.heading(2, "Verdict")
+    analysis = document.analysis
     if lines:
         doc.blocks.append(("verdicts", lines))
-    elif isinstance(results.get(ANALYSIS_KEY), dict):
+    elif analysis is not None:
         doc.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
     else:
         doc.paragraph("No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it.")
     shown = {verdict for line in lines for verdict in line.verdicts}
     doc.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
-    analysis = results.get(ANALYSIS_KEY)
-    if results.get("side_by_side") and isinstance(analysis, dict) and _ran(analysis, "bench"):
+    if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
         doc.paragraph(SIDE_BY_SIDE_NOTE)
-    synthetic = gsm8k_source_note(results)
-    if synthetic and isinstance(analysis, dict) and _ran(analysis, "gsm8k"):
+    synthetic = gsm8k_source_note(document)
+    if synthetic and analysis is not None and _ran(analysis, "gsm8k"):
         doc.blocks.append(("note", synthetic))
-    missing = not_run_line(results)
+    missing = not_run_line(document)
     if missing:
         doc.blocks.append(("note", missing))
-    for line in results.get("warnings") or []:
+    for line in document.warnings:
         doc.blocks.append(("note", f"warning: {line}"))
     if figures or figure_notes:
         doc.heading(2, "Figures")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harness.results.types import Document
 from reports.csv_export import render_csv
-from reports.document import ANALYSIS_KEY, shown_verdict
 from reports.html import KNOWN_VERDICTS, render_html
 from reports.markdown import render_markdown
 from reports.overview import build_report
@@ -20,9 +20,9 @@ from reports.plots import render_plots
 
 def _verdicts(results: dict[str, Any]) -> set[str]:
     """Every verdict string the analysis holds, so the HTML draws each one as a chip, known or not."""
-    analysis = results.get(ANALYSIS_KEY)
-    rows = analysis.get("comparisons") if isinstance(analysis, dict) else None
-    return {shown_verdict(row) for row in rows or [] if isinstance(row, dict) and row.get("verdict")} | set(KNOWN_VERDICTS)
+    analysis = Document.of(results).analysis
+    rows = analysis.comparisons if analysis is not None else []
+    return {row.shown_verdict() for row in rows if row.verdict} | set(KNOWN_VERDICTS)
 
 
 def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:

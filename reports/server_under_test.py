@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.results.types import Document
+
 EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `refserver`, not a real SGLang "
                  "server; no server URL was given). These results say nothing about a real deployment.")
 EMULATION_LINE = ("**Server under test: the reference emulation** (CPU `refserver`, not a real SGLang server) "
@@ -21,18 +23,15 @@ KERNEL_ONLY_LINE = "No server under test: a kernel-only session, the sampler ker
 UNRECORDED_LINE = "Server under test: not recorded in this results file (written before specsuite recorded it)."
 
 
-def _arm_records(results: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    arms = results.get("arms") or {}
-    return {name: arm["server_under_test"] for name, arm in arms.items()
-            if isinstance(arm, dict) and isinstance(arm.get("server_under_test"), dict)}
+def _arm_records(document: Document) -> dict[str, dict[str, Any]]:
+    return {name: arm.server_under_test for name, arm in document.arms.items() if isinstance(arm.server_under_test, dict)}
 
 
-def _where(results: dict[str, Any], records: dict[str, dict[str, Any]]) -> str:
-    arms = results.get("arms") or {}
+def _where(document: Document, records: dict[str, dict[str, Any]]) -> str:
     parts = []
-    for name, arm in arms.items():
+    for name, arm in document.arms.items():
         record = records.get(name) or {}
-        identity = (arm.get("identity") if isinstance(arm, dict) else None) or {}
+        identity = arm.identity if isinstance(arm.identity, dict) else {}
         if not record and not identity:  # its sessions never reached a server: say so, guess nothing
             parts.append(f"{name} (not reached)")
             continue
@@ -42,29 +41,30 @@ def _where(results: dict[str, Any], records: dict[str, dict[str, Any]]) -> str:
     return ", ".join(parts) or "?"
 
 
-def _identities(results: dict[str, Any]) -> list[dict[str, Any]]:
-    arms = results.get("arms") or {}
-    return [arm["identity"] for arm in arms.values() if isinstance(arm, dict) and isinstance(arm.get("identity"), dict)]
+def _identities(document: Document) -> list[dict[str, Any]]:
+    return [arm.identity for arm in document.arms.values() if isinstance(arm.identity, dict)]
 
 
-def server_under_test_line(results: dict[str, Any]) -> str:
+def server_under_test_line(results: dict[str, Any] | Document) -> str:
     """One Markdown line naming the server under test, the emulation warning first."""
-    top = results.get("server_under_test")
-    records = _arm_records(results)
+    document = Document.of(results)
+    top = document.server_under_test
+    records = _arm_records(document)
     if not isinstance(top, dict) and not records:
-        identities = _identities(results)
+        identities = _identities(document)
         if any(REFERENCE_MARKER_KEY in (identity.get("server_args") or {}) for identity in identities):
-            return EMULATION_LINE.format(where=_where(results, records))
+            return EMULATION_LINE.format(where=_where(document, records))
         if identities:
-            return REAL_LINE.format(where=_where(results, records))
+            return REAL_LINE.format(where=_where(document, records))
         return UNRECORDED_LINE
     if isinstance(top, dict) and top.get("kernel_only"):
-        kernel = results.get("kernel") or {}
-        return KERNEL_ONLY_LINE.format(label=kernel.get("label", "?"), device=kernel.get("device", "?"))
+        kernel = document.kernel
+        return KERNEL_ONLY_LINE.format(label=kernel.label if kernel and kernel.label else "?",
+                                       device=kernel.device if kernel and kernel.device else "?")
     every = [top] if isinstance(top, dict) else []
     every += list(records.values())
     if any(record.get("embedded_reference") for record in every):
         return EMBEDDED_LINE
     if any(record.get("reference_emulation") for record in every):
-        return EMULATION_LINE.format(where=_where(results, records))
-    return REAL_LINE.format(where=_where(results, records))
+        return EMULATION_LINE.format(where=_where(document, records))
+    return REAL_LINE.format(where=_where(document, records))

@@ -31,8 +31,9 @@ import pytest
 
 from harness.config.options import add_pytest_options, check_values, deprecation_notes, parse_option
 from harness.errors import SpecsuiteError
-from harness.results.model import session_repeat
+from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
+from harness.results.types import Document
 from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
@@ -184,28 +185,16 @@ class SpecsuiteSession:
         if self.run_dir is not None:
             self.core.write_results(status)
 
-    def _document(self, status: str) -> dict[str, Any]:
-        arms = {} if self.server is None else {self.server.arm: {  # a kernel-only session has no server
-            "server_under_test": self.server.server_under_test,
-            "identity": self.server.identity.to_dict(),
-            "vocab": self.server.vocab.to_dict(),
-            "repeats": [session_repeat([result.to_dict() for result in self.cases.values()], self.workloads, self.option("seed"))],
-        }}
+    def _document(self, status: str) -> Document:
+        seed = self.option("seed")
+        arms = {} if self.server is None else {  # a kernel-only session has no server
+            self.server.arm: measured_arm(self.server, [result.to_dict() for result in self.cases.values()], self.workloads, seed)}
         if self.baseline is not None:
-            arms["baseline"] = {"server_under_test": self.baseline.server_under_test,
-                                "identity": self.baseline.identity.to_dict(), "vocab": self.baseline.vocab.to_dict(),
-                                "repeats": [session_repeat([result.to_dict() for result in self.baseline_cases.values()], {}, self.option("seed"))]}
-        return {
-            "status": status,
-            "server_under_test": self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
-            "warnings": self.warnings(),
-            "seed": self.option("seed"),
-            "profile": self.option("profile"),
-            "command": " ".join(sys.argv),
-            "faults": self.guard.summary() if self.guard is not None else None,
-            "arms": arms,
-            **self.sections,
-        }
+            arms["baseline"] = measured_arm(self.baseline, [result.to_dict() for result in self.baseline_cases.values()], {}, seed)
+        return session_document(
+            status=status, server_under_test=self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
+            warnings=self.warnings(), seed=seed, profile=self.option("profile"), command=" ".join(sys.argv),
+            faults=self.guard.summary() if self.guard is not None else None, arms=arms, sections=self.sections)
 
     def finish(self, exitstatus: int) -> None:
         """Final results.json: complete, or interrupted with where it stopped; then tear down."""

@@ -10,7 +10,8 @@
 - `refserver/` and the shared kernel loader (`kernel_loading/`) never import `harness/`, `suites/`,
   `reports/` or pytest; `kernel_loading/` imports nothing of the project outside itself, so the
   harness and the reference server load SGLang's sampler kernel through one loader;
-- `reports/` reads results only: it imports nothing of `harness/`, `suites/`, `fixtures/`,
+- `reports/` reads results only: it imports nothing of `harness/` but the typed results model
+  (`harness.results.types`, which imports nothing of the project), nor of `suites/`, `fixtures/`,
   `refserver/`, `kernel_loading/` or pytest;
 - no import cycle anywhere in the project (harness, fixtures, refserver, kernel_loading, reports,
   suites, conftest.py).
@@ -59,8 +60,16 @@ def test_reference_server_and_kernel_loader_never_import_the_harness_suites_repo
     assert not _offenders("kernel_loading", forbidden | {"refserver", "fixtures", "tools"})
 
 
+RESULTS_MODEL = "harness.results.types"  # the typed results model: what "reads results" reads (it imports nothing of the project)
+
+
 def test_reports_read_results_only():
-    assert not _offenders("reports", PYTEST | {"harness", "suites", "fixtures", "refserver", "kernel_loading"})
+    def is_results_model(name: str) -> bool:
+        return name == RESULTS_MODEL or name.startswith(RESULTS_MODEL + ".")
+
+    found = _offenders("reports", PYTEST | {"harness", "suites", "fixtures", "refserver", "kernel_loading"})
+    assert not {module: names for module, names in found.items() if not all(map(is_results_model, names))}
+    assert not {_top(name) for name in read_imports(packages=("harness",), top_level=())[RESULTS_MODEL]} & (PYTEST | set(PACKAGES))
 
 
 def test_no_import_cycle_anywhere_lazy_imports_included():

@@ -199,7 +199,7 @@ def test_mark_interrupted_keeps_what_was_written(tmp_path):
     data = load_results(run.path)
     assert data["status"] == "interrupted"
     assert data["stopped_at"] == "arm fix, gsm8k"
-    assert data["arms"] == {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2]}]}} and data["seed"] == 3
+    assert data["arms"] == {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2], "workloads": {}}]}} and data["seed"] == 3
     run.mark_failed("server died")
     assert load_results(run.path)["status"] == "failed"
     assert load_results(run.path)["error"] == "server died"
@@ -216,7 +216,7 @@ def test_mark_interrupted_before_any_results(tmp_path):
     ("content", "expected"),
     [
         (b'{"status": "complete"}', "no schema_version"),
-        (b'{"schema_version": 3}', "schema_version 3, newer than the supported 2"),
+        (b'{"schema_version": 4}', "schema_version 4, newer than the supported 3"),
         (b'{"schema_version": "1"}', "invalid schema_version"),
         (b'{"schema_version": true}', "invalid schema_version"),
         (b"[1, 2]", "does not hold a JSON object"),

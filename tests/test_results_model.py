@@ -1,4 +1,4 @@
-"""Results model v2: every writer keeps arms as repeats, and recorded version-1 files still load.
+"""Results model (v2 shape, now v3): every writer keeps arms as repeats, and recorded version-1 files still load.
 
 `tests/data/results_v1/pytest_session.json` was written by a pytest session of the version-1 code
 (`pytest suites -m correctness --temperatures 0,1.0 --top-p 1.0`, 2026-12-04);
@@ -45,7 +45,7 @@ def test_a_recorded_v1_run_keeps_its_repeats_and_reads_the_same():
 
 def test_v1_files_feed_the_history_and_the_report(tmp_path):
     (item,) = items_from_file(V1_SESSION)
-    assert item.run.repeats == 1 and item.run.results_schema_version == 2
+    assert item.run.repeats == 1 and item.run.results_schema_version == model.SCHEMA_VERSION
     results = load_results(V1_RUN)
     results[model.ANALYSIS_KEY] = compare_arms(results)
     written = render_report(results, tmp_path)
@@ -53,7 +53,7 @@ def test_v1_files_feed_the_history_and_the_report(tmp_path):
 
 
 def test_upgrade_leaves_a_current_document_alone():
-    current = {"schema_version": 2, "arms": {"fix": {"repeats": [model.session_repeat([], {}, 0)]}}}
+    current = {"schema_version": model.SCHEMA_VERSION, "arms": {"fix": {"repeats": [model.session_repeat([], {}, 0)]}}}
     assert model.upgrade(current) is current
 
 

@@ -79,7 +79,8 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_gsm8k(args: argparse.Namespace) -> int:
     """`specsuite gsm8k`: a thin adapter over the RunSession (harness/session/), whose GSM8K driver the suites use too."""
-    from harness.results.model import session_repeat
+    from harness.results.builder import measured_arm, session_document
+    from harness.results.types import Gsm8kRun
     from harness.server.secrets import load_admin_api_key, load_api_key
     from harness.server.session import describe_server_under_test
     from harness.session.config import run_config_from_options
@@ -95,11 +96,12 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     results: dict = session.gsm8k_runs
     workloads: dict = session.workloads
     warnings: list[str] = []
-    document = {"status": "running", "server_under_test": server.server_under_test, "warnings": warnings, "seed": args.seed,
-                "command": " ".join(sys.argv),
-                "arms": {server.arm: {"server_under_test": server.server_under_test, "identity": server.identity.to_dict(),
-                                      "vocab": server.vocab.to_dict(), "repeats": [session_repeat([], workloads, args.seed)]}}}
-    session.document = lambda status: {**document, "status": status}
+
+    def document(status: str):  # one arm, one repeat holding workloads.gsm8k, as it stands now
+        return session_document(status=status, server_under_test=server.server_under_test, warnings=warnings, seed=args.seed,
+                                command=" ".join(sys.argv), arms={server.arm: measured_arm(server, [], workloads, args.seed)})
+
+    session.document = document
     try:
         for temperature in config.gsm8k.temperatures:
             result = session.gsm8k_result(temperature, progress=sys.stderr.isatty())
@@ -115,13 +117,13 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     session.write_results("complete")
     print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for key, result in results.items():
-        d = result["definitions"]
-        accept = result["accept_length"].get("mean")
-        acc = d["sglang"]["accuracy"]
-        print(f"| {key} | {acc['value']:.3f} ({acc['k']}/{acc['n']}) | {acc['ci_exact'][0]:.3f}-{acc['ci_exact'][1]:.3f} | "
-              f"{d['sglang']['invalid']['value']:.3f} | {d['lmeval_strict']['accuracy']['value']:.3f} | {d['lmeval_flexible']['accuracy']['value']:.3f} | "
-              f"{'-' if accept is None else f'{accept:.3f}'} | {result['detectors'].get('invalid_id', {}).get('count', 0)} | {result['wall_time_s']:.1f} |")
+    for key, raw in results.items():
+        run = Gsm8kRun.from_dict(raw)
+        acc, accept = run.scoring("sglang").accuracy, run.accept_length.get("mean")
+        print(f"| {key} | {acc.value:.3f} ({acc.k}/{acc.n}) | {acc.ci_exact[0]:.3f}-{acc.ci_exact[1]:.3f} | "
+              f"{run.scoring('sglang').invalid.value:.3f} | {run.scoring('lmeval_strict').accuracy.value:.3f} | "
+              f"{run.scoring('lmeval_flexible').accuracy.value:.3f} | {'-' if accept is None else f'{accept:.3f}'} | "
+              f"{run.detector('invalid_id'):.0f} | {run.wall_time_s:.1f} |")
     print(f"specsuite: wrote {run_dir.results_path}")
     print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
     return EXIT_OK

@@ -27,6 +27,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
     from harness.orchestration.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
+    from harness.results.builder import run_document
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
@@ -58,10 +59,8 @@ def command_run(args: argparse.Namespace) -> int:
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
                    parts=MAIN_JOB_PARTS if args.markers is None else ())
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
-    merged = {"status": "running", "server_under_test": {"embedded_reference": embedded, "reference_emulation": embedded,
-                                                         "source": "embedded-reference" if embedded else "arms"},
-              "seed": args.seed, "profile": args.profile, "repeats": args.repeats, "markers": markers, "pytest_options": options,
-              "command": " ".join(sys.argv), "arm_order": [a.name for a in arms], "baseline_arm": arms[-1].name, "arms": {}}
+    merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
+                          pytest_options=options, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
     print(f"specsuite: results in {run_dir.path}", flush=True)
     try:
         run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)

@@ -22,7 +22,7 @@ from scipy import stats as scipy_stats
 
 from harness.compare.metric_registry import BY_NAME, METRICS, Metric
 from harness.errors import SpecsuiteError
-from harness.results.model import comparison_document
+from harness.results.builder import bench_repeats, comparison_of
 from harness.stats import clopper_pearson
 from harness.workloads.correctness.workload import SamplingCase
 
@@ -251,5 +251,4 @@ def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, A
 
 def bench_results_document(arms: dict[str, Sequence[dict[str, Any]]], baseline: str) -> dict[str, Any]:
     """Benchmark session summaries per arm in the merged results shape (`arms.<name>.repeats[].workloads.bench`)."""
-    return dict(comparison_document({name: [{"repeat": i, "workloads": {"bench": run}} for i, run in enumerate(runs, start=1)]
-                                     for name, runs in arms.items()}, baseline))
+    return comparison_of({name: bench_repeats(runs) for name, runs in arms.items()}, baseline).to_dict()

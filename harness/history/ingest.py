@@ -27,6 +27,7 @@ from harness.history.metrics import MetricRecord, extract_metrics
 from harness.history.runs import OUTCOMES, Outcome, RunRecord, config_from_identity, config_key
 from harness.results.model import upgrade
 from harness.results.store import load_results
+from harness.results.types import Document
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2})?Z?)?$")
 _SESSION_KEYS = ("repeat", "seed", "exit_code", "cases", "workloads", "session_status")
@@ -80,36 +81,36 @@ def items_from_results(
 ) -> list[IngestItem]:
     """One `IngestItem` per arm of a loaded results dict (all arms, or those named; any schema version)."""
     results = upgrade(results)
-    status = results.get("status")
+    typed = Document.from_dict(results)
+    where = source_path or typed.run_id
+    status = typed.status
     if status != "complete":
-        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have status {status!r}; only complete runs go into the history")
+        raise SpecsuiteError(f"results {where} have status {status!r}; only complete runs go into the history")
     if outcome is not None and outcome not in OUTCOMES:
         raise SpecsuiteError(f"outcome {outcome!r} must be one of {', '.join(OUTCOMES)}")
-    all_arms = results.get("arms") or {}
-    names = arms or list(all_arms)
-    missing = [name for name in names if name not in all_arms]
+    names = arms or list(typed.arms)
+    missing = [name for name in names if name not in typed.arms]
     if missing:
-        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have no arm {', '.join(missing)}; arms: {', '.join(all_arms) or 'none'}")
-    started = normalise_date(date) if date else results.get("created_utc")
+        raise SpecsuiteError(f"results {where} have no arm {', '.join(missing)}; arms: {', '.join(typed.arms) or 'none'}")
+    started = normalise_date(date) if date else typed.created_utc
     if not started:
-        raise SpecsuiteError(f"results {source_path or results.get('run_id')} have no created_utc; pass a date")
+        raise SpecsuiteError(f"results {where} have no created_utc; pass a date")
     items = []
     for name in names:
-        arm = all_arms[name]
-        identity = arm.get("identity") or {}
+        identity = typed.arms[name].identity or {}
         if not identity:
-            raise SpecsuiteError(f"arm {name!r} of {source_path or results.get('run_id')} has no server identity; it cannot be placed in a trend")
-        document = arm_document(arm)
-        config = config_from_identity(identity, profile=results.get("profile"), accelerator=accelerator)
+            raise SpecsuiteError(f"arm {name!r} of {where} has no server identity; it cannot be placed in a trend")
+        document = arm_document(typed.arms[name].to_dict())
+        config = config_from_identity(identity, profile=typed.profile, accelerator=accelerator)
         # The file's own creation time keeps nights apart even when every night reuses one --run-id.
-        run_key = f"{results.get('run_id')}/{name}@{results.get('created_utc') or started}"
+        run_key = f"{typed.run_id}/{name}@{typed.created_utc or started}"
         run = RunRecord(
-            run_key=run_key, results_run_id=str(results.get("run_id")), arm=name, started_utc=started,
-            outcome=outcome or derived_outcome(results, document), results_status=status, profile=results.get("profile"),
-            seed=results.get("seed"), repeats=len(document["repeats"]), config_key=config_key(config), config=config,
+            run_key=run_key, results_run_id=str(typed.run_id), arm=name, started_utc=started,
+            outcome=outcome or derived_outcome(results, document), results_status=status, profile=typed.profile,
+            seed=typed.seed, repeats=len(document["repeats"]), config_key=config_key(config), config=config,
             model=config["model"], server_version=identity.get("version"), server_url=identity.get("base_url"),
             build_hash=build_hash, accelerator=accelerator, node=node or socket.gethostname(),
-            specsuite_version=results.get("specsuite_version"), results_schema_version=results.get("schema_version"),
+            specsuite_version=typed.specsuite_version, results_schema_version=typed.schema_version,
             source_path=source_path, identity=identity,
         )
         items.append(IngestItem(run, document, extract_metrics(document, f"run:{run_key}")))

@@ -7,11 +7,14 @@ Layout of one run::
 
 ``run_id`` is the UTC start time plus a short suffix, e.g. ``20250101T120000Z-3f9a1c``.
 
-``results.json`` (its shape is harness.results.model, ``SCHEMA_VERSION`` 2; the harness fills the
-content, this module owns versioning, atomic writes and loading) always starts with
+``results.json`` (its shape is harness.results.model, typed in harness.results.types,
+``SCHEMA_VERSION`` 3; harness.results.builder lays out the content, this module owns versioning,
+atomic writes and loading) always starts with
 ``schema_version, created_utc, specsuite_version, run_id, status``. Every writer (a pytest
 session, ``specsuite run``, ``specsuite gsm8k``) keeps each arm's sessions under
-``arms.<arm>.repeats[]``; ``load_results`` upgrades a version-1 file to that shape.
+``arms.<arm>.repeats[]``, each repeat with its ``repeat``, ``cases`` and ``workloads`` (filled in
+on write); ``load_results`` upgrades a version-1 or version-2 file to that shape, and
+``load_document`` returns it typed.
 
 ``server_under_test`` (added without a version bump: readers that ignore it are unaffected)
 says how the server was chosen (``source``: server-url, launch, embedded-reference) and whether
@@ -42,6 +45,7 @@ import orjson
 
 from harness.errors import SpecsuiteError
 from harness.results.model import SCHEMA_VERSION, ResultsDocument, upgrade
+from harness.results.types import Document
 from harness.server.secrets import redact
 
 STATUSES = ("running", "complete", "interrupted", "failed")
@@ -244,12 +248,16 @@ class RunDirectory:
             self._writers[path] = writer
         return writer
 
-    def write_results(self, data: Mapping[str, Any]) -> Path:
-        """Write ``results.json`` atomically: the header fields first, then ``data``.
+    def write_results(self, data: Mapping[str, Any] | Document) -> Path:
+        """Write ``results.json`` atomically: the header fields first, then ``data`` (a `Document`
+        from harness.results.builder, or its dict).
 
         ``status`` defaults to "running". ``schema_version``, ``created_utc``,
         ``specsuite_version`` and ``run_id`` are always this module's, whatever ``data`` says.
+        Every repeat is written with its ``repeat``, ``cases`` and ``workloads`` (version 3).
         """
+        if isinstance(data, Document):
+            data = data.to_dict()
         status = data.get("status", "running")
         if status not in STATUSES:
             raise SpecsuiteError(f"invalid run status {status!r}; expected one of {', '.join(STATUSES)}")
@@ -261,6 +269,8 @@ class RunDirectory:
             "status": status,
         }
         document.update((key, value) for key, value in data.items() if key not in _RESERVED_KEYS)
+        if isinstance(document.get("arms"), dict):
+            document["arms"] = upgrade({"arms": document["arms"], "schema_version": SCHEMA_VERSION})["arms"]
         self._last = document
         return write_json_atomic(self.results_path, document, secrets=self._secrets)
 
@@ -318,6 +328,11 @@ def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
             f"{SCHEMA_VERSION}; upgrade specsuite to read it"
         )
     return upgrade(data)
+
+
+def load_document(path: str | os.PathLike[str]) -> Document:
+    """`load_results`, typed: the document down to its cases, workloads and comparison rows."""
+    return Document.from_dict(load_results(path))
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter, RunDirectory
+from harness.results.types import Document
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.server.secrets import load_secrets
 from harness.server.session import ServerUnderTest, check_server_given, open_server
@@ -34,7 +35,7 @@ class RunSession:
     """The server, the run folder, its writer, the fault guard and the workloads' results of one run."""
 
     config: RunConfig
-    document: Callable[[str], dict[str, Any]] | None = None  # results.json's content for a status (the results builder's call)
+    document: Callable[[str], Document] | None = None  # results.json's content for a status (the results builder's call)
     after_workload: Callable[[], None] | None = None  # the front end's look at the guard once a workload ends
     server: ServerUnderTest | None = None
     run_dir: RunDirectory | None = None

@@ -1,0 +1,544 @@
+"""The typed results model: a ``results.json`` as dataclasses, from the document down to one case.
+
+Why dataclasses and not pydantic: the model has to load every file written since schema version 1
+and write it back unchanged, including keys no class here names yet (writers add sections over
+time). Plain dataclasses with an explicit ``from_dict``/``to_dict`` do that in a page of code, need
+no new dependency, and import nothing of the rest of the project, so ``reports/`` (which reads
+results only) can read these types as well as ``harness/`` writes them.
+
+How a record keeps what it does not know: ``from_dict`` fills the named fields and keeps every other
+key in ``extra``, and remembers the key order it read; ``to_dict`` writes the keys back in that
+order, then the named fields set since (those left at their empty default are not written), then
+new ``extra`` keys. So ``Document.from_dict(d).to_dict() == d`` for any document, typed or not, and
+a value of an unexpected shape (a list where a record was expected) is kept as it was, not lost.
+
+The levels (the writers are named in harness.results.builder):
+
+- `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
+  `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
+- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list and
+  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict);
+- `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+SCHEMA_VERSION = 3
+ANALYSIS_KEY = "ab_compare"  # the A/B analysis (harness.compare.verdicts.compare_arms)
+FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (harness.compare.fail_on)
+
+# The reference server's counters the run summary shows, named once here for every reader
+# (harness.server.refserver_contract exports them; tests/test_metric_registry.py holds them equal).
+NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
+FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
+
+NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
+
+R = TypeVar("R", bound="Record")
+_HIDDEN = ("extra", "key_order")
+
+
+@dataclass
+class Record:
+    """A JSON object with named fields; keys it does not name stay in ``extra``."""
+
+    # field name -> ("one" | "list" | "map", record class): values loaded as records, not dicts.
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {}
+
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _HIDDEN)
+
+    @classmethod
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        names = set(cls.field_names())
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in names:
+                extra[key] = value
+                continue
+            loaded = _load(cls.NESTED.get(key), value)
+            if loaded is _WRONG_SHAPE:
+                extra[key] = value  # kept as written; the typed field stays empty
+            else:
+                values[key] = loaded
+        return cls(**values, extra=extra, key_order=tuple(data))
+
+    def to_dict(self) -> dict[str, Any]:
+        named = self.field_names()
+        defaults = {f.name: _default_of(f) for f in dataclasses.fields(self) if f.name in named}
+        out: dict[str, Any] = {}
+        for key in self.key_order:
+            if key in named and key not in self.extra:
+                out[key] = _dump(getattr(self, key))
+            elif key in self.extra:
+                out[key] = self.extra[key]
+        for name in named:
+            value = getattr(self, name)
+            if name not in out and name not in self.extra and value != defaults[name]:
+                out[name] = _dump(value)
+        out.update((key, value) for key, value in self.extra.items() if key not in out)
+        return out
+
+
+class _WrongShape:
+    pass
+
+
+_WRONG_SHAPE = _WrongShape()
+
+
+def _load(nested: tuple[str, type[Record]] | None, value: Any) -> Any:
+    if nested is None or value is None:
+        return value
+    kind, record = nested
+    if kind == "one":
+        return record.from_dict(value) if isinstance(value, dict) else _WRONG_SHAPE
+    if kind == "list":
+        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+            return _WRONG_SHAPE
+        return [record.from_dict(item) for item in value]
+    if not isinstance(value, dict) or not all(isinstance(item, dict) for item in value.values()):
+        return _WRONG_SHAPE
+    return {key: record.from_dict(item) for key, item in value.items()}
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_dump(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _dump(item) for key, item in value.items()}
+    return value
+
+
+def _default_of(spec: dataclasses.Field) -> Any:
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    if spec.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return spec.default_factory()  # type: ignore[misc]
+    return _WRONG_SHAPE  # a required field is always written
+
+
+# ---------------------------------------------------------------- one sampling case
+
+
+@dataclass
+class Acceptance(Record):
+    """A case's accept lengths: per request, their mean, and the server's own figure after a flush."""
+
+    per_request: list[float] = field(default_factory=list)
+    mean: float | None = None
+    accept_rates: list[Any] = field(default_factory=list)
+    server_after_flush: float | None = None
+
+
+@dataclass
+class Case(Record):
+    """One sampling case of one session (harness.workloads.correctness.workload.CaseResult.to_dict)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"acceptance": ("one", Acceptance)}
+
+    case_id: str = ""
+    temperature: float | None = None
+    top_p: float | None = None
+    profile: str | None = None
+    seed: int | None = None
+    n_requests: int = 0
+    n_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    n_skipped: int = 0
+    stopped: str | None = None
+    after_case_error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    n_tokens: int = 0
+    wall_time_s: float = 0.0
+    detectors: dict[str, dict[str, Any]] = field(default_factory=dict)  # detector -> {count, ...}
+    server_counters: dict[str, float] = field(default_factory=dict)
+    acceptance: Acceptance = field(default_factory=Acceptance)
+
+    def detector(self, name: str, key: str = "count") -> float:
+        """A detector's total (0 when it did not run or found nothing)."""
+        found = self.detectors.get(name)
+        return float((found.get(key) if isinstance(found, dict) else None) or 0)
+
+    def counter(self, name: str) -> float | None:
+        """A server counter's value after the case, or None when the server does not export it."""
+        return self.server_counters.get(name)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass
+class Proportion(Record):
+    """k of n, its value and exact (Clopper-Pearson) interval."""
+
+    value: float | None = None
+    k: int | None = None
+    n: int | None = None
+    ci_exact: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Gsm8kScoring(Record):
+    """One answer-extraction definition's scores (sglang, lmeval_strict, lmeval_flexible)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"accuracy": ("one", Proportion), "invalid": ("one", Proportion)}
+
+    accuracy: Proportion = field(default_factory=Proportion)
+    invalid: Proportion = field(default_factory=Proportion)
+
+
+@dataclass
+class Gsm8kRun(Record):
+    """One GSM8K run at one temperature (harness.workloads.gsm8k.runner)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"definitions": ("map", Gsm8kScoring)}
+
+    workload: str = "gsm8k"
+    config: dict[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
+    n_questions: int = 0
+    n_answered: int = 0
+    n_errors: int = 0
+    n_skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    definitions: dict[str, Gsm8kScoring] = field(default_factory=dict)
+    wall_time_s: float | None = None
+    latency_s: dict[str, Any] = field(default_factory=dict)
+    output_tokens: int | None = None
+    output_throughput_tok_s: float | None = None
+    accept_length: dict[str, Any] = field(default_factory=dict)
+    per_question: Any = None
+    warnings: list[str] = field(default_factory=list)
+    detectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str | None = None  # the GSM8K file, or the synthetic set's marker
+
+    def scoring(self, definition: str) -> Gsm8kScoring:
+        return self.definitions.get(definition) or Gsm8kScoring()
+
+    def detector(self, name: str, key: str = "count") -> float:
+        found = self.detectors.get(name)
+        return float((found.get(key) if isinstance(found, dict) else None) or 0)
+
+
+@dataclass
+class BenchRun(Record):
+    """One serving-benchmark summary (harness.workloads.bench): the named figures; the rest in ``extra``."""
+
+    backend: str | None = None
+    dataset_name: str | None = None
+    completed: int | None = None
+    failed: int | None = None
+    duration: float | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    median_ttft_ms: float | None = None
+    median_itl_ms: float | None = None
+    median_e2e_latency_ms: float | None = None
+    accept_length: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
+    itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
+
+    def temperature(self) -> float:
+        """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
+        return float(self.config.get("temperature", self.extra.get("temperature", 0.0)))
+
+    def top_p(self) -> float:
+        return float(self.config.get("top_p", self.extra.get("top_p", 1.0)))
+
+
+@dataclass
+class Workloads(Record):
+    """A session's workloads: GSM8K per temperature, the benchmark, the integrity checks; others in ``extra``."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"gsm8k": ("list", Gsm8kRun), "bench": ("one", BenchRun)}
+
+    gsm8k: list[Gsm8kRun] = field(default_factory=list)
+    bench: BenchRun | None = None
+    integrity_checks: dict[str, Any] | None = None
+
+    def bench_runs(self) -> list[BenchRun]:
+        """The benchmark summaries: one, or a list of them (as some writers kept them)."""
+        if self.bench is not None:
+            return [self.bench]
+        listed = self.extra.get("bench")
+        return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
+
+
+# ---------------------------------------------------------------- arms and repeats
+
+
+@dataclass
+class Repeat(Record):
+    """One session of one arm. ``specsuite run`` adds how the session ran (exit code, folder, parts)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"cases": ("list", Case), "workloads": ("one", Workloads)}
+
+    repeat: int = 1  # 1-based, in run order
+    seed: int | None = None
+    cases: list[Case] = field(default_factory=list)
+    workloads: Workloads = field(default_factory=Workloads)
+    exit_code: int | None = None
+    session_dir: str | None = None
+    log: str | None = None
+    session_status: str | None = None
+    wall_time_s: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    command: list[str] | None = None
+    markers: str | None = None
+    running: bool | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Arm(Record):
+    """One server (build) under test, and its repeats."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"repeats": ("list", Repeat)}
+
+    server_under_test: dict[str, Any] | None = None  # how it was chosen; whether it was the reference emulation
+    identity: dict[str, Any] | None = None  # ServerIdentity.to_dict()
+    vocab: dict[str, Any] | None = None  # VocabInfo.to_dict()
+    spec: dict[str, Any] | None = None  # `specsuite run`: {name, url, launch}
+    repeats: list[Repeat] = field(default_factory=list)
+
+    def cases(self) -> list[Case]:
+        """Every case of every repeat, in run order."""
+        return [case for repeat in self.repeats for case in repeat.cases]
+
+    def gsm8k_runs(self) -> list[Gsm8kRun]:
+        return [run for repeat in self.repeats for run in repeat.workloads.gsm8k]
+
+    def refserver_sampler(self) -> dict[str, Any] | None:
+        """The reference server's sampler description from its /server_info, when it reports one."""
+        args = (self.identity or {}).get("server_args")
+        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None
+        return sampler if isinstance(sampler, dict) else None
+
+
+# ---------------------------------------------------------------- the kernel suite
+
+
+@dataclass
+class KernelSection(Record):
+    """The kernel suite's run (harness.kernels.suite): the kernel, its invariants and distribution tests."""
+
+    label: str | None = None
+    device: str | None = None
+    seed: int | None = None
+    alpha: float | None = None
+    classes: list[str] = field(default_factory=list)
+    invariants: list[dict[str, Any]] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)
+    distribution: dict[str, Any] = field(default_factory=dict)
+    seconds: float | None = None
+
+
+# ---------------------------------------------------------------- the A/B analysis
+
+
+@dataclass
+class EstimateRow(Record):
+    """One arm's pooled value of one metric at one sampling case."""
+
+    arm: str = ""
+    metric: str = ""
+    label: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    unit: str | None = None
+    value: float | None = None
+    ci: list[float | None] = field(default_factory=list)
+    k: float | None = None
+    n: float | None = None
+    repeats: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class Effect(Record):
+    """A comparison's effect: its name and scale (ratio, relative, difference), value and interval."""
+
+    name: str | None = None
+    scale: str | None = None
+    value: float | None = None
+    ci: list[float | None] = field(default_factory=list)
+
+
+@dataclass
+class Mde(Record):
+    """The minimum detectable effect at the analysis's power, on its scale."""
+
+    scale: str | None = None
+    value: float | None = None
+    power: float | None = None
+    note: str | None = None
+    repeats_needed: int | None = None
+
+
+@dataclass
+class ComparisonRow(Record):
+    """One candidate against the baseline on one metric at one sampling case, with its verdict."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"effect": ("one", Effect), "mde": ("one", Mde)}
+
+    metric: str = ""
+    label: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    candidate: str = ""
+    baseline: str = ""
+    unit: str | None = None
+    candidate_value: float | None = None
+    baseline_value: float | None = None
+    effect: Effect | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    mde: Mde | None = None
+    test: str | None = None
+    n: dict[str, Any] | None = None
+    higher_is_better: bool | None = None
+    note: str | None = None
+    threshold: float | None = None
+    events: dict[str, Any] | None = None
+    verdict: str | None = None
+    suspect_because: list[str] = field(default_factory=list)  # "suspect" rows: what the arm is worse on
+    value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
+
+    def shown_verdict(self) -> str:
+        """The verdict as a report shows it: an event rate with no event in either arm is not
+        "inconclusive" but "none in either arm" (nothing to compare, nothing wrong)."""
+        events = self.events or {}
+        if self.verdict == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
+            return NONE_IN_EITHER
+        return str(self.verdict)
+
+
+@dataclass
+class MetricFacts(Record):
+    """What the metric registry says of a metric, as the analysis carries it (``metrics.<name>``)."""
+
+    label: str | None = None
+    unit: str | None = None
+    source: str | None = None  # cases | gsm8k | bench
+    short: str | None = None  # its name in a verdict line
+    report_label: str | None = None
+    report_format: str | None = None  # token_rate, proportion, per_1200, ms, tok_s, ...
+    plot_title: str | None = None
+    axis_label: str | None = None
+    server_counter: bool | None = None
+
+    def fact(self, key: str, metric: str) -> str:
+        """A display fact; a fact an older analysis lacks reads as the label or unit, else the metric's name."""
+        fallback = {"report_format": "plain", "short": self.label, "plot_title": self.label, "axis_label": self.unit}.get(key)
+        return getattr(self, key, None) or self.extra.get(key) or fallback or metric.replace("_", " ")
+
+
+@dataclass
+class Comparison(Record):
+    """The A/B analysis of a document (harness.compare.verdicts.compare_arms)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts)}
+
+    family_alpha: float | None = None
+    correction: str | None = None
+    confidence: float | None = None
+    power: float | None = None
+    baseline: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    arm_order: list[str] = field(default_factory=list)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    workloads: dict[str, str] = field(default_factory=dict)  # gsm8k/bench -> "run" | why not
+    notes: list[str] = field(default_factory=list)
+    comparisons: list[ComparisonRow] = field(default_factory=list)
+    estimates: list[EstimateRow] = field(default_factory=list)
+    repeat_spread: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, MetricFacts] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
+    report_rows: list[str] = field(default_factory=list)
+    spread_rows: list[Any] = field(default_factory=list)
+
+    def facts(self, metric: str) -> MetricFacts:
+        return self.metrics.get(metric) or MetricFacts()
+
+    def ran(self, workload: str) -> bool:
+        return self.workloads.get(workload) == "run"
+
+
+# ---------------------------------------------------------------- the document
+
+
+@dataclass
+class Document(Record):
+    """A whole results.json. The first five keys are always there (harness.results.store writes them)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "arms": ("map", Arm), "kernel": ("one", KernelSection), ANALYSIS_KEY: ("one", Comparison)}
+
+    schema_version: int = SCHEMA_VERSION
+    created_utc: str | None = None
+    specsuite_version: str | None = None
+    run_id: str | None = None
+    status: str | None = None  # running | complete | interrupted | failed
+    stopped_at: str | None = None  # interrupted runs: where
+    error: str | None = None  # failed runs: why
+    upgraded_from: int | None = None  # the schema version the file was written with, when older
+    server_under_test: dict[str, Any] | None = None
+    seed: int | None = None
+    profile: str | None = None
+    command: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    faults: dict[str, Any] | None = None
+    repeats: int | None = None  # `specsuite run`: repeats per arm
+    markers: str | None = None  # `specsuite run`: the -m expression its sessions ran (None: the main job's parts)
+    pytest_options: list[str] = field(default_factory=list)  # `specsuite run`: the options every session had
+    side_by_side: bool | None = None  # `specsuite run`: the arms ran at the same time on one host
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # `specsuite run`: each session it started
+    sessions_wall_time_s: float | None = None
+    arm_order: list[str] = field(default_factory=list)
+    baseline_arm: str | None = None
+    arms: dict[str, Arm] = field(default_factory=dict)
+    kernel: KernelSection | None = None
+    ab_compare: Comparison | None = None  # ANALYSIS_KEY
+    fail_on: dict[str, Any] | None = None  # FAIL_ON_KEY
+
+    @classmethod
+    def of(cls, results: dict[str, Any] | Document) -> Document:
+        """The typed document of a results dict; a `Document` is returned as it is (readers take either)."""
+        return results if isinstance(results, Document) else cls.from_dict(results)
+
+    def option(self, flag: str) -> str | None:
+        """The last value ``specsuite run`` gave its sessions for ``flag`` (``--flag V`` or ``--flag=V``)."""
+        options = [str(o) for o in self.pytest_options]
+        value = None
+        for index, option in enumerate(options):
+            if option == flag and index + 1 < len(options):
+                value = options[index + 1]
+            elif option.startswith(flag + "="):
+                value = option.split("=", 1)[1]
+        return value
+
+    def ordered_arms(self) -> list[str]:
+        """The arms in run order: ``arm_order`` when written, else as stored."""
+        return list(self.arm_order or self.arms)
+
+    @property
+    def analysis(self) -> Comparison | None:
+        return self.ab_compare
