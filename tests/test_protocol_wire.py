@@ -172,3 +172,15 @@ def test_the_sglang_cpu_release_answers_parse_through_the_native_client(release:
     openai = OpenAICompletionsClient("http://h:1")
     completion = openai.parse_answer(plain, RawAnswer({}, answers["v1_completions"])).generation
     assert completion.text == answers["v1_completions"]["choices"][0]["text"]
+
+
+@pytest.mark.parametrize("kind", ["sglang", "vllm"])
+@pytest.mark.parametrize("case", sorted(OLD))
+def test_the_native_payload_adapter_still_sends_the_old_bytes(case: str, kind: str) -> None:
+    """`generate(payload)` (the integrity suites send native payloads to either kind) is unchanged."""
+    client, answer = _clients()[kind]
+    sent = _wired(client, answer)
+    raw = client.generate(OLD[case]["payload"])
+    key = (lambda entry: entry["body"]) if kind == "vllm" else (lambda entry: 0)
+    assert sorted(sent, key=key) == sorted(OLD[case][kind], key=key)
+    assert _normal([g.to_dict() for g in generations_from_sglang(OLD[case]["payload"], raw)]) == OLD[case][f"{kind}_generations"]
