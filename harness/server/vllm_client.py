@@ -126,12 +126,12 @@ class VLLMClient(HttpServerClient):
         chunks = list(self._http.iter_sse(COMPLETIONS_PATH, response))
         self.streamed(body, chunks)
         prompt_ids = list(request.prompt_ids) if request.prompt_ids is not None else None
-        for text, ids, meta, triples in cumulative_parts(body, chunks):
-            yield Generation(prompt=request.prompt, prompt_ids=prompt_ids, prompt_hash=prompt_hash(request.prompt, prompt_ids),
-                             params=request.sampling.params(), output_ids=ids, text=text,
-                             output_logprobs=None if triples is None else [t[0] for t in triples],
-                             logprob_ids=None if triples is None else [t[1] for t in triples],
-                             finish_reason=meta.get("finish_reason"), completion_tokens=meta.get("completion_tokens"), meta_info=meta)
+        return iter([Generation(prompt=request.prompt, prompt_ids=prompt_ids, prompt_hash=prompt_hash(request.prompt, prompt_ids),
+                                params=request.sampling.params(), output_ids=ids, text=text,
+                                output_logprobs=None if triples is None else [t[0] for t in triples],
+                                logprob_ids=None if triples is None else [t[1] for t in triples],
+                                finish_reason=meta.get("finish_reason"), completion_tokens=meta.get("completion_tokens"), meta_info=meta)
+                     for text, ids, meta, triples in cumulative_parts(body, chunks)])
 
     # -- native-payload adapter (the integrity suites send SGLang payloads to either kind) ----------
 
