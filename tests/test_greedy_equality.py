@@ -8,6 +8,7 @@ import pytest
 from harness.errors import SpecsuiteError
 from harness.workloads.lossless.greedy import ReferenceOutput, classify, compare_greedy, first_divergence
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload
+from tests.helpers.native_fake import NativeFake
 
 GAP = 1e-3
 
@@ -67,7 +68,7 @@ def test_compare_counts_and_fails_only_on_real_divergences():
         compare_greedy(1, [[1], [2]], references, GAP)
 
 
-class StandInServer:
+class StandInServer(NativeFake):
     """One object plays both servers; greedy outputs follow the prompt's first id. Requests that
     ask for top-2 logprobs are the reference's; with `flip`, the other (the server under test's)
     emit the reference's runner-up, id 500, at position 2 of the prompt "a..."."""

@@ -11,12 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.errors import SpecsuiteError
+from harness.server.protocol import native_payload
 from harness.workloads.gsm8k import (
     DEFAULT_MAX_NEW_TOKENS,
     STOP_SEQUENCES,
     GSM8KItem,
-    build_payload,
     build_prompt,
+    build_request,
     load_gsm8k,
     plan_few_shot,
     synthetic_path,
@@ -125,7 +126,7 @@ def test_prompt_format_and_payload() -> None:
         f"Question: {ROWS[1]['question']}\nAnswer: {ROWS[1]['answer']}\n\n"
         "Question: What is 1 + 1?\nAnswer:"
     )
-    payload = build_payload(prompt)
+    payload = native_payload(build_request(prompt))  # on the wire to SGLang
     assert payload == {
         "text": prompt,
         "sampling_params": {
@@ -137,7 +138,7 @@ def test_prompt_format_and_payload() -> None:
         "return_logprob": True,
     }
     assert DEFAULT_MAX_NEW_TOKENS == 512 and list(STOP_SEQUENCES) == payload["sampling_params"]["stop"]
-    assert build_payload(prompt, temperature=0.7)["sampling_params"]["temperature"] == 0.7
+    assert build_request(prompt, temperature=0.7).sampling.temperature == 0.7
 
 
 def numbered_items(n: int) -> list[GSM8KItem]:

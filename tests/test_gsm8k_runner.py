@@ -11,6 +11,7 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.workloads.gsm8k import GSM8KItem, paired_outcomes, run_gsm8k
+from tests.helpers.native_fake import typed_generate
 
 N_ITEMS = 40
 FAILING_INDEX = 9  # not among the seed-1 shots (4, 7, 8, 16, 36)
@@ -71,7 +72,7 @@ def run() -> tuple:
         return 3.25
 
     result = run_gsm8k(
-        fake_generate,
+        typed_generate(fake_generate),
         ITEMS,
         num_shots=5,
         parallel=8,
@@ -165,7 +166,7 @@ def test_records_are_delivered_as_questions_finish() -> None:
         first_record.set()
 
     started = time.perf_counter()
-    result = run_gsm8k(generate, ITEMS[:10], num_shots=0, parallel=4, record_sink=sink, progress=False)
+    result = run_gsm8k(typed_generate(generate), ITEMS[:10], num_shots=0, parallel=4, record_sink=sink, progress=False)
     assert time.perf_counter() - started < 4
     assert order[0] != 0 and sorted(order) == list(range(10))
     assert result.accuracy() == 1.0
@@ -177,7 +178,7 @@ def test_malformed_and_aborted_responses_become_error_records() -> None:
         1: {"text": "", "meta_info": {"finish_reason": {"type": "abort", "message": "input too long"}}},
         2: {"text": "#### 4", "meta_info": {"completion_tokens": 2}},
     }
-    result = run_gsm8k(lambda p: responses[question_index(p)], ITEMS[:3], num_shots=0, parallel=2, progress=False)
+    result = run_gsm8k(typed_generate(lambda p: responses[question_index(p)]), ITEMS[:3], num_shots=0, parallel=2, progress=False)
     errors = {r["question_index"]: r["error"] for r in result.records if r["status"] == "error"}
     assert errors == {
         0: "ValueError: response is not a /generate object with a string 'text'",
@@ -191,15 +192,15 @@ def test_paired_outcomes_align_questions_answered_in_both() -> None:
         index = question_index(payload)
         return {"text": f"#### {2 * index}", "meta_info": {"completion_tokens": 3}}
 
-    arm_a = run_gsm8k(fake_generate, ITEMS, num_shots=5, seed=1, parallel=8, progress=False)
-    arm_b = run_gsm8k(always_right, ITEMS, num_shots=5, seed=1, parallel=8, progress=False)
+    arm_a = run_gsm8k(typed_generate(fake_generate), ITEMS, num_shots=5, seed=1, parallel=8, progress=False)
+    arm_b = run_gsm8k(typed_generate(always_right), ITEMS, num_shots=5, seed=1, parallel=8, progress=False)
     paired = paired_outcomes(arm_a, arm_b.to_dict())
     expected_index = [i for i in arm_a.plan.eval_indices if i != FAILING_INDEX]
     assert paired.question_index == expected_index
     assert paired.a == [kind_of(i) == "correct" for i in expected_index]
     assert paired.b == [True] * len(expected_index)
 
-    other_shots = run_gsm8k(always_right, ITEMS, num_shots=5, seed=2, parallel=8, progress=False)
+    other_shots = run_gsm8k(typed_generate(always_right), ITEMS, num_shots=5, seed=2, parallel=8, progress=False)
     with pytest.raises(SpecsuiteError, match="different prompts"):
         paired_outcomes(arm_b, other_shots)
     with pytest.raises(SpecsuiteError, match="unknown GSM8K definition"):
@@ -208,4 +209,4 @@ def test_paired_outcomes_align_questions_answered_in_both() -> None:
 
 def test_bad_parallel_is_rejected() -> None:
     with pytest.raises(SpecsuiteError, match="parallel must be >= 1"):
-        run_gsm8k(fake_generate, ITEMS, parallel=0, progress=False)
+        run_gsm8k(typed_generate(fake_generate), ITEMS, parallel=0, progress=False)

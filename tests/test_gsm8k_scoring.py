@@ -29,6 +29,7 @@ from harness.workloads.gsm8k import (
     score_output,
 )
 from harness.workloads.gsm8k.data import parse_label
+from tests.helpers.native_fake import typed_generate
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "gsm8k" / "recorded_responses.json").read_text("utf-8"))
 CASES = RECORDED["cases"]
@@ -100,7 +101,7 @@ def replay_recorded() -> dict:
         question = payload["text"].rsplit("Question: ", 1)[1].removesuffix("\nAnswer:")
         return by_question[question]
 
-    return run_gsm8k(generate, items, num_shots=0, parallel=4, progress=False).to_dict()
+    return run_gsm8k(typed_generate(generate), items, num_shots=0, parallel=4, progress=False).to_dict()
 
 
 def test_accuracy_and_invalid_equal_anchor_rule_on_recorded_responses() -> None:

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from harness.errors import SpecsuiteError
+from harness.server.protocol import native_payload
 from harness.workloads.lossless.pit import (
     chi_square_mde,
     chi_square_power,
@@ -25,8 +26,9 @@ from harness.workloads.lossless.pit import (
     randomized_pit,
     uniformity_test,
 )
-from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
+from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
+from tests.helpers.native_fake import NativeFake
 
 VOCAB = 40
 TOP_K = 16
@@ -185,7 +187,7 @@ def test_bad_input_is_one_line_error():
 
 
 def test_scoring_payload_scores_the_output_as_prompt():
-    payload = scoring_payload([1, 2, 3], [4, 5], 0.7, 20)
+    payload = native_payload(scoring_request([1, 2, 3], [4, 5], 0.7, 20))
     assert payload["input_ids"] == [1, 2, 3, 4, 5] and payload["logprob_start_len"] == 3
     assert payload["sampling_params"] == {"temperature": 0.7, "max_new_tokens": 0} and payload["top_logprobs_num"] == 20
 
@@ -202,7 +204,7 @@ def test_parse_scoring_skips_the_null_first_entry_and_checks_shape():
 # -- end to end against a synthetic server ---------------------------------------------------------
 
 
-class SyntheticServer:
+class SyntheticServer(NativeFake):
     """A bigram model behind SGLang's /generate shape: sampling (optionally through a biased
     speculative accept rule) and prefill-only scoring with top logprobs and the null first entry."""
 

@@ -12,16 +12,20 @@ on a chat stream), so a streamed chat Generation has `output_ids=None`.
 Every raw answer (the JSON object, or a stream's chunks once read to `[DONE]`) is handed to
 `answered` / `streamed` before it is normalised; they do nothing here, and
 `harness.workloads.integrity.recorder.CheckingOpenAIClient` overrides them to run the integrity checks.
+The protocol's typed calls (`generate_request`, `stream_request`; `harness.server.protocol`) rename
+the sampling fields to OpenAI's and go through the same hooks.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation, prompt_hash
-from harness.server.transport import ServerClient, int_list, shorten
+from harness.server.protocol import Answer, GenerationRequest, RawAnswer
+from harness.server.transport import HttpServerClient, int_list, shorten
 
 # logprobs=0: the sampled token's logprob at every position, no alternatives.
 DEFAULT_LOGPROBS = 0
@@ -29,7 +33,7 @@ COMPLETIONS_PATH, CHAT_PATH = "/v1/completions", "/v1/chat/completions"
 COMPLETIONS, CHAT = "completions", "chat"  # the `api` names harness.workloads.integrity.openai_rules uses
 
 
-class OpenAICompletionsClient(ServerClient):
+class OpenAICompletionsClient(HttpServerClient):
     """One OpenAI-compatible server. Same timeouts, auth and one-line errors as `SGLangClient`."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0, model: str = "default") -> None:
@@ -62,6 +66,43 @@ class OpenAICompletionsClient(ServerClient):
     def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
         """Called with every complete stream's chunks (before `[DONE]`); a hook for checking clients."""
 
+    # -- typed generation (the protocol) ------------------------------------------------------
+
+    def send_request(self, request: GenerationRequest) -> RawAnswer:
+        """POST /v1/completions for one typed request (sampling renamed to OpenAI's fields;
+        `top_logprobs` alternatives when asked); the raw answer, passed to `answered` first."""
+        body = self._body(request.prompt_value, self._fields(request), stream=False)
+        result = self._http.json_or_raise("POST", COMPLETIONS_PATH, self._http.request("POST", COMPLETIONS_PATH, json_body=body))
+        self.answered(COMPLETIONS, body, result)
+        return RawAnswer(body, result)
+
+    def parse_answer(self, request: GenerationRequest, sent: RawAnswer) -> Answer:
+        """One Generation per choice; `params` by the protocol's names."""
+        choices = sent.raw.get("choices") if isinstance(sent.raw, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise SpecsuiteError(f"POST {COMPLETIONS_PATH} on {self.base_url} returned no choices")
+        usage = (sent.raw.get("usage") or {}) if len(choices) == 1 else {}
+        params = request.sampling.params()
+        return Answer([_generation_from_choice(request.prompt_value, params, choice, usage) for choice in choices], sent.wire, sent.raw)
+
+    def generate_request(self, request: GenerationRequest) -> Answer:
+        return self.parse_answer(request, self.send_request(request))
+
+    def generate_requests(self, requests: Sequence[GenerationRequest]) -> list[Answer]:
+        """One request after another (the OpenAI route takes one prompt per call here)."""
+        return [self.generate_request(request) for request in requests]
+
+    def stream_request(self, request: GenerationRequest) -> Iterator[Generation]:
+        """A streamed completion, read whole; yields the joined Generation (one per choice)."""
+        return iter(self.complete_stream(request.prompt_value, self._fields(request), params_recorded=request.sampling.params()))
+
+    @staticmethod
+    def _fields(request: GenerationRequest) -> dict[str, Any]:
+        fields = request.sampling.openai_fields()
+        if request.top_logprobs is not None:
+            fields["logprobs"] = request.top_logprobs
+        return fields
+
     def complete(self, prompt: str | list[int], params: dict[str, Any]) -> list[Generation]:
         """POST /v1/completions (non-stream) for one prompt; one Generation per choice (n>1 gives n).
 
@@ -79,9 +120,11 @@ class OpenAICompletionsClient(ServerClient):
         choice_usage = usage if len(choices) == 1 else {}  # usage is per request, not per choice
         return [_generation_from_choice(prompt, params, choice, choice_usage) for choice in choices]
 
-    def complete_stream(self, prompt: str | list[int], params: dict[str, Any]) -> list[Generation]:
+    def complete_stream(self, prompt: str | list[int], params: dict[str, Any],
+                        params_recorded: dict[str, Any] | None = None) -> list[Generation]:
         """POST /v1/completions with streaming; the text, logprob and token-id deltas of each choice
-        are joined into one Generation per choice."""
+        are joined into one Generation per choice (`params_recorded`: what its `params` say, when
+        not the OpenAI fields sent)."""
         body = self._body(prompt, params, stream=True)
         response = self._http.request("POST", "/v1/completions", json_body=body, stream=True)
         merged: dict[int, dict[str, Any]] = {}
@@ -95,8 +138,9 @@ class OpenAICompletionsClient(ServerClient):
         self.streamed(COMPLETIONS, body, chunks)
         if not merged:
             raise SpecsuiteError(f"stream from POST /v1/completions on {self.base_url} carried no choices")
+        recorded = params if params_recorded is None else params_recorded
         return [
-            _generation_from_choice(prompt, params, merged[i], usage if len(merged) == 1 else {})
+            _generation_from_choice(prompt, recorded, merged[i], usage if len(merged) == 1 else {})
             for i in sorted(merged)
         ]
 

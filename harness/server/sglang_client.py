@@ -1,22 +1,66 @@
 """Synchronous client for SGLang's native HTTP API (/generate, /model_info, /server_info, ...).
 
-Field names and shapes follow SGLang 0.5.23 (see shared/reference/sglang_api.md). Results are the
-server's raw JSON; `harness.server.generation` turns /generate results into `Generation` records.
+Field names and shapes follow SGLang 0.5.23 (see shared/reference/sglang_api.md). The protocol's
+typed calls (`generate_request`, `generate_requests`, `stream_request`; `harness.server.protocol`)
+build the native body (`native_payload`) and parse the answer into `Generation`s; they send through
+`generate` / `generate_stream`, which take and return the server's raw JSON and are the raw-answer
+hook a checking client overrides (`harness.workloads.integrity.recorder.CheckingClient`).
+The real SGLang CPU release speaks this same native API: no other client is needed for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import requests
 
 from harness.errors import SpecsuiteError
-from harness.server.transport import ServerClient, int_list, shorten
+from harness.server.faults import check_generate_result
+from harness.server.generation import Generation, generations_from_sglang
+from harness.server.protocol import Answer, GenerationRequest, RawAnswer, native_batch_payload, native_payload
+from harness.server.transport import HttpServerClient, int_list, shorten
 
 
-class SGLangClient(ServerClient):
+class SGLangClient(HttpServerClient):
     """One SGLang server. Every request carries a (connect, read) timeout; errors are one line."""
+
+    # -- typed generation (the protocol) ------------------------------------------------------
+
+    def send_request(self, request: GenerationRequest) -> RawAnswer:
+        """POST /generate for one typed request; the raw answer (a list for n > 1)."""
+        payload = native_payload(request)
+        return RawAnswer(payload, self.generate(payload))
+
+    def parse_answer(self, request: GenerationRequest, sent: RawAnswer) -> Answer:
+        """One Generation per result; an unusable answer is a classified RequestFault."""
+        check_generate_result(sent.raw)
+        return Answer(generations_from_sglang(sent.wire, sent.raw), sent.wire, sent.raw)
+
+    def generate_request(self, request: GenerationRequest) -> Answer:
+        """POST /generate for one typed request; one Generation per result (n > 1 gives n)."""
+        return self.parse_answer(request, self.send_request(request))
+
+    def generate_requests(self, requests: Sequence[GenerationRequest]) -> list[Answer]:
+        """One batched POST /generate for several requests (one prompt kind, the same logprob
+        flags); the answer is split back per request, SGLang's results coming prompt-major."""
+        if not requests:
+            return []
+        payload = native_batch_payload(requests)
+        raw = self.generate(payload)
+        items = raw if isinstance(raw, list) else [raw]
+        check_generate_result(items)
+        generations = generations_from_sglang(payload, items)
+        per_request = len(generations) // len(requests)
+        return [Answer(generations[k * per_request:(k + 1) * per_request], payload, items[k * per_request:(k + 1) * per_request])
+                for k in range(len(requests))]
+
+    def stream_request(self, request: GenerationRequest) -> Iterator[Generation]:
+        """POST /generate streamed: one Generation per chunk (cumulative unless the server runs
+        with --incremental-streaming-output); the request is sent now, the reading is lazy."""
+        payload = native_payload(request)
+        chunks = self.generate_stream(payload)
+        return (generations_from_sglang(payload, chunk)[0] for chunk in chunks)
 
     # -- generation -------------------------------------------------------------------------
 
@@ -147,4 +191,5 @@ class SGLangClient(ServerClient):
             if response.status_code == 400:
                 return False
             raise self._http.status_error("POST", "/flush_cache", response, admin=True)
+
 

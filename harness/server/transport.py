@@ -302,7 +302,7 @@ def int_list(value: Any, what: str) -> list[int]:
     return value
 
 
-class ServerClient:
+class HttpServerClient:
     """Base of the server clients: one `HttpTransport`, the URL it may show, `close` and `with`."""
 
     def __init__(self, base_url: str, api_key: str | None = None, timeout_s: float = 120.0, connect_timeout_s: float = 5.0,

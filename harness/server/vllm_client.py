@@ -1,9 +1,11 @@
-"""vLLM's OpenAI-compatible server, answering the workloads in SGLang's native shapes.
+"""vLLM's OpenAI-compatible server, behind the server-client protocol (`harness.server.protocol`).
 
-The workloads speak SGLang's native `/generate` (payloads with `sampling_params`, answers with
-`output_ids` and `meta_info`). `VLLMClient` keeps that surface and translates each call into
-vLLM 0.32's `/v1/completions`, so every suite runs unchanged against vLLM. Facts it relies on are
-in docs/vllm_api_facts.md, each with its vLLM source line:
+`generate_request` / `stream_request` turn a typed `GenerationRequest` into vLLM 0.32's
+`/v1/completions` body (`request_body`) and each choice straight into a `Generation`
+(`generation_of_choice`). `generate` / `generate_stream` remain as a native-payload adapter for the
+integrity suites, which send SGLang /generate payloads to either server kind on purpose and read
+the answers in SGLang's shape. Facts it relies on are in docs/vllm_api_facts.md, each with its vLLM
+source line:
 
 * ids come from `return_token_ids` (`choices[i].token_ids`, EOS and stop-string tokens included);
   the logprob ids come separately, from `logprobs` with `return_tokens_as_token_ids`
@@ -23,13 +25,16 @@ server really sent, not on the translation.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server.counters import label_values, parse_prometheus
-from harness.server.transport import ServerClient, int_list, shorten
+from harness.server.faults import check_generate_result
+from harness.server.generation import Generation, prompt_hash
+from harness.server.protocol import OPENAI_FIELDS, Answer, GenerationRequest, RawAnswer
+from harness.server.transport import HttpServerClient, int_list, shorten
 
 SERVER_KIND = "vllm"
 COMPLETIONS_PATH = "/v1/completions"
@@ -38,28 +43,10 @@ SPEC_PREFIX = "vllm:spec_decode_"
 BATCH_WORKERS = 8
 
 # SGLang sampling_params key -> vLLM completions field (same meaning; checked in vLLM's protocol.py).
-SAMPLING_FIELDS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "top_k": "top_k",
-    "min_p": "min_p",
-    "max_new_tokens": "max_tokens",
-    "min_new_tokens": "min_tokens",
-    "stop": "stop",
-    "stop_token_ids": "stop_token_ids",
-    "ignore_eos": "ignore_eos",
-    "n": "n",
-    "sampling_seed": "seed",
-    "no_stop_trim": "include_stop_str_in_output",
-    "skip_special_tokens": "skip_special_tokens",
-    "spaces_between_special_tokens": "spaces_between_special_tokens",
-    "repetition_penalty": "repetition_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
-}
+SAMPLING_FIELDS = OPENAI_FIELDS
 
 
-class VLLMClient(ServerClient):
+class VLLMClient(HttpServerClient):
     """One vLLM server, with `SGLangClient`'s methods. Same timeouts, auth and one-line errors."""
 
     kind = SERVER_KIND
@@ -79,7 +66,74 @@ class VLLMClient(ServerClient):
     def streamed(self, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
         """Called with every complete stream's chunks (before `[DONE]`)."""
 
-    # -- generation -------------------------------------------------------------------------
+    # -- typed generation (the protocol) ------------------------------------------------------
+
+    def send_request(self, request: GenerationRequest) -> RawAnswer:
+        """POST /v1/completions for one typed request; the raw answer, checked by `answered` first."""
+        body = request_body(self.model_name(), request, stream=False)
+        result = self._http.json_or_raise("POST", COMPLETIONS_PATH, self._http.request("POST", COMPLETIONS_PATH, json_body=body))
+        self.answered(body, result)
+        choices = result.get("choices") if isinstance(result, dict) else None
+        if not isinstance(choices, list) or not choices:
+            raise SpecsuiteError(f"POST {COMPLETIONS_PATH} on {self.base_url} returned no choices")
+        return RawAnswer(body, result)
+
+    def parse_answer(self, request: GenerationRequest, sent: RawAnswer) -> Answer:
+        """One Generation per choice (n > 1 gives n), by index; an unusable one (no finish, no
+        counts) is the same classified RequestFault a native answer gets."""
+        choices = sorted(sent.raw["choices"], key=lambda choice: choice.get("index", 0) if isinstance(choice, dict) else 0)
+        generations = [generation_of_choice(request, sent.wire, sent.raw, choice, len(choices) == 1) for choice in choices]
+        check_generate_result([{"meta_info": g.meta_info, "output_ids": g.output_ids} for g in generations])
+        return Answer(generations, sent.wire, sent.raw)
+
+    def generate_request(self, request: GenerationRequest) -> Answer:
+        """POST /v1/completions for one typed request; one Generation per choice (n > 1 gives n)."""
+        return self.parse_answer(request, self.send_request(request))
+
+    def generate_requests(self, requests: Sequence[GenerationRequest]) -> list[Answer]:
+        """Requests of one kind (the same sampling and logprob flags, all text or all ids, no
+        scoring) go as one /v1/completions request with a list of prompts, as SGLang's shared-params
+        batch; otherwise one request each, sent together. vLLM reports usage and speculation per
+        request, so a several-prompt request's Generations carry neither."""
+        if not requests:
+            return []
+        if len(requests) > 1 and _one_kind(requests):
+            body = request_body(self.model_name(), requests[0], stream=False)
+            body["prompt"] = [request.prompt_value for request in requests]
+            result = self._http.json_or_raise("POST", COMPLETIONS_PATH, self._http.request("POST", COMPLETIONS_PATH, json_body=body))
+            self.answered(body, result)
+            choices = result.get("choices") if isinstance(result, dict) else None
+            if not isinstance(choices, list) or len(choices) % len(requests) != 0:
+                raise SpecsuiteError(f"POST {COMPLETIONS_PATH} on {self.base_url} answered {shorten(repr(choices), 60)} for {len(requests)} prompts")
+            choices = sorted(choices, key=lambda choice: choice.get("index", 0) if isinstance(choice, dict) else 0)
+            per = len(choices) // len(requests)  # vLLM numbers the choices prompt-major: prompt k, sample j is k * n + j
+            answers = []
+            for k, request in enumerate(requests):
+                generations = [generation_of_choice(request, body, result, choice, False) for choice in choices[k * per:(k + 1) * per]]
+                check_generate_result([{"meta_info": g.meta_info, "output_ids": g.output_ids} for g in generations])
+                answers.append(Answer(generations, body, result))
+            return answers
+        with ThreadPoolExecutor(max_workers=min(BATCH_WORKERS, len(requests))) as pool:
+            return list(pool.map(self.generate_request, requests))
+
+    def stream_request(self, request: GenerationRequest) -> Iterator[Generation]:
+        """POST /v1/completions streamed, read whole: one cumulative Generation per chunk that
+        carried a choice; the last carries finish, usage and the speculation stats."""
+        if (request.sampling.n or 1) > 1:
+            raise SpecsuiteError("the vLLM client streams n = 1 only")
+        body = request_body(self.model_name(), request, stream=True)
+        response = self._http.request("POST", COMPLETIONS_PATH, json_body=body, stream=True)
+        chunks = list(self._http.iter_sse(COMPLETIONS_PATH, response))
+        self.streamed(body, chunks)
+        prompt_ids = list(request.prompt_ids) if request.prompt_ids is not None else None
+        return iter([Generation(prompt=request.prompt, prompt_ids=prompt_ids, prompt_hash=prompt_hash(request.prompt, prompt_ids),
+                                params=request.sampling.params(), output_ids=ids, text=text,
+                                output_logprobs=None if triples is None else [t[0] for t in triples],
+                                logprob_ids=None if triples is None else [t[1] for t in triples],
+                                finish_reason=meta.get("finish_reason"), completion_tokens=meta.get("completion_tokens"), meta_info=meta)
+                     for text, ids, meta, triples in cumulative_parts(body, chunks)])
+
+    # -- native-payload adapter (the integrity suites send SGLang payloads to either kind) ----------
 
     def generate(self, payload: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
         """A native /generate payload served by /v1/completions; a batch or n>1 returns a list,
@@ -263,6 +317,31 @@ def completions_body(model: str, payload: dict[str, Any], prompt: Any, params: d
     return body
 
 
+def _one_kind(requests: Sequence[GenerationRequest]) -> bool:
+    first = requests[0]
+    return first.logprob_start is None and all(
+        (r.prompt is None, r.sampling, r.logprobs, r.top_logprobs, r.logprob_start)
+        == (first.prompt is None, first.sampling, first.logprobs, first.top_logprobs, first.logprob_start) for r in requests)
+
+
+def request_body(model: str, request: GenerationRequest, *, stream: bool) -> dict[str, Any]:
+    """The /v1/completions body for a typed request: ids always (`return_token_ids`), logprob ids
+    when logprobs are asked for, prompt logprobs (`echo`) for a scoring request (`logprob_start`)."""
+    body: dict[str, Any] = {"model": model, "prompt": request.prompt_value, "stream": stream, "return_token_ids": True}
+    body.update(request.sampling.openai_fields())
+    if body.get("top_k") == -1:
+        body.pop("top_k")  # SGLang's "no top-k" is vLLM's default
+    if request.logprobs:
+        body["logprobs"] = int(request.top_logprobs or 0)
+        body["return_tokens_as_token_ids"] = True
+        if request.logprob_start is not None and request.logprob_start >= 0:
+            body["echo"] = True
+            body["prompt_logprobs"] = int(request.top_logprobs or 0)
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
 # -- translation: vLLM answer -> native item ----------------------------------------------------
 
 
@@ -328,9 +407,32 @@ def spec_meta(metrics: Any) -> dict[str, Any]:
 
 def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any], single: bool,
                 logprob_start: int | None = None) -> dict[str, Any]:
-    """One native /generate answer item for one completions choice. Usage and metrics belong to
-    the request, so they are used only when the request had one choice. A scoring request
-    (`echo`) reports the prompt's logprobs from `logprob_start` on, as SGLang does."""
+    """One native /generate answer item for one completions choice (the native-payload adapter
+    `generate`, which the integrity suites drive with SGLang payloads)."""
+    text, ids, meta, triples = choice_parts(body, result, choice, single, logprob_start)
+    if triples is not None:
+        meta = {**meta, "output_token_logprobs": triples}
+    return {"text": text, "output_ids": ids, "meta_info": meta}
+
+
+def generation_of_choice(request: GenerationRequest, body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any],
+                         single: bool) -> Generation:
+    """One `Generation` straight from one completions choice of a typed request."""
+    text, ids, meta, triples = choice_parts(body, result, choice, single, request.logprob_start)
+    prompt_ids = list(request.prompt_ids) if request.prompt_ids is not None else None
+    return Generation(prompt=request.prompt, prompt_ids=prompt_ids, prompt_hash=prompt_hash(request.prompt, prompt_ids),
+                      params=request.sampling.params(), output_ids=ids, text=text,
+                      output_logprobs=None if triples is None else [t[0] for t in triples],
+                      logprob_ids=None if triples is None else [t[1] for t in triples],
+                      finish_reason=meta.get("finish_reason"), completion_tokens=meta.get("completion_tokens"), meta_info=meta)
+
+
+def choice_parts(body: dict[str, Any], result: dict[str, Any], choice: dict[str, Any], single: bool,
+                 logprob_start: int | None = None) -> tuple[str, list[int], dict[str, Any], list[list[Any]] | None]:
+    """Text, output ids, meta_info (the Generation's fields by SGLang's names) and the output
+    `[logprob, id, None]` triples (None when not asked for) of one completions choice. Usage and
+    metrics belong to the request, so they are used only when the request had one choice. A
+    scoring request (`echo`) reports the prompt's logprobs from `logprob_start` on, as SGLang does."""
     if not isinstance(choice, dict):
         raise SpecsuiteError(f"/v1/completions choice is not an object: {shorten(repr(choice), 80)}")
     ids = int_list(choice.get("token_ids"), "/v1/completions token_ids")
@@ -347,17 +449,18 @@ def native_item(body: dict[str, Any], result: dict[str, Any], choice: dict[str, 
         "server_kind": SERVER_KIND,
     }
     logprobs = choice.get("logprobs")
+    triples = None
     if body.get("echo"):
         meta.update(scoring_logprobs(choice, len(prompt_ids), int(body.get("prompt_logprobs") or 0), logprob_start or 0))
-        meta["output_token_logprobs"] = []
+        triples = []
         ids = [] if body.get("max_tokens") == 0 else ids
     elif "logprobs" in body:
-        meta["output_token_logprobs"] = output_triples(logprobs) or []
+        triples = output_triples(logprobs) or []
         if body["logprobs"] > 0:
             meta["output_top_logprobs"] = top_triples(logprobs) or []
     if single:
         meta.update(spec_meta(result.get("metrics")))
-    return {"text": choice.get("text", ""), "output_ids": ids, "meta_info": meta}
+    return choice.get("text", ""), ids, meta, triples
 
 
 def scoring_logprobs(choice: dict[str, Any], prompt_len: int, top_k: int, start: int = 0) -> dict[str, Any]:
@@ -385,10 +488,21 @@ def scoring_logprobs(choice: dict[str, Any], prompt_len: int, top_k: int, start:
 
 
 def cumulative_native_chunks(body: dict[str, Any], chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Native cumulative stream chunks from vLLM's delta chunks: one per chunk that carried a
-    choice; the usage-only last chunk (and its spec stats) completes the final one."""
+    """Native cumulative stream chunks (the native-payload adapter's stream)."""
+    native = []
+    for text, ids, meta, triples in cumulative_parts(body, chunks):
+        if triples is not None:
+            meta = {**meta, "output_token_logprobs": triples}
+        native.append({"text": text, "output_ids": ids, "meta_info": meta})
+    return native
+
+
+def cumulative_parts(body: dict[str, Any], chunks: list[dict[str, Any]]) -> list[tuple[str, list[int], dict[str, Any], list[list[Any]] | None]]:
+    """Cumulative (text, ids, meta, logprob triples) from vLLM's delta chunks: one per chunk that
+    carried a choice; the usage-only last chunk (and its spec stats) completes the final one.
+    Triples are None when the request asked for no logprobs."""
     text, ids, triples = "", [], []
-    native: list[dict[str, Any]] = []
+    parts: list[tuple[str, list[int], dict[str, Any], list[list[Any]] | None]] = []
     usage, metrics, last_choice = None, None, None
     for chunk in chunks:
         if isinstance(chunk.get("usage"), dict):
@@ -401,18 +515,16 @@ def cumulative_native_chunks(body: dict[str, Any], chunks: list[dict[str, Any]])
             triples = triples + (output_triples(choice.get("logprobs")) or [])
             last_choice = choice
             meta = {"id": chunk.get("id"), "finish_reason": None, "completion_tokens": len(ids), "server_kind": SERVER_KIND}
-            if "logprobs" in body:
-                meta["output_token_logprobs"] = list(triples)
-            native.append({"text": text, "output_ids": list(ids), "meta_info": meta})
-    if not native:
+            parts.append((text, list(ids), meta, list(triples) if "logprobs" in body else None))
+    if not parts:
         raise SpecsuiteError(f"the {COMPLETIONS_PATH} stream carried no choice")
-    final = native[-1]["meta_info"]
+    final = parts[-1][2]
     final["finish_reason"] = finish_reason(last_choice or {}, ids, body)
     if usage is not None:
         final["prompt_tokens"] = usage.get("prompt_tokens")
         final["completion_tokens"] = usage.get("completion_tokens")
     final.update(spec_meta(metrics))
-    return native
+    return parts
 
 
 # -- /metrics -----------------------------------------------------------------------------------

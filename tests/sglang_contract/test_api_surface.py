@@ -164,20 +164,21 @@ def test_meta_info_keys_the_harness_parses_exist_in_sglang(sglang_source):
 def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     """Every /generate body the harness builds carries only `sampling_params` keys the strict gate
     admits (api/v1/api_types.py:1256, 1319-1320): one more would be a 400 on a real server."""
+    from harness.server.protocol import native_payload
     from harness.workloads.correctness.prompts import PromptItem
     from harness.workloads.correctness.workload import SamplingCase
-    from harness.workloads.correctness.workload import build_payload as correctness_payload
-    from harness.workloads.gsm8k.prompt import build_payload as gsm8k_payload
-    from harness.workloads.lossless.scoring import scoring_payload
+    from harness.workloads.correctness.workload import build_request as correctness_request
+    from harness.workloads.gsm8k.prompt import build_request as gsm8k_request
+    from harness.workloads.lossless.scoring import scoring_request
     from harness.workloads.serving.client import RequestSettings
     from harness.workloads.serving.client import build_payload as bench_payload
     from harness.workloads.serving.datasets import DatasetRow
     from suites.plugin_integrity import greedy_payload
 
     payloads = [
-        gsm8k_payload("Q: 1+1?\nA:"),
-        correctness_payload(PromptItem("p0", "prose", "Hello"), SamplingCase(1.0, 0.95), 32, 7),
-        scoring_payload([1, 2], [3], 1.0, 2),
+        native_payload(gsm8k_request("Q: 1+1?\nA:")),
+        native_payload(correctness_request(PromptItem("p0", "prose", "Hello"), SamplingCase(1.0, 0.95), 32, 7)),
+        native_payload(scoring_request([1, 2], [3], 1.0, 2)),
         bench_payload(RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9), DatasetRow("Hello", 1, 8)),
         greedy_payload("Hello", 8, stop=["x"], stop_token_ids=[1], no_stop_trim=True, ignore_eos=True, min_new_tokens=1),
     ]

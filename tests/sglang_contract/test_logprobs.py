@@ -11,9 +11,10 @@ import pytest
 import requests
 
 from harness.server.launcher import launch_reference_server
+from harness.server.protocol import native_payload
 from harness.server.tokenizer import load_tokenizer
 from harness.workloads.integrity.sglang_rules import IntegrityContext, check_response
-from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
+from harness.workloads.lossless.scoring import parse_scoring, scoring_request
 from refserver.model_loading import MODEL_DIR
 
 TIMEOUT_S = (5, 60)
@@ -73,7 +74,7 @@ def test_lossless_scoring_reads_the_prompt_side_of_such_answers(refserver_url) -
     prompt_ids = post(refserver_url, "/tokenize", {"prompt": PROMPT})["tokens"]
     generated = post(refserver_url, "/generate", {"input_ids": prompt_ids, "sampling_params": {"temperature": 0, "max_new_tokens": 12}})
     output_ids = generated["output_ids"]
-    answer = post(refserver_url, "/generate", scoring_payload(prompt_ids, output_ids, 1.0, TOP_K))
+    answer = post(refserver_url, "/generate", native_payload(scoring_request(prompt_ids, output_ids, 1.0, TOP_K)))
     assert answer["output_ids"] == [] and len(answer["meta_info"]["output_token_logprobs"]) == 1
     positions = parse_scoring(answer, output_ids)
     assert len(positions) == len(output_ids) and positions[0] is None

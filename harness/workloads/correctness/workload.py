@@ -1,7 +1,7 @@
 """The correctness workload: generate over a grid of sampling cases and run every detector.
 
 For each case (temperature, top_p) the workload flushes the server, sends the profile's prompts
-as native /generate requests with `return_logprob` (so ids arrive twice and can be cross-checked),
+as typed requests with logprobs (`harness.server.protocol`; ids arrive twice and can be cross-checked),
 scans each response as it finishes, streams a record per request to the caller's sink, and keeps
 the aggregates: detector totals with Clopper–Pearson bounds, per-request accept lengths and the
 server-wide accept length read after the case (only when the flush happened: a refused flush is a
@@ -23,9 +23,9 @@ from typing import Any, Callable
 from harness.errors import SpecsuiteError
 from harness.server.cache_flush import flush_before_measurement
 from harness.server.counters import counter_deltas
-from harness.server.faults import FaultGuard, Outcome, RunStopped, check_generate_result, classify, failure_record
+from harness.server.faults import FaultGuard, Outcome, RunStopped, classify, failure_record
 from harness.server.generation import Generation
-from harness.server.sglang_client import SGLangClient
+from harness.server.protocol import GenerationRequest, Sampling, ServerClient, request_record
 from harness.server.vocab import VocabInfo
 from harness.workloads.correctness.acceptance import request_accept_length, server_accept_length
 from harness.workloads.correctness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
@@ -157,22 +157,14 @@ class CaseResult:
         }
 
 
-def build_payload(prompt: PromptItem, case: SamplingCase, max_new_tokens: int, sampling_seed: int) -> dict[str, Any]:
-    """A native /generate request that returns ids and logprobs together."""
-    return {
-        "text": prompt.prompt,
-        "sampling_params": {
-            "temperature": case.temperature,
-            "top_p": case.top_p,
-            "max_new_tokens": max_new_tokens,
-            "sampling_seed": sampling_seed,
-        },
-        "return_logprob": True,
-    }
+def build_request(prompt: PromptItem, case: SamplingCase, max_new_tokens: int, sampling_seed: int) -> GenerationRequest:
+    """One request that returns ids and logprobs together (so the two id sources can be cross-checked)."""
+    sampling = Sampling(temperature=case.temperature, top_p=case.top_p, max_new_tokens=max_new_tokens, seed=sampling_seed)
+    return GenerationRequest(prompt=prompt.prompt, sampling=sampling, logprobs=True)
 
 
 def run_case(
-    client: SGLangClient,
+    client: ServerClient,
     vocab: VocabInfo,
     case: SamplingCase,
     prompts: list[PromptItem],
@@ -202,18 +194,20 @@ def run_case(
         result.warnings.append(f"case {case.case_id}: {flush.warning(SERVER_ACCEPT_UNMEASURED)}")
     started = time.perf_counter()
 
-    def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, dict[str, Any], Outcome | SpecsuiteError]:
-        payload = build_payload(prompt, case, profile.max_new_tokens, seed * 100_003 + index)
+    def one(index: int, prompt: PromptItem) -> tuple[int, PromptItem, GenerationRequest, Outcome | SpecsuiteError]:
+        request = build_request(prompt, case, profile.max_new_tokens, seed * 100_003 + index)
         try:
-            return index, prompt, payload, guard.run(lambda: client.generate(payload), lambda answer: _generation(payload, answer))
+            # Sending and parsing apart: the guard retries the sending and classifies an unusable answer.
+            outcome = guard.run(lambda: client.send_request(request), lambda sent: client.parse_answer(request, sent).generation)
+            return index, prompt, request, outcome
         except SpecsuiteError as exc:
-            return index, prompt, payload, exc
+            return index, prompt, request, exc
 
     pool = ThreadPoolExecutor(max_workers=profile.concurrency)
     try:
         futures = [pool.submit(one, i, p) for i, p in enumerate(chosen)]
         for future in as_completed(futures):
-            index, prompt, payload, outcome = future.result()
+            index, prompt, request, outcome = future.result()
             context = {"case_id": case.case_id, "request_index": index, "prompt_id": prompt.id}
             if isinstance(outcome, RunStopped):
                 result.skipped += 1
@@ -224,7 +218,7 @@ def run_case(
                 result.errors.append(str(outcome))
                 result.error_classes[classify(outcome).value] += 1
                 if record_sink:
-                    record_sink(failure_record(outcome, payload, **context))
+                    record_sink(failure_record(outcome, request_record(request), **context))
                 continue
             generation = outcome.value
             hits = scan_generation(generation, vocab, detector_config)
@@ -253,12 +247,6 @@ def run_case(
             guard.record_failure(exc)
             result.after_case_error = str(exc)
     return result
-
-
-def _generation(payload: dict[str, Any], answer: Any) -> Generation:
-    """A usable answer as a Generation; an unusable one raises a classified RequestFault."""
-    check_generate_result(answer)
-    return Generation.from_sglang(payload, answer)
 
 
 def _record(case: SamplingCase, index: int, prompt: PromptItem, generation: Generation, hits: DetectorHits, accept: float | None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from harness.workloads.gsm8k.data import SYNTHETIC_SOURCE, GSM8KItem, load_gsm8k, synthetic_path
 from harness.workloads.gsm8k.metrics import proportion
-from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_payload, build_prompt, plan_few_shot
+from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_prompt, build_request, plan_few_shot
 from harness.workloads.gsm8k.runner import GSM8KResult, PairedOutcomes, paired_outcomes, run_gsm8k
 from harness.workloads.gsm8k.scoring import (
     DEFINITIONS,
@@ -44,7 +44,7 @@ __all__ = [
     "GSM8KResult",
     "PairedOutcomes",
     "Score",
-    "build_payload",
+    "build_request",
     "build_prompt",
     "extract_lmeval_flexible",
     "extract_lmeval_strict",

@@ -1,6 +1,7 @@
 """GSM8K against a live server, with the correctness detectors run on every answer.
 
-`run_gsm8k` scores answers; this wrapper gives it the server's `/generate`, scans each response
+`run_gsm8k` scores answers; this wrapper gives it the server's typed generation (any server kind
+behind `harness.server.protocol`), scans each answer
 for the seed's garbage (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
 server first so the server-wide accept length covers this run only (a refused flush leaves that
 value out and adds a line to the result's `warnings`), and returns one JSON-friendly dict per
@@ -16,9 +17,9 @@ from typing import Any, Callable
 
 from harness.errors import SpecsuiteError
 from harness.server.cache_flush import flush_before_measurement
-from harness.server.faults import FaultGuard, check_generate_result
+from harness.server.faults import FaultGuard
 from harness.server.generation import Generation
-from harness.server.sglang_client import SGLangClient
+from harness.server.protocol import GenerationRequest, ServerClient
 from harness.server.vocab import VocabInfo
 from harness.workloads.correctness.acceptance import server_accept_length
 from harness.workloads.correctness.detectors import DetectorHits, aggregate, scan_generation
@@ -32,7 +33,7 @@ def temperature_key(temperature: float) -> str:
 
 
 def run_gsm8k_on_server(
-    client: SGLangClient,
+    client: ServerClient,
     vocab: VocabInfo,
     items: list[GSM8KItem],
     *,
@@ -53,16 +54,13 @@ def run_gsm8k_on_server(
     hits: list[DetectorHits] = []
     lock = threading.Lock()
 
-    def checked(payload: dict[str, Any], response: Any) -> tuple[Any, Generation]:
-        check_generate_result(response)
-        return response, Generation.from_sglang(payload, response)
-
-    def generate_and_scan(payload: dict[str, Any]) -> dict[str, Any]:
-        response, generation = guard.run(lambda: client.generate(payload), lambda answer: checked(payload, answer)).value
+    def generate_and_scan(request: GenerationRequest) -> Generation:
+        # Sending and parsing apart: the guard retries the sending and classifies an unusable answer.
+        generation = guard.run(lambda: client.send_request(request), lambda sent: client.parse_answer(request, sent).generation).value
         found = scan_generation(generation, vocab)
         with lock:
             hits.append(found)
-        return response
+        return generation
 
     guard.check()
     try:
@@ -83,7 +81,7 @@ def run_gsm8k_on_server(
     return result
 
 
-def _accept_length_after(client: SGLangClient, guard: FaultGuard) -> float | None:
+def _accept_length_after(client: ServerClient, guard: FaultGuard) -> float | None:
     """The server-wide accept length after the run; None once the server is down or unreadable."""
     if guard.stopped:
         return None

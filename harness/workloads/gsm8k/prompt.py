@@ -18,16 +18,16 @@ import hashlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.server.protocol import GenerationRequest, Sampling
 from harness.workloads.gsm8k.data import GSM8KItem
 
 __all__ = [
     "DEFAULT_MAX_NEW_TOKENS",
     "STOP_SEQUENCES",
     "FewShotPlan",
-    "build_payload",
+    "build_request",
     "build_prompt",
     "plan_few_shot",
     "prompt_hash",
@@ -85,24 +85,16 @@ def build_prompt(shots: Sequence[GSM8KItem], question: str) -> str:
     return f"{prefix}Question: {question}\nAnswer:"
 
 
-def build_payload(
+def build_request(
     prompt: str,
     *,
     temperature: float = 0.0,
     top_p: float = 1.0,
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
-) -> dict[str, Any]:
-    """One SGLang native ``/generate`` request body (not streamed)."""
-    return {
-        "text": prompt,
-        "sampling_params": {
-            "temperature": temperature,
-            "top_p": top_p,
-            "max_new_tokens": max_new_tokens,
-            "stop": list(STOP_SEQUENCES),
-        },
-        "return_logprob": True,
-    }
+) -> GenerationRequest:
+    """One question's request (not streamed), with logprobs so the detectors can cross-check ids."""
+    sampling = Sampling(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(STOP_SEQUENCES))
+    return GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True)
 
 
 def prompt_hash(prompt: str) -> str:

@@ -1,7 +1,7 @@
-"""Run GSM8K few-shot against any ``/generate``-shaped callable and collect per-question records.
+"""Run GSM8K few-shot against any generation callable and collect per-question records.
 
-The caller supplies ``generate(payload) -> response`` (one SGLang native ``/generate`` body in,
-its JSON response out), so this module does no networking itself. Questions run on a thread pool;
+The caller supplies ``generate(request) -> generation`` (a typed `GenerationRequest` in, its
+`Generation` out; `harness.server.protocol`), so this module does no networking itself. Questions run on a thread pool;
 each finished question becomes one JSON-friendly record handed to ``record_sink`` at once, so a
 long run leaves a partial trail if it is interrupted. A request that raises, returns a malformed
 body, or is aborted by the server becomes an error record with its error class (harness.server.faults), a
@@ -23,14 +23,16 @@ from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
 from harness.server.faults import RunStopped, classify
+from harness.server.generation import Generation
+from harness.server.protocol import GenerationRequest, request_record
 from harness.workloads.gsm8k.data import GSM8KItem, one_line
 from harness.workloads.gsm8k.metrics import accept_length_summary, definition_summary, latency_summary
-from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_payload, build_prompt, plan_few_shot, prompt_hash
+from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_prompt, build_request, plan_few_shot, prompt_hash
 from harness.workloads.gsm8k.scoring import DEFINITIONS, score_output
 
 __all__ = ["GSM8KResult", "PairedOutcomes", "paired_outcomes", "run_gsm8k"]
 
-Generate = Callable[[dict[str, Any]], Mapping[str, Any]]
+Generate = Callable[[GenerationRequest], Generation]
 
 
 @dataclass
@@ -113,16 +115,16 @@ def run_gsm8k(
         item = items[index]
         prompt = build_prompt(shots, item.question)
         base = {"question_index": index, "prompt_hash": prompt_hash(prompt), "label": item.label}
-        payload = build_payload(prompt, **sampling)
+        request = build_request(prompt, **sampling)
         started = time.perf_counter()
         try:
-            response = generate(payload)
+            generation = generate(request)
             latency = time.perf_counter() - started
-            return {**base, **_answer_fields(response, item), "latency_s": latency}
+            return {**base, **_answer_fields(generation, item), "latency_s": latency}
         except RunStopped as err:
             return {**base, "status": "skipped", "reason": str(err), "latency_s": 0.0}
         except Exception as err:  # one failed request must not end the run
-            return {**base, "status": "error", "error_class": classify(err).value, "error": one_line(err), "request": payload,
+            return {**base, "status": "error", "error_class": classify(err).value, "error": one_line(err), "request": request_record(request),
                     "latency_s": time.perf_counter() - started}
 
     records: list[dict[str, Any]] = []
@@ -202,17 +204,17 @@ def _per_question(result: GSM8KResult | Mapping[str, Any], definition: str) -> d
     return {index: (digest, correct) for index, digest, correct in columns}
 
 
-def _answer_fields(response: Mapping[str, Any], item: GSM8KItem) -> dict[str, Any]:
-    """The record fields taken from one ``/generate`` response; raises on a malformed one."""
-    if not isinstance(response, Mapping) or not isinstance(response.get("text"), str):
-        raise ValueError("response is not a /generate object with a string 'text'")
-    meta = response.get("meta_info") or {}
-    finish_reason = meta.get("finish_reason")
+def _answer_fields(generation: Generation, item: GSM8KItem) -> dict[str, Any]:
+    """The record fields taken from one answer; raises on an aborted one."""
+    if not isinstance(generation, Generation):
+        raise ValueError(f"generate returned {type(generation).__name__}, not a Generation")
+    meta = generation.meta_info
+    finish_reason = generation.finish_reason
     if isinstance(finish_reason, Mapping) and finish_reason.get("type") == "abort":
         raise RuntimeError(f"server aborted the request: {finish_reason.get('message')}")
-    text = response["text"]
-    output_ids = response.get("output_ids")
-    completion_tokens = meta.get("completion_tokens")
+    text = generation.text
+    output_ids = generation.output_ids
+    completion_tokens = generation.completion_tokens
     verify_ct = meta.get("spec_verify_ct")
     accept_length = meta.get("spec_accept_length")
     if accept_length is None and verify_ct and completion_tokens is not None:

@@ -27,7 +27,7 @@ reference server, 2 shared CPU cores, about 70 s for the whole suite including s
 
 from harness.workloads.lossless.greedy import GreedyResult, ReferenceOutput, compare_greedy
 from harness.workloads.lossless.pit import UniformityResult, pit_values, randomized_pit, uniformity_test
-from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_payload
+from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from harness.workloads.lossless.two_sample import CalibrationResult, HomogeneityResult, homogeneity_test, loglik_calibration
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
 
@@ -47,6 +47,6 @@ __all__ = [
     "parse_scoring",
     "pit_values",
     "randomized_pit",
-    "scoring_payload",
+    "scoring_request",
     "uniformity_test",
 ]

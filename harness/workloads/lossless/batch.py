@@ -1,16 +1,17 @@
-"""Send many /generate requests at a fixed concurrency and get the results back in order, plus
+"""Send many typed generation requests at a fixed concurrency and get the results back in order, plus
 the per-request seeds the lossless tests use."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from harness.errors import SpecsuiteError
-from harness.server.sglang_client import SGLangClient
+from harness.server.generation import Generation
+from harness.server.protocol import GenerationRequest, ServerClient
 
 Item = TypeVar("Item")
 Outcome = TypeVar("Outcome")
@@ -40,21 +41,20 @@ def parallel_map(function: Callable[[Item], Outcome], items: Sequence[Item], con
             raise
 
 
-def generate_object(client: SGLangClient, payload: dict[str, Any]) -> dict[str, Any]:
-    """One single-prompt /generate call; a list answer (a batch) is an error here."""
-    result = client.generate(payload)
-    if not isinstance(result, dict):
-        raise SpecsuiteError(f"/generate on {client.base_url} answered a list to a single-prompt request")
-    return result
+def generate_one(client: ServerClient, request: GenerationRequest) -> Generation:
+    """One single-prompt request's only Generation; several (a batch, n > 1) is an error here."""
+    answers = client.generate_request(request).generations
+    if len(answers) != 1:
+        raise SpecsuiteError(f"{client.base_url} answered {len(answers)} generations to a single-prompt request")
+    return answers[0]
 
 
-def output_ids_of(result: dict[str, Any]) -> list[int]:
-    ids = result.get("output_ids")
-    if not isinstance(ids, list) or not all(isinstance(i, int) for i in ids):
-        raise SpecsuiteError("/generate result has no output_ids list of ints")
-    return ids
+def output_ids_of(generation: Generation) -> list[int]:
+    if generation.output_ids is None:
+        raise SpecsuiteError("the answer has no output ids")
+    return generation.output_ids
 
 
-def tokenize_prompts(client: SGLangClient, prompts: Sequence[str], concurrency: int = 8) -> list[list[int]]:
+def tokenize_prompts(client: ServerClient, prompts: Sequence[str], concurrency: int = 8) -> list[list[int]]:
     """Prompt ids from the server's own tokenizer, so generation and scoring share the exact ids."""
     return parallel_map(client.tokenize, list(prompts), concurrency)

@@ -1,8 +1,8 @@
 """The scoring request: the target's own distribution at every generated position.
 
-A generated continuation is sent back as part of the prompt (`input_ids` = prompt + output) with
-`max_new_tokens` 0, `return_logprob`, `logprob_start_len` = the prompt length and
-`top_logprobs_num` K, at the generation's temperature. Prefill never speculates, so what comes
+A generated continuation is sent back as part of the prompt (prompt ids = prompt + output) with
+`max_new_tokens` 0, logprobs, `logprob_start` = the prompt length and `top_logprobs` K (on the
+wire SGLang's `return_logprob`, `logprob_start_len`, `top_logprobs_num`), at the generation's temperature. Prefill never speculates, so what comes
 back is the target's log_softmax(logits / T) at each generated position (sglang_api.md §1.5, §4).
 SGLang reports the first entry from `logprob_start_len` as null, which is position 1 (the token
 sampled in prefill): only positions ≥ 2 get a distribution, and those are the ones speculation
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.server.generation import Generation
+from harness.server.protocol import GenerationRequest, Sampling
 from harness.server.transport import shorten
 
 
@@ -39,21 +41,18 @@ class ScoredPosition:
         return [math.exp(value) for value in self.top_logprobs]
 
 
-def scoring_payload(prompt_ids: list[int], output_ids: list[int], temperature: float, top_k: int) -> dict[str, Any]:
-    """Prefill-only /generate request scoring `output_ids` as prompt, at `temperature`."""
-    return {
-        "input_ids": [*prompt_ids, *output_ids],
-        "sampling_params": {"temperature": temperature, "max_new_tokens": 0},
-        "return_logprob": True,
-        "logprob_start_len": len(prompt_ids),
-        "top_logprobs_num": top_k,
-    }
+def scoring_request(prompt_ids: list[int], output_ids: list[int], temperature: float, top_k: int) -> GenerationRequest:
+    """Prefill-only request scoring `output_ids` as prompt, at `temperature`: the top-K logprobs of
+    every position from the end of the prompt on."""
+    return GenerationRequest(prompt_ids=(*prompt_ids, *output_ids), sampling=Sampling(temperature=temperature, max_new_tokens=0),
+                             logprobs=True, top_logprobs=top_k, logprob_start=len(prompt_ids))
 
 
-def parse_scoring(response: Any, output_ids: list[int]) -> list[ScoredPosition | None]:
+def parse_scoring(answer: Generation | Any, output_ids: list[int]) -> list[ScoredPosition | None]:
     """One entry per generated token: None at position 1 (SGLang's null first entry), else the
-    target's top-K there. Raises a one-line SpecsuiteError when the response has the wrong shape."""
-    meta = response.get("meta_info") if isinstance(response, dict) else None
+    target's top-K there. `answer`: the scoring request's Generation (or a raw native /generate
+    answer, as the contract tests post it). Raises a one-line SpecsuiteError on the wrong shape."""
+    meta = answer.meta_info if isinstance(answer, Generation) else answer.get("meta_info") if isinstance(answer, dict) else None
     if not isinstance(meta, dict):
         raise SpecsuiteError("scoring request: the /generate result has no meta_info object")
     tops = meta.get("input_top_logprobs")

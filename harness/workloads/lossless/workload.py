@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.errors import SpecsuiteError
-from harness.server.sglang_client import SGLangClient
-from harness.workloads.lossless.batch import generate_object, output_ids_of, parallel_map, request_seed, tokenize_prompts
+from harness.server.generation import Generation
+from harness.server.protocol import GenerationRequest, Sampling, ServerClient
+from harness.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from harness.workloads.lossless.directed import DirectedPosition, directed_positions
 from harness.workloads.lossless.greedy import DEFAULT_NUMERICS_GAP, ReferenceOutput, compare_greedy
 from harness.workloads.lossless.pit import pit_values, uniformity_test
-from harness.workloads.lossless.scoring import parse_scoring, scoring_payload
+from harness.workloads.lossless.scoring import parse_scoring, scoring_request
 from harness.workloads.lossless.two_sample import homogeneity_test, loglik_calibration
 
 DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
@@ -109,8 +110,8 @@ def draft_steps_of(speculative: dict[str, Any]) -> int:
 class LosslessWorkload:
     """Runs the lossless tests of one server under test against one reference."""
 
-    test: SGLangClient
-    reference: SGLangClient | None
+    test: ServerClient
+    reference: ServerClient | None
     prompts: Sequence[str]
     config: LosslessConfig = field(default_factory=LosslessConfig)
     draft_steps: int = DEFAULT_DRAFT_STEPS
@@ -129,17 +130,17 @@ class LosslessWorkload:
             self._prompt_ids = tokenize_prompts(self.test, self.prompts)
         return self._prompt_ids
 
-    def _reference(self) -> SGLangClient:
+    def _reference(self) -> ServerClient:
         if self.reference is None:
             raise SpecsuiteError("this test needs a speculation-off reference server (--lossless-reference-url, or the embedded one)")
         return self.reference
 
-    def _sample(self, client: SGLangClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> dict[str, Any]:
-        payload = {"input_ids": prompt, "sampling_params": {**setting.params(), "max_new_tokens": max_new_tokens, "sampling_seed": seed}}
-        return generate_object(client, payload)
+    def _sample(self, client: ServerClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> Generation:
+        sampling = Sampling(temperature=setting.temperature, top_p=setting.top_p, max_new_tokens=max_new_tokens, seed=seed)
+        return generate_one(client, GenerationRequest(prompt_ids=tuple(prompt), sampling=sampling))
 
-    def _score(self, client: SGLangClient, prompt: list[int], output: list[int], setting: SamplingSetting) -> list:
-        return parse_scoring(generate_object(client, scoring_payload(prompt, output, setting.temperature, self.config.top_k)), output)
+    def _score(self, client: ServerClient, prompt: list[int], output: list[int], setting: SamplingSetting) -> list:
+        return parse_scoring(generate_one(client, scoring_request(prompt, output, setting.temperature, self.config.top_k)), output)
 
     # -- PIT ---------------------------------------------------------------------------------
 
@@ -154,7 +155,7 @@ class LosslessWorkload:
             result = self._sample(self.test, prompt, setting, config.pit_max_new_tokens, seed)
             output = output_ids_of(result)
             scored = self._score(self.test, prompt, output, setting)[1:] if len(output) > 1 else []
-            return result.get("meta_info") or {}, output, scored
+            return result.meta_info, output, scored
 
         results = parallel_map(one, range(config.pit_requests), config.concurrency)
         self.directed.setdefault(setting.key, {})["pit"] = [directed_positions(meta, output, [None, *scored]) for meta, output, scored in results]
@@ -187,13 +188,13 @@ class LosslessWorkload:
         max_new_tokens = positions[-1]
         size = config.two_sample_size
 
-        def arm(client: SGLangClient, stream: str) -> list[tuple[dict[str, Any], list[int], float, list[DirectedPosition]]]:
+        def arm(client: ServerClient, stream: str) -> list[tuple[dict[str, Any], list[int], float, list[DirectedPosition]]]:
             def one(job: int) -> tuple[dict[str, Any], list[int], float, list[DirectedPosition]]:
                 prompt = chosen[job // size]
                 result = self._sample(client, prompt, setting, max_new_tokens, request_seed(config.seed, stream, case_index, job))
                 output = output_ids_of(result)
                 scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
-                meta = result.get("meta_info") or {}
+                meta = result.meta_info
                 return meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, scored)
 
             return parallel_map(one, range(len(chosen) * size), config.concurrency)
@@ -233,7 +234,7 @@ class LosslessWorkload:
             result = self._sample(self.test, prompt, setting, max_new_tokens, request_seed(config.seed, "two-sample-test", case_index, job))
             output = output_ids_of(result)
             scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
-            return directed_positions(result.get("meta_info") or {}, output, scored)
+            return directed_positions(result.meta_info, output, scored)
 
         draws = parallel_map(one, range(len(chosen) * size), config.concurrency)
         self.directed.setdefault(setting.key, {})["two-sample"] = draws
@@ -246,18 +247,19 @@ class LosslessWorkload:
         config, reference = self.config, self._reference()
         started = time.perf_counter()
         prompts = [self.prompt_ids[i % len(self.prompt_ids)] for i in range(config.greedy_prompts)]
-        params = {"temperature": 0.0, "max_new_tokens": config.greedy_max_new_tokens}
+        greedy = Sampling(temperature=0.0, max_new_tokens=config.greedy_max_new_tokens)
 
         def reference_one(prompt: list[int]) -> ReferenceOutput:
-            result = generate_object(reference, {"input_ids": prompt, "sampling_params": params, "return_logprob": True, "top_logprobs_num": 2})
-            tops = (result.get("meta_info") or {}).get("output_top_logprobs") or []
+            result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True, top_logprobs=2))
+            tops = result.meta_info.get("output_top_logprobs") or []
             top2 = [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]] for entry in tops]
             return ReferenceOutput(output_ids_of(result), top2)
 
         references = parallel_map(reference_one, prompts, config.concurrency)
         by_concurrency = []
         for concurrency in config.greedy_concurrencies:
-            outputs = parallel_map(lambda p: output_ids_of(generate_object(self.test, {"input_ids": p, "sampling_params": params})), prompts, concurrency)
+            outputs = parallel_map(lambda p: output_ids_of(generate_one(self.test, GenerationRequest(prompt_ids=tuple(p), sampling=greedy))),
+                                   prompts, concurrency)
             by_concurrency.append(compare_greedy(concurrency, outputs, references, config.numerics_gap).to_dict())
         return {
             "prompts": len(prompts),
