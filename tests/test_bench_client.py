@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestServer
 
 from harness.errors import SpecsuiteError
 from harness.server.launcher import find_free_port, launch_reference_server
-from harness.workloads.serving.client import RequestSettings, build_payload, send_request
+from harness.workloads.serving.client import RequestSettings, send_request
 from harness.workloads.serving.datasets import DatasetRow
 from harness.workloads.serving.runner import BenchConfig, run_benchmark
 
@@ -169,8 +169,8 @@ def test_oai_sampling_sends_the_flags_on_the_openai_backends(refserver):
                                         oai_sampling=True), echo=notes.append)
     assert record["failed"] == 0 and record["run"]["sampling_sent"] == {"temperature": 0.8, "top_p": 0.9}
     assert record["run"]["oai_sampling"] is True and not any("ignoring" in note for note in notes)
-    payload = build_payload(RequestSettings(backend="sglang-oai", base_url="http://h:1", temperature=0.8, top_p=0.9, oai_sampling=True),
-                            DatasetRow("hi", 1, 4))
+    payload = bench_body(RequestSettings(backend="sglang-oai", base_url="http://h:1", temperature=0.8, top_p=0.9, oai_sampling=True),
+                         DatasetRow("hi", 1, 4))
     assert (payload["temperature"], payload["top_p"]) == (0.8, 0.9)
 
 
@@ -232,3 +232,8 @@ def test_start_gate_holds_the_measured_requests(refserver):
     assert len(calls) == 1 and record["completed"] == 3 and record["failed"] == 0
     assert record["duration"] < elapsed - 0.5
     assert min(record["start_times"]) >= 0.0  # measured from the gate's return, not before it
+
+
+def bench_body(settings: RequestSettings, row: DatasetRow) -> dict:
+    """The body the bench sends for one row: its typed request through the server side's `BenchWire`."""
+    return settings.wire.body(settings.bench_request(row))

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from harness.errors import SpecsuiteError
 from harness.server.launcher import find_free_port
-from harness.workloads.serving.client import RequestOutput, RequestSettings, _StreamState, build_payload, ignored_sampling_flags
+from harness.workloads.serving.client import RequestOutput, RequestSettings, _StreamState
 from harness.workloads.serving.datasets import DatasetRow
 from harness.workloads.serving.metrics import calculate_metrics
 from harness.workloads.serving.runner import BenchConfig, run_benchmark, vllm_accept_length
@@ -60,7 +60,7 @@ def feed(stream, start: float = 0.0) -> RequestOutput:
 def test_payload_is_vllm_bench_serves_plus_token_ids():
     settings = RequestSettings(backend="vllm", base_url="http://h:1/", model="served")
     assert settings.url == "http://h:1/v1/completions"
-    assert build_payload(settings, ROW) == {
+    assert bench_body(settings, ROW) == {
         "model": "served", "prompt": "Henry was", "repetition_penalty": 1.0, "max_tokens": 8, "temperature": 0.0, "ignore_eos": True,
         "stream": True, "stream_options": {"include_usage": True}, "return_token_ids": True}
 
@@ -68,11 +68,11 @@ def test_payload_is_vllm_bench_serves_plus_token_ids():
 def test_payload_sampling_flags_and_extra_body():
     settings = RequestSettings(backend="vllm", base_url="http://h:1", temperature=0.7, top_p=0.9, ignore_eos=False,
                                extra_request_body={"return_token_ids": False, "seed": 3})
-    body = build_payload(settings, DatasetRow([5, 6, 7], 3, 4))
+    body = bench_body(settings, DatasetRow([5, 6, 7], 3, 4))
     assert body["prompt"] == [5, 6, 7] and body["temperature"] == 0.7 and body["top_p"] == 0.9
     assert "ignore_eos" not in body  # vLLM's client sends the flag only when set
     assert body["return_token_ids"] is False and body["seed"] == 3
-    assert ignored_sampling_flags(settings) == []  # the vllm backend sends them, like `vllm bench serve --temperature`
+    assert settings.wire.ignored_sampling_flags(settings.sampling) == []  # the vllm backend sends them, like `vllm bench serve --temperature`
 
 
 def test_stream_splits_multi_token_chunks_and_reads_the_usage_chunk():
@@ -214,3 +214,8 @@ def test_a_server_without_a_model_path_asks_for_the_tokenizer(monkeypatch):
     monkeypatch.setattr(runner, "OpenAICompletionsClient", Cards)
     with pytest.raises(SpecsuiteError, match="pass --tokenizer"):
         runner.prepare(BenchConfig(base_url="http://127.0.0.1:9", backend="vllm", num_prompts=1))
+
+
+def bench_body(settings: RequestSettings, row: DatasetRow) -> dict:
+    """The body the bench sends for one row: its typed request through the server side's `BenchWire`."""
+    return settings.wire.body(settings.bench_request(row))

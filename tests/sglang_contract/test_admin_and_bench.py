@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.workloads.serving.client import RequestSettings, build_payload
+from harness.workloads.serving.client import RequestSettings
 from harness.workloads.serving.datasets import DatasetRow
 from refserver.app import build_app
 from refserver.server import ADMIN_ROUTES, _bearer_matches, required_key
@@ -165,11 +165,11 @@ def test_openai_backends_send_bench_servings_temperature_and_no_top_p(sglang_sou
     theirs = _oai_sampling_defaults(function)
     assert "temperature" in theirs and "top_p" not in _mentioned_strings(function)
     settings = RequestSettings(backend=backend, base_url="http://127.0.0.1:1", temperature=0.7, top_p=0.9)
-    payload = build_payload(settings, ROW)
+    payload = bench_body(settings, ROW)
     assert payload["temperature"] == theirs["temperature"]
     assert "top_p" not in payload
     # The extra body still wins, as in bench_serving (its payload.update(extra_request_body) comes last).
-    extra = build_payload(RequestSettings(backend=backend, base_url="http://127.0.0.1:1", extra_request_body={"temperature": 0.5, "top_p": 0.8}), ROW)
+    extra = bench_body(RequestSettings(backend=backend, base_url="http://127.0.0.1:1", extra_request_body={"temperature": 0.5, "top_p": 0.8}), ROW)
     assert (extra["temperature"], extra["top_p"]) == (0.5, 0.8)
 
 
@@ -185,6 +185,11 @@ def test_native_backend_sends_the_flags_as_bench_serving(sglang_source) -> None:
     guard = next(node for node in ast.walk(function) if isinstance(node, ast.If) and "top_p" in ast.unparse(node.test))
     assert ast.unparse(guard.test) == "args.top_p < 1.0"
     base = {"backend": "sglang", "base_url": "http://127.0.0.1:1", "temperature": 0.7}
-    assert set(build_payload(RequestSettings(**base), ROW)["sampling_params"]) == {"temperature", "max_new_tokens", "ignore_eos"}
-    with_top_p = build_payload(RequestSettings(**base, top_p=0.9), ROW)["sampling_params"]
+    assert set(bench_body(RequestSettings(**base), ROW)["sampling_params"]) == {"temperature", "max_new_tokens", "ignore_eos"}
+    with_top_p = bench_body(RequestSettings(**base, top_p=0.9), ROW)["sampling_params"]
     assert (with_top_p["temperature"], with_top_p["top_p"]) == (0.7, 0.9)
+
+
+def bench_body(settings: RequestSettings, row: DatasetRow) -> dict:
+    """The body the bench sends for one row: its typed request through the server side's `BenchWire`."""
+    return settings.wire.body(settings.bench_request(row))

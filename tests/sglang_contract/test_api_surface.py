@@ -171,15 +171,15 @@ def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     from harness.workloads.gsm8k.prompt import build_request as gsm8k_request
     from harness.workloads.lossless.scoring import scoring_request
     from harness.workloads.serving.client import RequestSettings
-    from harness.workloads.serving.client import build_payload as bench_payload
     from harness.workloads.serving.datasets import DatasetRow
     from suites.plugin_integrity import greedy_payload
 
+    bench_settings = RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9)
     payloads = [
         native_payload(gsm8k_request("Q: 1+1?\nA:")),
         native_payload(correctness_request(PromptItem("p0", "prose", "Hello"), SamplingCase(1.0, 0.95), 32, 7)),
         native_payload(scoring_request([1, 2], [3], 1.0, 2)),
-        bench_payload(RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9), DatasetRow("Hello", 1, 8)),
+        bench_settings.wire.body(bench_settings.bench_request(DatasetRow("Hello", 1, 8))),
         greedy_payload("Hello", 8, stop=["x"], stop_token_ids=[1], no_stop_trim=True, ignore_eos=True, min_new_tokens=1),
     ]
     keys = set(contract_sampling_keys(sglang_source))

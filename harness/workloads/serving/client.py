@@ -23,19 +23,16 @@ Timing, per request, all from `time.perf_counter()`:
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
 
-Sampling fields, as bench_serving 0.5.23 sends them (`benchmark/serving.py`): the native backend
-puts `--temperature` in `sampling_params` and `top_p` only when `--top-p` < 1 (lines 699-706);
-the OpenAI backends ignore both flags and send `temperature: 0.0` and no `top_p` unless the extra
-body has them (completions lines 311-313, chat 471-473; bench_serving's vllm and lmdeploy backends
-use the same two functions). That is the default here too. `oai_sampling=True` (`specsuite bench
---oai-sampling`, ours) sends `--temperature` and a `--top-p` below 1 on the OpenAI backends as
-well: a deliberate difference, recorded in the run's `sampling_sent`.
+Request bodies: this module builds no server JSON. Each request goes to the server side as a
+typed `GenerationRequest` (`RequestSettings.bench_request`), and `harness.server.bench_wire.BenchWire`
+turns it into the bytes bench_serving (or `vllm bench serve`) sends for the backend, with
+bench_serving's sampling rule (temperature/top_p on the OpenAI backends only with `oai_sampling`,
+ours, recorded in the run's `sampling_sent`).
 
-The vllm backend. The payload follows `vllm bench serve`'s completions request function
-(vllm 0.32 `benchmarks/lib/endpoint_request_func.py`): model, prompt, `repetition_penalty: 1.0`,
-max_tokens, `stream: true`, `stream_options: {include_usage: true}`, `ignore_eos` when set; plus,
-ours, `return_token_ids: true` so every chunk says which tokens it carries (an extra body can
-set it false). Sampling: `--temperature` is always sent (default 0.0) and `--top-p` when below 1.
+The vllm backend. The body (`bench_wire`) follows `vllm bench serve`'s completions request function
+(vllm 0.32 `benchmarks/lib/endpoint_request_func.py`), plus, ours, `return_token_ids: true` so every
+chunk says which tokens it carries (an extra body can set it false). Sampling: `--temperature` is
+always sent (default 0.0) and `--top-p` when below 1.
 `vllm bench serve` sends no temperature unless given one, so the server's default applies (the
 model's generation_config, temperature 1.0 for the project's models): pass it `--temperature 0`
 to compare. SGLang's bench_serving also has a `vllm` backend, but it is its sglang-oai request
@@ -75,11 +72,11 @@ import aiohttp
 import orjson
 
 from harness.errors import SpecsuiteError
+from harness.server.bench_wire import BACKENDS, BenchWire, bench_sampling
+from harness.server.protocol import GenerationRequest, Sampling
 from harness.server.transport import error_message_of, shorten
 from harness.workloads.serving.datasets import DatasetRow
 
-BACKENDS = ("sglang", "sglang-oai", "sglang-oai-chat", "vllm")
-API_PATHS = {"sglang": "/generate", "sglang-oai": "/v1/completions", "sglang-oai-chat": "/v1/chat/completions", "vllm": "/v1/completions"}
 TOKEN_COUNTING_BACKENDS = ("sglang", "vllm")  # backends that know each chunk's token count
 READ_BUFSIZE = 10 * 1024**2  # cumulative native chunks grow long; bench_serving uses the same 10 MB
 _DONE = b"[DONE]"
@@ -107,8 +104,25 @@ class RequestSettings:
             raise SpecsuiteError(f"unknown backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
 
     @property
+    def wire(self) -> BenchWire:
+        """The server side's body builder for this run's backend."""
+        return BenchWire(backend=self.backend, model=self.model, oai_sampling=self.oai_sampling, extra_body=self.extra_request_body)
+
+    @property
+    def sampling(self) -> Sampling:
+        """The run's sampling flags (no output length: that is per request)."""
+        return bench_sampling(self.temperature, self.top_p, self.ignore_eos)
+
+    def bench_request(self, row: DatasetRow) -> GenerationRequest:
+        """One dataset row as a typed request, for `wire.encode`."""
+        sampling = bench_sampling(self.temperature, self.top_p, self.ignore_eos, max_new_tokens=row.output_len)
+        if isinstance(row.prompt, str):
+            return GenerationRequest(prompt=row.prompt, sampling=sampling)
+        return GenerationRequest(prompt_ids=tuple(row.prompt), sampling=sampling)
+
+    @property
     def url(self) -> str:
-        return self.base_url.rstrip("/") + API_PATHS[self.backend]
+        return self.base_url.rstrip("/") + self.wire.path
 
     def headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
@@ -139,62 +153,6 @@ class RequestOutput:
     spec_accept_length: float | None = None
     spec_verify_ct: int | None = None
     error: str = ""
-
-
-OAI_DEFAULT_TEMPERATURE = 0.0  # what bench_serving's OpenAI request functions send whatever --temperature says
-
-
-def sampling_sent(settings: RequestSettings) -> dict[str, Any]:
-    """The sampling fields every request of the run carries, before the extra body is merged
-    (which may still override them); top_p is absent when not sent."""
-    explicit = settings.backend in ("sglang", "vllm")  # vllm: as `vllm bench serve --temperature`
-    if explicit or settings.oai_sampling:
-        sent: dict[str, Any] = {"temperature": settings.temperature}
-        if settings.top_p < 1.0:
-            sent["top_p"] = settings.top_p
-        return sent
-    return {"temperature": OAI_DEFAULT_TEMPERATURE}
-
-
-def ignored_sampling_flags(settings: RequestSettings) -> list[str]:
-    """The --temperature/--top-p values that bench_serving (and so, by default, we) do not send."""
-    if settings.backend in ("sglang", "vllm") or settings.oai_sampling:
-        return []
-    ignored = []
-    if settings.temperature != OAI_DEFAULT_TEMPERATURE and "temperature" not in settings.extra_request_body:
-        ignored.append(f"--temperature {settings.temperature:g}")
-    if settings.top_p < 1.0 and "top_p" not in settings.extra_request_body:
-        ignored.append(f"--top-p {settings.top_p:g}")
-    return ignored
-
-
-def build_payload(settings: RequestSettings, row: DatasetRow) -> dict[str, Any]:
-    """The request body bench_serving sends for this backend (extra_request_body merged last)."""
-    extra = settings.extra_request_body
-    sampling_fields = sampling_sent(settings)
-    if settings.backend == "sglang":
-        sampling: dict[str, Any] = {"temperature": settings.temperature, "max_new_tokens": row.output_len, "ignore_eos": settings.ignore_eos}
-        if "top_p" in sampling_fields:
-            sampling["top_p"] = sampling_fields["top_p"]
-        key = "text" if isinstance(row.prompt, str) else "input_ids"
-        return {key: row.prompt, "sampling_params": sampling, "stream": True, **extra}
-    common = {"model": settings.model, "stream": True}
-    if "temperature" not in extra:
-        common["temperature"] = sampling_fields["temperature"]
-    if "ignore_eos" not in extra:
-        common["ignore_eos"] = settings.ignore_eos
-    if "top_p" in sampling_fields and "top_p" not in extra:
-        common["top_p"] = sampling_fields["top_p"]
-    if settings.backend == "sglang-oai":
-        return {**common, "prompt": row.prompt, "best_of": 1, "max_tokens": row.output_len, **extra}
-    if settings.backend == "vllm":
-        if not settings.ignore_eos and "ignore_eos" not in extra:
-            del common["ignore_eos"]  # vLLM's client sends the flag only when set
-        return {**common, "prompt": row.prompt, "repetition_penalty": 1.0, "max_tokens": row.output_len,
-                "stream_options": {"include_usage": True}, "return_token_ids": True, **extra}
-    if not isinstance(row.prompt, str):
-        raise SpecsuiteError("the chat backend needs text prompts: drop --tokenize-prompt")
-    return {**common, "messages": [{"role": "user", "content": row.prompt}], "max_completion_tokens": row.output_len, **extra}
 
 
 class _StreamState:
@@ -322,7 +280,7 @@ class _StreamError(Exception):
 
 async def send_request(session: aiohttp.ClientSession, settings: RequestSettings, row: DatasetRow) -> RequestOutput:
     """Send one streaming request and measure it; failures are recorded in the output, not raised."""
-    body = orjson.dumps(build_payload(settings, row))
+    body = settings.wire.encode(settings.bench_request(row))
     output = RequestOutput(prompt_len=row.prompt_len)
     state = _StreamState(settings.backend, output, row.output_len)
     output.start_time = time.perf_counter()

@@ -52,8 +52,6 @@ from harness.workloads.serving.client import (
     READ_BUFSIZE,
     RequestOutput,
     RequestSettings,
-    ignored_sampling_flags,
-    sampling_sent,
     send_request,
 )
 from harness.workloads.serving.datasets import BenchRandom, DatasetRow, build_requests
@@ -201,14 +199,14 @@ def run_benchmark(
     settings = RequestSettings(backend=config.backend, base_url=config.base_url, model=model, temperature=config.temperature,
                                top_p=config.top_p, ignore_eos=config.ignore_eos, extra_request_body=config.extra_request_body,
                                api_key=config.api_key, oai_sampling=config.oai_sampling, read_timeout_s=config.read_timeout_s)
-    ignored = ignored_sampling_flags(settings)
+    ignored = settings.wire.ignored_sampling_flags(settings.sampling)
     if ignored:
         echo(f"note: on {config.backend}, bench_serving sends temperature 0.0 and no top_p whatever its flags say; so does this run, "
              f"ignoring {' and '.join(ignored)} (pass --oai-sampling to send them, or put them in --extra-request-body)")
     offsets = arrival_offsets(len(rows), config.request_rate, rng.numpy)
     state = _RunState(outputs=[None] * len(rows))
     run = _run_parameters(config, model, tokenizer)
-    run["sampling_sent"] = sampling_sent(settings)  # what the requests carried, before --extra-request-body
+    run["sampling_sent"] = settings.wire.sampling_sent(settings.sampling)  # what the requests carried, before --extra-request-body
     state.server_under_test = dict(server_under_test or {"embedded_reference": False, "source": "server-url"})
     try:
         accept_length, server_info = asyncio.run(_benchmark(config, settings, rows, offsets, state, progress, echo, start_gate))
