@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.compare.arms import ArmSpec, free_ports, resolve_arms
+from harness.config.main_job_profiles import MAIN
 from harness.errors import SpecsuiteError
 from harness.orchestration import runner
 from harness.results.store import RunDirectory, load_results
@@ -79,7 +80,7 @@ def test_one_at_a_time_when_asked(tmp_path: Path, fake_sessions: None) -> None:
 
 def test_the_schedule_keeps_the_interleaved_order() -> None:
     arms = [ArmSpec("a", url="http://a"), ArmSpec("b", url="http://b")]
-    plan = runner.RunPlan(arms=arms, repeats=2, seed=0, markers="m", pytest_options=[], parts=runner.MAIN_JOB_PARTS)
+    plan = runner.RunPlan(arms=arms, repeats=2, seed=0, markers="m", pytest_options=[], parts=MAIN.parts)
     # Arms given by URL are never split into parts: a second session would share their server.
     assert [[(s.repeat, s.arm.name, s.markers) for s in round_] for round_ in plan.rounds()] == [
         [(1, "a", "m"), (1, "b", "m")], [(2, "a", "m"), (2, "b", "m")]]
@@ -88,13 +89,13 @@ def test_the_schedule_keeps_the_interleaved_order() -> None:
 
 def test_reference_arms_run_their_parts_at_once_each_on_its_own_server(tmp_path: Path, fake_sessions: None) -> None:
     arms = resolve_arms(None, None, [], free_ports(2))
-    plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], parts=runner.MAIN_JOB_PARTS)
+    plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], parts=MAIN.parts)
     [round_] = plan.rounds()
     assert [(s.run_id, s.markers) for s in round_] == [("nofix-r1.1", "correctness"), ("nofix-r1.2", "gsm8k or perf"),
                                                        ("fix-r1.1", "correctness"), ("fix-r1.2", "gsm8k or perf")]
     ports = {re.search(r"--port (\d+)", s.arm.launch or "").group(1) for s in round_}
     assert len(ports) == 4  # four servers, four ports
-    merged, wall, _ = _run(tmp_path, repeats=1, arms=arms, parts=runner.MAIN_JOB_PARTS)
+    merged, wall, _ = _run(tmp_path, repeats=1, arms=arms, parts=MAIN.parts)
     assert wall < 3 * SESSION_S, wall
     for arm in ("nofix", "fix"):
         [repeat] = merged["arms"][arm]["repeats"]  # one repeat, joined from its two parts
@@ -115,8 +116,8 @@ def test_default_reference_arms_get_distinct_ports() -> None:
 
 
 def test_the_main_job_runs_every_family() -> None:
-    assert runner.MAIN_JOB_MARKERS == "correctness or gsm8k or perf"
-    options = list(runner.MAIN_JOB_OPTIONS)
+    assert MAIN.markers == "correctness or gsm8k or perf"
+    options = list(MAIN.session_argv())
     assert options[options.index("--gsm8k-temperatures") + 1] == "0,1"
     assert options[options.index("--gsm8k-num-questions") + 1] == "200"
 

@@ -26,7 +26,8 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
-    from harness.orchestration.runner import MAIN_JOB_MARKERS, MAIN_JOB_OPTIONS, MAIN_JOB_PARTS, RunPlan, run_sessions
+    from harness.config.main_job_profiles import MAIN
+    from harness.orchestration.runner import RunPlan, run_sessions
     from harness.results.builder import run_document
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import RunDirectory, load_results
@@ -47,8 +48,8 @@ def command_run(args: argparse.Namespace) -> int:
     # The default arms run side by side, so each needs its own port.
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
-    markers = args.markers or MAIN_JOB_MARKERS
-    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN_JOB_OPTIONS]
+    markers = args.markers or MAIN.markers
+    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN.session_argv()]
     if args.tokenizer:
         options += ["--tokenizer", args.tokenizer]
     if args.vocab_size:
@@ -57,7 +58,7 @@ def command_run(args: argparse.Namespace) -> int:
     check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
-                   parts=MAIN_JOB_PARTS if args.markers is None else ())
+                   parts=MAIN.parts if args.markers is None else ())
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
                           pytest_options=options, command=" ".join(sys.argv), arm_order=[a.name for a in arms])

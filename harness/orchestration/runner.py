@@ -7,7 +7,8 @@ Each (arm, repeat) is its own pytest session in a subprocess, so a launched arm 
 between repeats and a crash in one session cannot take the others down.  A repeat is one round:
 every arm's session starts at once and the round ends when the last one exits (A and B share the
 host's conditions, and the run takes as long as its slowest arm rather than the sum of them);
-rounds run one after another.  With `parts` (the main job's: correctness, then GSM8K and the bench)
+rounds run one after another.  With `parts` (the main job's: correctness, then GSM8K and the bench;
+harness/config/main_job_profiles.py)
 an embedded reference arm runs each part as its own session on a server of its own, all at once:
 the parts share nothing a measurement needs (every case flushes and reads its own counters on its
 own server), and the run then takes as long as its longest part.  Any other arm is one session,
@@ -54,14 +55,6 @@ SERVER_KILL_WAIT_S = 0.5
 # What each session reports about its arm once; kept at arm level in the merged results.
 PER_ARM_KEYS = ("identity", "vocab", "server_under_test")
 
-# The main job: what `specsuite run` runs with no -m (the seed's tables: correctness, GSM8K, bench).
-MAIN_JOB_MARKERS = "correctness or gsm8k or perf"
-# Its workload settings, given to every session before the user's --pytest-arg (so those win):
-# GSM8K at both of the seed's temperatures on the bundled synthetic set; the serving benchmark
-# keeps the suite's defaults, the seed's shape (random 1024/512, concurrency 1) over 8 prompts.
-MAIN_JOB_OPTIONS = ("--gsm8k-path", "synthetic", "--gsm8k-num-questions", "200", "--gsm8k-temperatures", "0,1")
-# The main job split for the reference arms: about equal halves of its work.
-MAIN_JOB_PARTS = ("correctness", "gsm8k or perf")
 
 
 @dataclass(frozen=True)
