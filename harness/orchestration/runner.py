@@ -39,6 +39,7 @@ from tqdm import tqdm
 from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
 from harness.results.store import RunDirectory, load_results, write_json_atomic
+from harness.results.types import Arm, Document, Record, Repeat, Workloads
 from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
 
@@ -177,61 +178,88 @@ def _python_path(inherited: str) -> str:
 
 class _Merger:
     """Folds each session's results.json into the merged results: a repeat is one entry per arm,
-    whatever number of parts it ran as (cases and workloads joined, the worst exit code)."""
+    whatever number of parts it ran as (cases and workloads joined, the worst exit code).
+
+    Arms and repeats are built as the typed results model's `Arm` and `Repeat` (harness.results.types);
+    `merged["arms"][name]` is each arm's to_dict, rewritten as each session's results land."""
 
     def __init__(self, merged: dict[str, Any]) -> None:
         self.merged = merged
-        self.parts: dict[tuple[str, int], dict[int, dict[str, Any]]] = {}
+        self.arms: dict[str, Arm] = {}
+        self.parts: dict[tuple[str, int], dict[int, Arm]] = {}
 
-    def merge(self, session: _Session, exit_code: int | None, *, interrupted: bool = False) -> dict[str, Any]:
+    def merge(self, session: _Session, exit_code: int | None, *, interrupted: bool = False) -> Repeat:
         """Merge the session's entry (partial while exit_code is None); returns that entry."""
         spec = session.spec
-        entry = _session_entry(session.session_dir, spec.arm, spec.repeat, session.seed, exit_code, session.log_path)
+        measured = _session_entry(session.session_dir, spec.arm, spec.repeat, session.seed, exit_code, session.log_path)
+        entry = measured.repeats[0]
         if interrupted:
-            entry["interrupted"] = True
-            if not entry.get("cases") and not entry.get("workloads"):  # pytest's last line would say nothing of this
-                entry["error"] = "interrupted before it had results" + (f" ({STOP_GRACE_S:.0f} s later it was killed)" if session.killed else "")
+            _put(entry, "interrupted", True)
+            if not entry.cases and not entry.workloads.to_dict():  # pytest's last line would say nothing of this
+                _put(entry, "error", "interrupted before it had results" + (f" ({STOP_GRACE_S:.0f} s later it was killed)" if session.killed else ""))
             elif session.killed:
-                entry["error"] = f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written"
-        entry.update(wall_time_s=time.perf_counter() - session.started, command=session.command, markers=spec.markers)
+                _put(entry, "error", f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written")
+        _put(entry, "wall_time_s", time.perf_counter() - session.started)
+        _put(entry, "command", session.command)
+        _put(entry, "markers", spec.markers)
         parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
-        parts[spec.part] = entry
+        parts[spec.part] = measured
         combined = _combine([parts[index] for index in sorted(parts)])
-        arm_entry = self.merged["arms"].setdefault(spec.arm.name, {"spec": _arm_description(spec.arm), "repeats": []})
+        arm = self._arm(spec.arm)
         for key in PER_ARM_KEYS:
-            if combined.get(key) and key not in arm_entry:
-                arm_entry[key] = combined[key]
-        repeats = [r for r in arm_entry["repeats"] if r.get("repeat") != spec.repeat]
-        repeats.append({k: v for k, v in combined.items() if k not in PER_ARM_KEYS})
-        arm_entry["repeats"] = sorted(repeats, key=lambda r: r.get("repeat", 0))
+            value = getattr(combined, key)
+            if value and getattr(arm, key) is None:
+                _put(arm, key, value)
+        repeats = [r for r in arm.repeats if r.repeat != spec.repeat] + combined.repeats
+        arm.repeats = sorted(repeats, key=lambda r: r.repeat)
+        self.merged["arms"][spec.arm.name] = arm.to_dict()
         return entry
 
+    def _arm(self, spec: ArmSpec) -> Arm:
+        if spec.name not in self.arms:
+            given = self.merged["arms"].get(spec.name)
+            self.arms[spec.name] = Arm.from_dict(given) if given is not None else Arm(
+                spec=_arm_description(spec), key_order=("spec", "repeats"))
+        return self.arms[spec.name]
 
-def _combine(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """One repeat from its parts' entries; a single entry is returned as it is."""
-    if len(entries) == 1:
-        return entries[0]
+
+def _put(record: Record, key: str, value: Any) -> None:
+    """Set a field (or a key the type does not name) where a dict would write it: at its first setting, after those
+    set before (the merged results keep the key order they have always had)."""
+    if key in record.field_names():
+        setattr(record, key, value)
+    else:
+        record.extra[key] = value
+    if key not in record.key_order:
+        record.key_order = (*record.key_order, key)
+
+
+def _combine(sessions: list[Arm]) -> Arm:
+    """One repeat (with the arm's facts) from its parts' entries; a single entry is returned as it is."""
+    if len(sessions) == 1:
+        return sessions[0]
+    entries = [measured.repeats[0] for measured in sessions]
     first = entries[0]
-    combined: dict[str, Any] = {key: first[key] for key in ("repeat", "seed", "session_dir", "log")}
-    combined["exit_code"] = _worst_exit([e["exit_code"] for e in entries])
-    combined["cases"] = [case for e in entries for case in e.get("cases") or []]
-    combined["workloads"] = {name: value for e in entries for name, value in (e.get("workloads") or {}).items()}
-    combined["warnings"] = [line for e in entries for line in e.get("warnings") or []]
-    combined["wall_time_s"] = max(e["wall_time_s"] for e in entries)
-    for key in PER_ARM_KEYS:
-        combined[key] = next((e[key] for e in entries if e.get(key)), None)
-    statuses = [e.get("session_status") for e in entries]
-    combined["session_status"] = next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete")
-    if any(e.get("running") for e in entries):
-        combined["running"] = True
-    reasons = list(dict.fromkeys(e["reason"] for e in entries if e.get("reason")))
+    workloads = {name: value for e in entries for name, value in e.workloads.to_dict().items()}
+    combined = Repeat(repeat=first.repeat, seed=first.seed, session_dir=first.session_dir, log=first.log,
+                      exit_code=_worst_exit([e.exit_code for e in entries]), cases=[case for e in entries for case in e.cases],
+                      workloads=Workloads.from_dict(workloads), warnings=[line for e in entries for line in e.warnings or []],
+                      wall_time_s=max(e.wall_time_s or 0.0 for e in entries),
+                      key_order=("repeat", "seed", "session_dir", "log", "exit_code", "cases", "workloads", "warnings", "wall_time_s"))
+    statuses = [e.session_status for e in entries]
+    _put(combined, "session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
+    if any(e.running for e in entries):
+        _put(combined, "running", True)
+    reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))
     if reasons:
-        combined["reason"] = "; ".join(reasons)
-    errors = [f"{e['markers']}: {e['error']}" for e in entries if e.get("error")]
+        _put(combined, "reason", "; ".join(reasons))
+    errors = [f"{e.markers}: {e.error}" for e in entries if e.error]
     if errors:
-        combined["error"] = "; ".join(errors)
-    combined["parts"] = [{k: e.get(k) for k in ("markers", "session_dir", "log", "exit_code", "wall_time_s", "command")} for e in entries]
-    return combined
+        _put(combined, "error", "; ".join(errors))
+    _put(combined, "parts", [{k: getattr(e, k) for k in ("markers", "session_dir", "log", "exit_code", "wall_time_s", "command")}
+                             for e in entries])
+    facts = {key: next((getattr(m, key) for m in sessions if getattr(m, key)), None) for key in PER_ARM_KEYS}
+    return Arm(**facts, repeats=[combined])
 
 
 def _worst_exit(codes: list[int | None]) -> int | None:
@@ -415,7 +443,7 @@ def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, 
             run_dir.write_results(merged)
             done += 1
             bar.update(1)
-            on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.get('reason'))} ({entry['wall_time_s']:.0f} s)")
+            on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.extra.get('reason'))} ({entry.wall_time_s:.0f} s)")
         if running and time.monotonic() - last_refresh >= REFRESH_S:
             last_refresh = time.monotonic()
             if _refresh(merger, running):
@@ -426,9 +454,9 @@ def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, 
     return done
 
 
-def _done_so_far(entry: dict[str, Any]) -> str:
-    parts = [f"{len(entry['cases'])} case(s)"] if entry.get("cases") else []
-    parts += list(entry.get("workloads") or {})
+def _done_so_far(entry: Repeat) -> str:
+    parts = [f"{len(entry.cases)} case(s)"] if entry.cases else []
+    parts += list(entry.workloads.to_dict())
     return ", ".join(parts)
 
 
@@ -468,27 +496,31 @@ def _arm_description(arm: ArmSpec) -> dict[str, Any]:
     return {"name": arm.name, "url": arm.url, "launch": arm.launch}
 
 
-def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit_code: int | None, log_path: Path) -> dict[str, Any]:
-    """One repeat's entry; `exit_code` None while the session still runs (`running: true`)."""
-    entry: dict[str, Any] = {"repeat": repeat, "seed": seed, "exit_code": exit_code, "session_dir": str(session_dir), "log": str(log_path), "cases": []}
+def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit_code: int | None, log_path: Path) -> Arm:
+    """The arm as one session measured it: its facts (identity, vocab, how it was chosen) and the one repeat's entry;
+    `exit_code` None while the session still runs (`running: true`)."""
+    entry = Repeat(repeat=repeat, seed=seed, exit_code=exit_code, session_dir=str(session_dir), log=str(log_path),
+                   key_order=("repeat", "seed", "exit_code", "session_dir", "log", "cases"))
     if exit_code is None:
-        entry["running"] = True
+        _put(entry, "running", True)
     if exit_code is not None and exit_code not in (0, 1):
         reason = session_reason(log_path)
         if reason:
-            entry["reason"] = reason
+            _put(entry, "reason", reason)
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
-            entry["error"] = entry.get("reason") or _last_line(log_path) or "the session wrote no results"
-        return entry
-    session = load_results(results_file)
-    arm_data = (session.get("arms") or {}).get(arm.name, {})
-    measured = (arm_data.get("repeats") or [{}])[0]  # a pytest session is one repeat of its arm
-    entry.update({"cases": measured.get("cases", []), "identity": arm_data.get("identity"), "vocab": arm_data.get("vocab"),
-                  "server_under_test": arm_data.get("server_under_test"), "warnings": session.get("warnings") or [],
-                  "workloads": measured.get("workloads", {}), "session_status": session.get("status")})
-    return entry
+            _put(entry, "error", entry.extra.get("reason") or _last_line(log_path) or "the session wrote no results")
+        return Arm(repeats=[entry])
+    session = Document.of(load_results(results_file))
+    measured_arm = session.arms.get(arm.name) or Arm()
+    measured = measured_arm.repeats[0] if measured_arm.repeats else Repeat()  # a pytest session is one repeat of its arm
+    entry.cases = measured.cases
+    _put(entry, "warnings", list(session.warnings or []))
+    _put(entry, "workloads", measured.workloads)
+    _put(entry, "session_status", session.status)
+    return Arm(server_under_test=measured_arm.server_under_test, identity=measured_arm.identity, vocab=measured_arm.vocab,
+               repeats=[entry])
 
 
 def _last_line(path: Path) -> str:
