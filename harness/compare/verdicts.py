@@ -73,6 +73,7 @@ from harness.compare.metrics import (
     sorted_cases,
 )
 from harness.errors import SpecsuiteError
+from harness.results.types import Comparison, ComparisonRow, Document, MetricFacts
 from harness.stats import (
     EquivalenceResult,
     StatsInputError,
@@ -258,9 +259,10 @@ def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, th
     b_all: list[bool] = []
     base_runs = dict(base.runs)
     for number, run in cand.runs:
-        if number in base_runs and "per_question" in run and "per_question" in base_runs[number]:
-            try:
-                pairs = paired_outcomes(run, base_runs[number], GSM8K_DEFINITION)
+        other = base_runs.get(number)
+        if other is not None and run.has("per_question") and other.has("per_question"):
+            try:  # paired_outcomes reads the runs' per-question tables only
+                pairs = paired_outcomes({"per_question": run.per_question}, {"per_question": other.per_question}, GSM8K_DEFINITION)
             except SpecsuiteError as exc:  # different shots or data: that repeat cannot be paired
                 row["note"] = f"repeat {number} not paired: {exc}"
                 continue
@@ -404,15 +406,22 @@ def check_thresholds(thresholds: dict[str, float] | None) -> dict[str, float]:
     return merged
 
 
-def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: dict[str, float] | None = None) -> dict[str, Any]:
-    """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread."""
-    if not isinstance(results, dict):
+_ANALYSIS_KEYS = ("family_alpha", "correction", "confidence", "power", "baseline", "candidates", "arm_order", "thresholds",
+                  "workloads", "notes", "comparisons", "estimates", "repeat_spread", "metrics", "report_rows", "spread_rows")
+
+
+def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
+                 thresholds: dict[str, float] | None = None) -> dict[str, Any]:
+    """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread.
+    Reads the typed document (a results dict is loaded as one); returns the typed `Comparison`'s dict."""
+    if not isinstance(results, (dict, Document)):
         raise SpecsuiteError(f"compare_arms needs a results dict, got {type(results).__name__}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise SpecsuiteError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
     limits = check_thresholds(thresholds)
-    order, baseline, notes = arm_roles(results)
-    gathered = {name: gather_arm(results["arms"][name]) for name in order}
+    document = Document.of(results)
+    order, baseline, notes = arm_roles(document)
+    gathered = {name: gather_arm(document.arms[name]) for name in order}
     workloads = {family: "run" if any(data[family] for data in gathered.values()) else "not run" for family in ("gsm8k", "bench")}
 
     pending: list[Pending] = []
@@ -433,24 +442,17 @@ def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: di
                 elif row["effect"] is not None:  # both arms have data but no test applies
                     untested.append(row)
 
-    comparisons = _mark_suspect(_decide(pending, alpha) + [_undecided(row) for row in untested])
-    comparisons.sort(key=lambda r: (METRICS.index(r["metric"]), r["temperature"], r["top_p"], order.index(r["candidate"])))
-    return {
-        "family_alpha": alpha,
-        "correction": "holm",
-        "confidence": CONFIDENCE,
-        "power": POWER,
-        "baseline": baseline,
-        "candidates": candidates,
-        "arm_order": order,
-        "thresholds": limits,
-        "workloads": workloads,
-        "notes": notes,
-        "comparisons": comparisons,
-        "estimates": estimates(order, gathered),
-        "repeat_spread": repeat_spread(order, gathered),
-        **metric_table(),
-    }
+    rows = [ComparisonRow.from_dict(row) for row in _decide(pending, alpha) + [_undecided(row) for row in untested]]
+    comparisons = _mark_suspect(rows)
+    comparisons.sort(key=lambda r: (METRICS.index(r.metric), r.temperature, r.top_p, order.index(r.candidate)))
+    table = metric_table()
+    analysis = Comparison(
+        family_alpha=alpha, correction="holm", confidence=CONFIDENCE, power=POWER, baseline=baseline, candidates=candidates,
+        arm_order=order, thresholds=limits, workloads=workloads, notes=notes, comparisons=comparisons,
+        estimates=estimates(order, gathered), repeat_spread=repeat_spread(order, gathered),
+        metrics={name: MetricFacts.from_dict(facts) for name, facts in table["metrics"].items()},
+        report_rows=table["report_rows"], spread_rows=table["spread_rows"], key_order=_ANALYSIS_KEYS)
+    return analysis.to_dict()
 
 
 def _decide(pending: list[Pending], alpha: float) -> list[dict[str, Any]]:
@@ -472,19 +474,20 @@ def _undecided(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _mark_suspect(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _mark_suspect(rows: list[ComparisonRow]) -> list[ComparisonRow]:
     """"better" becomes "suspect" on a metric whose rise is the founding bug's signature (accept length)
     when the same candidate arm is "worse" on a corruption sign (invalid/fallback/padded ids, strays) in any case."""
     signs: dict[str, dict[str, list[str]]] = {}  # candidate -> metric -> cases where it is worse
     for row in rows:
-        if BY_NAME[row["metric"]].corruption_sign and row["verdict"] == "worse":
-            signs.setdefault(row["candidate"], {}).setdefault(row["metric"], []).append(row["case_id"])
+        if BY_NAME[row.metric].corruption_sign and row.verdict == "worse":
+            signs.setdefault(row.candidate, {}).setdefault(row.metric, []).append(str(row.case_id))
     for row in rows:
-        found = signs.get(row["candidate"])
-        if found and row["verdict"] == "better" and BY_NAME[row["metric"]].suspect_when_better:
+        found = signs.get(row.candidate)
+        if found and row.verdict == "better" and BY_NAME[row.metric].suspect_when_better:
             cases = sorted({case for where in found.values() for case in where})
             note = SUSPECT_NOTE.format(signs=f"{', '.join(found)} ({', '.join(cases)})")
-            row.update(verdict=SUSPECT, suspect_because=found, note=f"{note}; {row['note']}" if row["note"] else note)
+            row.verdict, row.suspect_because = SUSPECT, found
+            row.note = f"{note}; {row.note}" if row.note else note
     return rows
 
 
