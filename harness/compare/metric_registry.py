@@ -94,10 +94,11 @@ def _invalid(scoring: Gsm8kScoring) -> Proportion | None:
     return scoring.invalid
 
 
-def itl_ms(run: BenchRun) -> list[float]:
+def itl_ms(run: BenchRun | dict[str, Any]) -> list[float]:
     """Per-token ITLs in ms (bench_serving `itls`: per-request lists in seconds), every gap kept: the same
-    values whose median is the run's `median_itl_ms`, so the report's ITL is the results' ITL."""
-    return run.itl_gaps_ms()
+    values whose median is the run's `median_itl_ms`, so the report's ITL is the results' ITL. Takes the
+    typed run, or a benchmark summary dict (loaded as one)."""
+    return (run if isinstance(run, BenchRun) else BenchRun.from_dict(run)).itl_gaps_ms()
 
 
 def _median_itl(run: BenchRun) -> float | None:
