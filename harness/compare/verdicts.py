@@ -73,7 +73,7 @@ from harness.compare.metrics import (
     sorted_cases,
 )
 from harness.errors import SpecsuiteError
-from harness.results.types import Comparison, ComparisonRow, Document, MetricFacts
+from harness.results.types import Comparison, ComparisonRow, Document, Effect, MetricFacts
 from harness.stats import (
     EquivalenceResult,
     StatsInputError,
@@ -539,27 +539,29 @@ def _signed(value: float | None) -> str:
     return "∞" if value is None else f"{value:+.3%}"
 
 
-def describe_run_level(row: dict[str, Any]) -> str:
+def describe_run_level(row: dict[str, Any] | ComparisonRow) -> str:
     """One comparison row of a run-level metric in words: effect, 95 % CI, p, TOST, then the rank pair."""
-    name = f"{row['metric']}" + (f" {row['case_id']}" if row.get("case_id") else "")
-    effect = row.get("effect") or {}
-    if row.get("p_value") is None:
-        return f"{name}: no test ({row.get('note') or 'needs two or more repeats per arm'})"
-    if effect.get("ci") is None:
-        return f"{name}: {row['verdict']} (identical run values: no interval)"
-    low, high = effect["ci"]
-    line = f"{name}: {_signed(effect.get('value'))} [95% CI {_signed(low)}, {_signed(high)}], p={row['p_value']:.3g}"
-    if row.get("p_adjusted") is not None:
-        line += f" (Holm {row['p_adjusted']:.3g})"
-    equivalence = row.get("equivalence")
+    typed = row if isinstance(row, ComparisonRow) else ComparisonRow.from_dict(row)
+    name = f"{typed.metric}" + (f" {typed.case_id}" if typed.case_id else "")
+    effect = typed.effect or Effect()
+    if typed.p_value is None:
+        return f"{name}: no test ({typed.note or 'needs two or more repeats per arm'})"
+    if not effect.has("ci") or effect.ci is None:
+        return f"{name}: {typed.verdict} (identical run values: no interval)"
+    low, high = effect.ci
+    line = f"{name}: {_signed(effect.value)} [95% CI {_signed(low)}, {_signed(high)}], p={typed.p_value:.3g}"
+    if typed.p_adjusted is not None:
+        line += f" (Holm {typed.p_adjusted:.3g})"
+    equivalence = typed.extra.get("equivalence")
     if equivalence:
         tost_low, tost_high = equivalence["ci"]
         line += (f", TOST 90% CI [{_signed(tost_low)}, {_signed(tost_high)}]: "
                  f"{'equivalent' if equivalence['equivalent'] else 'not shown equivalent'} within ±{equivalence['margin']:.2%}")
-    line += f" -> {row['verdict']} (n={row['n']['candidate']}+{row['n']['baseline']} {row['n']['unit']}"
-    sd = (row.get("mde") or {}).get("sd_log")
+    n = typed.n or {}
+    line += f" -> {typed.verdict} (n={n['candidate']}+{n['baseline']} {n['unit']}"
+    sd = typed.mde.sd_log if typed.mde is not None else None
     line += f", between-run sd {sd:.3%})" if sd else ")"
-    rank = row.get("rank") or {}
+    rank = typed.extra.get("rank") or {}
     if rank.get("test"):
         rank_low, rank_high = rank["ci"]
         line += (f"\n    rank-based: Hodges-Lehmann {_signed(rank['estimate'])} [{rank['confidence']:.1%} CI {_signed(rank_low)}, "

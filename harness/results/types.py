@@ -495,6 +495,7 @@ class Mde(Record):
     power: float | None = None
     note: str | None = None
     repeats_needed: int | None = None
+    sd_log: float | None = None  # relative MDEs: the pooled within-arm sd of log values it was scaled by
 
 
 @dataclass
