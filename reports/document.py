@@ -137,7 +137,7 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
     doc.bullets(_header_lines(document, analysis))
     from reports.kernel_section import add_kernel_section  # it builds on this module's Document and Table
 
-    add_kernel_section(doc, results)
+    add_kernel_section(doc, document)
     if analysis is None:
         doc.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
                       "Raw totals per arm and case:")

@@ -96,3 +96,15 @@ def test_rules_without_data_are_reported_unevaluated(nofix: dict) -> None:
     assert [t.rule for t in outcome.triggered] == ["invalid_ids:worse"]
     assert len(outcome.unevaluated) == 2 and all("no " in line for line in outcome.unevaluated)
     assert outcome.failed and outcome.to_dict()["triggered"][0]["rule"] == "invalid_ids:worse"
+
+
+def test_the_typed_comparison_and_its_dict_give_the_same_outcome(nofix: dict, null: dict) -> None:
+    """evaluate_fail_on reads the typed Comparison; the analysis dict is loaded as one, to the same reasons."""
+    from harness.results.types import Comparison
+
+    expression = "invalid_ids:any,stray_per_1200:worse,accept_length:suspect,invalid_ids:+10%"
+    for analysis in (nofix, null):
+        from_dict = evaluate_fail_on(expression, analysis)
+        typed = evaluate_fail_on(expression, Comparison.from_dict(analysis))
+        assert (typed.triggered, typed.unevaluated) == (from_dict.triggered, from_dict.unevaluated)
+    assert evaluate_fail_on(expression, nofix).triggered  # the comparison is not vacuous: nofix fires

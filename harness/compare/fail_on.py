@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY
 from harness.errors import SpecsuiteError
+from harness.results.types import Comparison, ComparisonRow, Effect
 
 _THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
 COUNT_METRICS = tuple(metric.name for metric in REGISTRY if metric.bad_events)  # where `any` applies
@@ -131,15 +132,17 @@ def _parse_term(term: str) -> FailOnRule:
     return FailOnRule(term, metric, "threshold", limit if sign == "+" else -limit)
 
 
-def evaluate_fail_on(expression: str | list[FailOnRule], comparison: dict[str, Any]) -> FailOnOutcome:
-    """Evaluate rules against `compare_arms` output; fired rules come with a one-line reason each."""
+def evaluate_fail_on(expression: str | list[FailOnRule], comparison: dict[str, Any] | Comparison) -> FailOnOutcome:
+    """Evaluate rules against `compare_arms` output (its dict or the typed `Comparison`); fired rules come with a
+    one-line reason each."""
     rules = parse_fail_on(expression) if isinstance(expression, str) else expression
+    analysis = comparison if isinstance(comparison, Comparison) else Comparison.from_dict(comparison)
     outcome = FailOnOutcome()
     for rule in rules:
         if rule.kind == "any":
-            reasons, evaluated = _any_events(rule, comparison)
+            reasons, evaluated = _any_events(rule, analysis)
         else:
-            rows = [row for row in comparison.get("comparisons") or [] if row.get("metric") == rule.metric]
+            rows = [row for row in analysis.comparisons or [] if row.metric == rule.metric]
             evaluated = any(_evaluable(rule, row) for row in rows)
             reasons = [reason for row in rows if (reason := _check_row(rule, row))]
         if reasons:
@@ -149,45 +152,44 @@ def evaluate_fail_on(expression: str | list[FailOnRule], comparison: dict[str, A
     return outcome
 
 
-def _any_events(rule: FailOnRule, comparison: dict[str, Any]) -> tuple[list[str], bool]:
+def _any_events(rule: FailOnRule, analysis: Comparison) -> tuple[list[str], bool]:
     """Events of the metric in the candidate arms (the only arm when there is no comparison)."""
-    candidates = comparison.get("candidates") or [a for a in comparison.get("arm_order") or [] if a != comparison.get("baseline")]
+    candidates = analysis.candidates or [a for a in analysis.arm_order or [] if a != analysis.baseline]
     if not candidates:
-        candidates = list(comparison.get("arm_order") or [])
-    rows = [row for row in comparison.get("estimates") or [] if row.get("metric") == rule.metric and row.get("arm") in candidates]
-    reasons = [f"{row['arm']} {row['case_id']}: {row['k']} events ({_fmt(row.get('value'))} {row.get('unit', '')})".rstrip()
-               for row in rows if row.get("k")]
+        candidates = list(analysis.arm_order or [])
+    rows = [row for row in analysis.estimates or [] if row.metric == rule.metric and row.arm in candidates]
+    reasons = [f"{row.arm} {row.case_id}: {row.k} events ({_fmt(row.value)} {row.unit if row.has('unit') else ''})".rstrip()
+               for row in rows if row.k]
     return reasons, bool(rows)
 
 
-def _evaluable(rule: FailOnRule, row: dict[str, Any]) -> bool:
+def _evaluable(rule: FailOnRule, row: ComparisonRow) -> bool:
     if rule.kind in ("worse", "suspect"):
-        return row.get("p_adjusted") is not None
-    ci = (row.get("effect") or {}).get("ci")
-    return ci is not None
+        return row.p_adjusted is not None
+    return row.effect is not None and row.effect.has("ci") and row.effect.ci is not None
 
 
-def _check_row(rule: FailOnRule, row: dict[str, Any]) -> str | None:
-    where = f"{row['candidate']} vs {row['baseline']} {row['case_id']}"
-    effect = row.get("effect") or {}
+def _check_row(rule: FailOnRule, row: ComparisonRow) -> str | None:
+    where = f"{row.candidate} vs {row.baseline} {row.case_id}"
+    effect = row.effect or Effect()
     if rule.kind == "worse":
-        if row.get("verdict") != "worse":
+        if row.verdict != "worse":
             return None
-        return f"{where}: worse ({effect.get('name')} {_fmt(effect.get('value'))}, p_adj={row['p_adjusted']:.3g})"
+        return f"{where}: worse ({effect.name} {_fmt(effect.value)}, p_adj={row.p_adjusted:.3g})"
     if rule.kind == "suspect":
-        if row.get("verdict") != "suspect":
+        if row.verdict != "suspect":
             return None
-        signs = ", ".join(row.get("suspect_because") or ())
-        return f"{where}: suspect (higher, {effect.get('name')} {_fmt(effect.get('value'))}, while worse on {signs})"
-    ci = effect.get("ci")
+        signs = ", ".join(row.suspect_because or ())
+        return f"{where}: suspect (higher, {effect.name} {_fmt(effect.value)}, while worse on {signs})"
+    ci = effect.ci
     if not ci:
         return None
-    offset = 1.0 if effect.get("scale") == "ratio" else 0.0  # a ratio's "no change" is 1
+    offset = 1.0 if effect.scale == "ratio" else 0.0  # a ratio's "no change" is 1
     low, high = ci
     if rule.limit > 0 and low is not None and low - offset > rule.limit:
-        return f"{where}: 95% CI lower bound {_fmt(low)} of the {effect.get('name')} exceeds {_limit(rule, offset)}"
+        return f"{where}: 95% CI lower bound {_fmt(low)} of the {effect.name} exceeds {_limit(rule, offset)}"
     if rule.limit < 0 and high is not None and high - offset < rule.limit:
-        return f"{where}: 95% CI upper bound {_fmt(high)} of the {effect.get('name')} is below {_limit(rule, offset)}"
+        return f"{where}: 95% CI upper bound {_fmt(high)} of the {effect.name} is below {_limit(rule, offset)}"
     return None
 
 

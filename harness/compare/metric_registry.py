@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from harness.results.types import BenchRun, Case, Gsm8kRun, Gsm8kScoring, Proportion
 from harness.server import refserver_contract
 
 Direction = Literal["higher", "lower"]
@@ -47,60 +48,68 @@ STATISTICS: dict[str, str] = {
 # ---------------------------------------------------------------- how each metric is read
 
 
-def _detector_events(*names: str) -> Callable[[dict[str, Any]], Events | None]:
+def _detector_events(*names: str) -> Callable[[Case], Events | None]:
     """Events of the first detector present in a case, out of its denominator."""
-    def extract(case: dict[str, Any]) -> Events | None:
-        detectors = case.get("detectors") or {}
+    def extract(case: Case) -> Events | None:
         for name in names:
-            entry = detectors.get(name)
-            if isinstance(entry, dict) and entry.get("total"):
-                return int(entry.get("count") or 0), float(entry["total"])
+            events = case.detector_events(name)
+            if events is not None:
+                return events
         return None
     return extract
 
 
-def _counter_events(events_key: str, exposure_key: str | None) -> Callable[[dict[str, Any]], Events | None]:
+def _counter_events(events_key: str, exposure_key: str | None) -> Callable[[Case], Events | None]:
     """A server counter delta out of another counter (or, with None, out of generated tokens)."""
-    def extract(case: dict[str, Any]) -> Events | None:
-        counters = case.get("server_counters") or {}
+    def extract(case: Case) -> Events | None:
+        counters = case.server_counters or {}
         if events_key not in counters:
             return None
-        exposure = counters.get(exposure_key) if exposure_key else counters.get(GENERATED_TOKENS, case.get("n_tokens"))
+        exposure = counters.get(exposure_key) if exposure_key else counters.get(GENERATED_TOKENS, case.n_tokens)
         if not exposure or exposure <= 0:
             return None
         return int(round(counters[events_key])), float(exposure)
     return extract
 
 
-def _accept_lengths(case: dict[str, Any]) -> list[float]:
-    return [float(v) for v in ((case.get("acceptance") or {}).get("per_request") or []) if v is not None]
+def _accept_lengths(case: Case) -> list[float]:
+    return case.accept_lengths()
 
 
-def _gsm8k_counts(key: str) -> Callable[[dict[str, Any]], tuple[int, int] | None]:
-    """(k, n) of one GSM8K proportion ("accuracy" or "invalid") under GSM8K_DEFINITION."""
-    def extract(run: dict[str, Any]) -> tuple[int, int] | None:
-        entry = ((run.get("definitions") or {}).get(GSM8K_DEFINITION) or {}).get(key) or {}
-        if not entry.get("n"):
+def _gsm8k_counts(pick: Callable[[Gsm8kScoring], Proportion | None]) -> Callable[[Gsm8kRun], tuple[int, int] | None]:
+    """(k, n) of one GSM8K proportion (accuracy or invalid rate) under GSM8K_DEFINITION."""
+    def extract(run: Gsm8kRun) -> tuple[int, int] | None:
+        entry = pick(run.scoring(GSM8K_DEFINITION))
+        if entry is None or not entry.n:
             return None
-        return int(entry.get("k") or 0), int(entry["n"])
+        return int(entry.k or 0), int(entry.n)
     return extract
 
 
-def itl_ms(run: dict[str, Any]) -> list[float]:
+def _accuracy(scoring: Gsm8kScoring) -> Proportion | None:
+    return scoring.accuracy
+
+
+def _invalid(scoring: Gsm8kScoring) -> Proportion | None:
+    return scoring.invalid
+
+
+def itl_ms(run: BenchRun | dict[str, Any]) -> list[float]:
     """Per-token ITLs in ms (bench_serving `itls`: per-request lists in seconds), every gap kept: the same
-    values whose median is the run's `median_itl_ms`, so the report's ITL is the results' ITL."""
-    return [float(x) * 1000.0 for request in (run.get("itls") or []) for x in (request or []) if x is not None and x >= 0]
+    values whose median is the run's `median_itl_ms`, so the report's ITL is the results' ITL. Takes the
+    typed run, or a benchmark summary dict (loaded as one)."""
+    return (run if isinstance(run, BenchRun) else BenchRun.from_dict(run)).itl_gaps_ms()
 
 
-def _median_itl(run: dict[str, Any]) -> float | None:
-    if run.get("median_itl_ms") is not None:
-        return float(run["median_itl_ms"])
+def _median_itl(run: BenchRun) -> float | None:
+    if run.median_itl_ms is not None:
+        return float(run.median_itl_ms)
     itls = itl_ms(run)
     return float(np.median(itls)) if itls else None
 
 
-def _output_throughput(run: dict[str, Any]) -> float | None:
-    return run.get("output_throughput")
+def _output_throughput(run: BenchRun) -> float | None:
+    return run.output_throughput
 
 
 # ---------------------------------------------------------------- the registry
@@ -108,7 +117,8 @@ def _output_throughput(run: dict[str, Any]) -> float | None:
 
 @dataclass(frozen=True)
 class Metric:
-    """One A/B metric.  `extract` takes a correctness case (source "cases") or a workload run and
+    """One A/B metric.  `extract` takes a typed correctness `Case` (source "cases") or a workload run
+    (`Gsm8kRun`, `BenchRun`: harness.results.types) and
     returns, by `reading`: (events, exposure) or None; the per-request values; (k, n) or None;
     or one value per run (None when missing)."""
 
@@ -121,7 +131,7 @@ class Metric:
     statistic: Statistic
     source: Source
     reading: Reading
-    extract: Callable[[dict[str, Any]], Any]
+    extract: Callable[[Any], Any]  # Case, Gsm8kRun or BenchRun -> by `reading`
     report_label: str  # the row of the report's before/after table
     report_format: ReportFormat
     rate_scale: float = 1.0  # events: display value = events / exposure * rate_scale
@@ -130,7 +140,7 @@ class Metric:
     server_counter: bool = False  # read from a server counter: absent when the server exports none
     corruption_sign: bool = False  # "worse" here is a sign of corrupt sampling (see suspect_when_better)
     suspect_when_better: bool = False  # "better" while a corruption sign is "worse" is the founding bug's signature
-    per_token: Callable[[dict[str, Any]], list[float]] | None = None  # values pooled over one run, for one-run tests
+    per_token: Callable[[BenchRun], list[float]] | None = None  # values pooled over one run, for one-run tests
     watch_both_ways: bool = False  # history: a step either way is worth a look
     version: int = 1  # bump when the definition changes: the history never joins old and new values
     short: str = ""  # the report's verdict lines ("worse on invalid ids, stray rate"); the label when empty
@@ -150,7 +160,7 @@ class Metric:
                 "plot_title": self.plot_title or self.label, "axis_label": self.axis_label or self.unit}
 
 
-def _rate(name: str, label: str, extract: Callable[[dict[str, Any]], Events | None], report_label: str, *,
+def _rate(name: str, label: str, extract: Callable[[Case], Events | None], report_label: str, *,
           unit: str = "per generated token", exposure_unit: str = "tokens", rate_scale: float = 1.0,
           report_format: ReportFormat = "token_rate", **flags: Any) -> Metric:
     """An event rate: lower is better, an exact rate-ratio test, a 10 % ratio threshold; a per-token rate is
@@ -191,9 +201,9 @@ REGISTRY: tuple[Metric, ...] = (
            "per_request", _accept_lengths, "accept length (mean of requests)", "plain", suspect_when_better=True,
            watch_both_ways=True, short="acceptance", plot_title="Accept length (run median)"),
     Metric("gsm8k_accuracy", "GSM8K accuracy", "fraction correct", "higher", 0.02, "difference", "mcnemar", "gsm8k",
-           "proportion", _gsm8k_counts("accuracy"), "GSM8K accuracy", "proportion", short="accuracy", axis_label="% correct"),
+           "proportion", _gsm8k_counts(_accuracy), "GSM8K accuracy", "proportion", short="accuracy", axis_label="% correct"),
     Metric("gsm8k_invalid", "GSM8K invalid rate", "fraction invalid", "lower", 0.01, "difference", "fisher", "gsm8k",
-           "proportion", _gsm8k_counts("invalid"), "GSM8K invalid rate", "proportion", bad_events=True,
+           "proportion", _gsm8k_counts(_invalid), "GSM8K invalid rate", "proportion", bad_events=True,
            short="invalid answers", plot_title="GSM8K invalid answers", axis_label="% invalid"),
     Metric("itl_median", "median ITL", "ms", "lower", 0.01, "relative", "run_level", "bench", "run_value", _median_itl,
            "median ITL", "ms", per_token=itl_ms, plot_title="Median ITL", version=2),  # 2: one stamp per SSE event, zeros kept

@@ -23,6 +23,7 @@ from scipy import stats as scipy_stats
 from harness.compare.metric_registry import BY_NAME, METRICS, Metric
 from harness.errors import SpecsuiteError
 from harness.results.builder import bench_repeats, comparison_of
+from harness.results.types import Arm, BenchRun, Document, EstimateRow, Gsm8kRun, Repeat, Workloads
 from harness.stats import clopper_pearson
 from harness.workloads.correctness.workload import SamplingCase
 
@@ -51,59 +52,50 @@ def _case_id(temperature: float, top_p: float) -> str:
 
 @dataclass
 class CaseRuns:
-    """One sampling case (or workload setting) of one arm: the per-repeat dicts."""
+    """One sampling case (or workload setting) of one arm: its typed record per repeat
+    (`Case`, `Gsm8kRun` or `BenchRun`, harness.results.types)."""
 
     temperature: float
     top_p: float
-    runs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    runs: list[tuple[int, Any]] = field(default_factory=list)
 
 
 ArmData = dict[str, dict[str, CaseRuns]]  # family ("cases", "gsm8k", "bench") -> case_id -> runs
 
 
-def _workload_runs(repeat: dict[str, Any], name: str) -> list[dict[str, Any]]:
-    """A repeat's runs of one workload: a single result dict or a list of them (one per setting)."""
-    value = (repeat.get("workloads") or {}).get(name)
-    if isinstance(value, dict):
-        return [value]
-    if isinstance(value, list):
-        return [item for item in value if isinstance(item, dict)]
-    return []
+def _workload_runs(repeat: Repeat, name: str) -> list[Gsm8kRun] | list[BenchRun]:
+    """A repeat's runs of one workload: one run or a list of them (one per setting)."""
+    workloads = repeat.workloads if isinstance(repeat.workloads, Workloads) else Workloads()
+    return workloads.gsm8k_runs() if name == "gsm8k" else workloads.bench_runs()
 
 
-def _setting(run: dict[str, Any]) -> tuple[float, float]:
-    """Temperature and top_p of a workload run; bench_serving's defaults (0, 1) when unrecorded."""
-    config = run.get("config") or {}
-    return float(config.get("temperature", run.get("temperature", 0.0))), float(config.get("top_p", run.get("top_p", 1.0)))
-
-
-def gather_arm(arm: dict[str, Any]) -> ArmData:
+def gather_arm(arm: Arm | dict[str, Any]) -> ArmData:
+    """An arm's records by family and case, each with its repeat number."""
+    typed = arm if isinstance(arm, Arm) else Arm.from_dict(arm)
     data: ArmData = {"cases": {}, "gsm8k": {}, "bench": {}}
-    for index, repeat in enumerate(arm.get("repeats") or [], start=1):
-        if not isinstance(repeat, dict):
-            continue
-        number = int(repeat.get("repeat", index))
-        for case in repeat.get("cases") or []:
-            if isinstance(case, dict) and "case_id" in case:
-                entry = data["cases"].setdefault(case["case_id"], CaseRuns(float(case.get("temperature") or 0.0),
-                                                                          float(case.get("top_p") or 1.0)))
+    for index, repeat in enumerate(typed.repeats or [], start=1):
+        number = int(repeat.repeat if repeat.has("repeat") else index)
+        for case in repeat.cases or []:
+            if case.has("case_id"):
+                entry = data["cases"].setdefault(case.case_id, CaseRuns(float(case.temperature or 0.0), float(case.top_p or 1.0)))
                 entry.runs.append((number, case))
         for family in ("gsm8k", "bench"):
             for run in _workload_runs(repeat, family):
-                temperature, top_p = _setting(run)
+                temperature, top_p = run.setting()
                 entry = data[family].setdefault(_case_id(temperature, top_p), CaseRuns(temperature, top_p))
                 entry.runs.append((number, run))
     return data
 
 
-def arm_roles(results: dict[str, Any]) -> tuple[list[str], str | None, list[str]]:
+def arm_roles(results: Document | dict[str, Any]) -> tuple[list[str], str | None, list[str]]:
     """(arms present in run order, the baseline if present, notes)."""
-    arms = results.get("arms")
-    if not isinstance(arms, dict):
+    document = Document.of(results)
+    if not document.has("arms"):
         raise SpecsuiteError("results have no 'arms' object; is this a specsuite results.json?")
-    order = [name for name in (results.get("arm_order") or list(arms)) if name in arms]
+    arms = document.arms
+    order = [name for name in (document.arm_order or list(arms)) if name in arms]
     order += [name for name in arms if name not in order]
-    baseline = results.get("baseline_arm") or (results.get("arm_order") or order or [None])[-1]
+    baseline = document.baseline_arm or (document.arm_order or order or [None])[-1]
     notes = []
     if baseline not in arms:
         notes.append(f"baseline arm {baseline!r} has no results; no comparisons")
@@ -217,7 +209,10 @@ def sorted_cases(cases: dict[str, CaseRuns]) -> list[tuple[str, CaseRuns]]:
     return sorted(cases.items(), key=lambda item: (item[1].temperature, item[1].top_p))
 
 
-def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[dict[str, Any]]:
+_ESTIMATE_KEYS = ("arm", "metric", "label", "case_id", "temperature", "top_p", "unit", "value", "ci", "k", "n", "repeats", "note")
+
+
+def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[EstimateRow]:
     """One row per (arm, metric, case) with data: pooled value, 95 % interval, k, n, repeats."""
     rows = []
     for arm in order:
@@ -225,8 +220,9 @@ def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[dict[str, 
             for case_id, runs in sorted_cases(gathered[arm][BY_NAME[metric].source]):
                 estimate = _estimate(metric, runs)
                 if estimate is not None:
-                    rows.append({"arm": arm, "metric": metric, "label": BY_NAME[metric].label, "case_id": case_id,
-                                 "temperature": runs.temperature, "top_p": runs.top_p, "unit": BY_NAME[metric].unit, **estimate})
+                    rows.append(EstimateRow(arm=arm, metric=metric, label=BY_NAME[metric].label, case_id=case_id,
+                                            temperature=runs.temperature, top_p=runs.top_p, unit=BY_NAME[metric].unit,
+                                            **estimate, key_order=_ESTIMATE_KEYS))
     return rows
 
 

@@ -73,6 +73,7 @@ from harness.compare.metrics import (
     sorted_cases,
 )
 from harness.errors import SpecsuiteError
+from harness.results.types import Comparison, ComparisonRow, Document, Effect, MetricFacts
 from harness.stats import (
     EquivalenceResult,
     StatsInputError,
@@ -106,12 +107,26 @@ SUSPECT = "suspect"
 class Pending:
     """A comparison row waiting for its Holm-adjusted p-value and verdict."""
 
-    row: dict[str, Any]
+    row: ComparisonRow
     effect: float  # on the verdict's scale (log ratio for rates)
     ci: tuple[float, float]
     threshold: float
     higher_is_better: bool
     equivalence: EquivalenceResult | None = None
+
+
+def _put(row: ComparisonRow, **values: Any) -> None:
+    """Set fields of a row as ``dict.update`` would: a new key goes last, a known one keeps its place
+    (the analysis is written in this order); keys the type does not name go to ``extra``."""
+    named = set(ComparisonRow.field_names())
+    for key, value in values.items():
+        if key in named:
+            nested = ComparisonRow.NESTED.get(key)
+            setattr(row, key, nested[1].from_dict(value) if nested and isinstance(value, dict) else value)
+        else:
+            row.extra[key] = value
+        if key not in row.key_order:
+            row.key_order = (*row.key_order, key)
 
 
 def _log(value: float) -> float:
@@ -151,12 +166,12 @@ def _relative_mde(sd_log: float | None, n1: int, n2: int, target: float, repeats
     return mde
 
 
-def _base_row(name: str, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> dict[str, Any]:
+def _base_row(name: str, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> ComparisonRow:
     metric = BY_NAME[name]
-    return {"metric": name, "label": metric.label, "case_id": case_id, "temperature": runs.temperature,
+    return ComparisonRow.from_dict({"metric": name, "label": metric.label, "case_id": case_id, "temperature": runs.temperature,
             "top_p": runs.top_p, "candidate": candidate, "baseline": baseline, "unit": metric.unit,
             "candidate_value": None, "baseline_value": None, "effect": None, "p_value": None, "mde": None,
-            "test": None, "n": None, "higher_is_better": metric.higher_is_better, "note": None}
+            "test": None, "n": None, "higher_is_better": metric.higher_is_better, "note": None})
 
 
 def _pooled(candidate: list[tuple[int, int, float]], baseline: list[tuple[int, int, float]]) -> tuple[int, float, int, float] | None:
@@ -166,13 +181,13 @@ def _pooled(candidate: list[tuple[int, int, float]], baseline: list[tuple[int, i
     return (sum(s[1] for s in candidate), sum(s[2] for s in candidate), sum(s[1] for s in baseline), sum(s[2] for s in baseline))
 
 
-def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     pooled = _pooled(rate_series(cand, metric), rate_series(base, metric))
     if pooled is None:
         return None
     k1, e1, k2, e2 = pooled
     res = rate_ratio_test(k1, e1, k2, e2, confidence=CONFIDENCE)
-    row.update(candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
+    _put(row, candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
                test="exact conditional rate-ratio test (binomial)",
                effect={"name": "rate ratio", "scale": "ratio", "value": num(res.rate_ratio),
                        "ci": interval(res.rate_ratio_ci),
@@ -182,7 +197,7 @@ def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: flo
                events={"candidate": k1, "baseline": k2}, mde=_rate_mde(metric, k1, e1, k2, e2))
     if k1 == 0 and k2 == 0:
         effect = 0.0
-        row["note"] = "no events in either arm"
+        _put(row, note="no events in either arm")
     elif k1 == 0 or k2 == 0:  # a zero arm: continuity-corrected log ratio, so the direction stays finite
         effect = math.log(((k1 + 0.5) / e1) / ((k2 + 0.5) / e2))
     else:
@@ -205,13 +220,13 @@ def _rate_mde(metric: Metric, k1: int, e1: float, k2: int, e2: float) -> dict[st
             "note": f"smallest detectable rate ({metric.unit}) over a zero-event baseline"}
 
 
-def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     c_series, b_series = per_request_series(cand, metric), per_request_series(base, metric)
     if not c_series or not b_series:
         return None
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
-        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
+        _put(row, candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
                    n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
                    mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
         return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
@@ -219,7 +234,7 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
     b = np.concatenate([v for _, v in b_series])
     shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
     # The values a rank test compares are medians; the report's per-case tables show means of requests, and say so.
-    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
+    _put(row, candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
                p_value=mann_whitney(a, b).p_value, test="Mann–Whitney U; Hodges–Lehmann relative shift",
                effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
                        "ci": interval(shift.ci)},
@@ -232,37 +247,38 @@ def _equivalence_entry(margin: float, result: EquivalenceResult) -> dict[str, An
     return {"margin": margin, "p_value": result.p_value, "equivalent": result.equivalent, "ci": interval(result.ci)}
 
 
-def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row: dict[str, Any], *,
+def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row: ComparisonRow, *,
                    higher_is_better: bool, equivalence_margin: float | None) -> Pending | None:
     """Run-level comparison on the log scale; identical constant runs are equal, other constants untestable."""
-    row["test"] = "Welch t on log run-level values" + (" + TOST" if equivalence_margin else "")
+    _put(row, test="Welch t on log run-level values" + (" + TOST" if equivalence_margin else ""))
     try:
         res = welch_ttest(a, b, confidence=CONFIDENCE, relative=True)
     except StatsInputError as exc:
         same = list(a) == list(b)
-        row.update(p_value=1.0 if same else None, note=None if same else str(exc),
+        _put(row, p_value=1.0 if same else None, note=None if same else str(exc),
                    effect={"name": "relative difference", "scale": "relative",
                            "value": num(float(np.mean(a)) / float(np.mean(b)) - 1.0), "ci": None})
         return Pending(row, 0.0, (0.0, 0.0), threshold, higher_is_better) if same else None
     equivalence = None
     if equivalence_margin:
         equivalence = tost_equivalence(a, b, margin=equivalence_margin, relative=True, alpha=1 - CONFIDENCE)
-        row["equivalence"] = _equivalence_entry(equivalence_margin, equivalence)
-    row.update(p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
+        _put(row, equivalence=_equivalence_entry(equivalence_margin, equivalence))
+    _put(row, p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
                                             "value": num(res.estimate), "ci": interval(res.ci)})
     return Pending(row, res.estimate, res.ci, threshold, higher_is_better, equivalence)
 
 
-def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     a_all: list[bool] = []
     b_all: list[bool] = []
     base_runs = dict(base.runs)
     for number, run in cand.runs:
-        if number in base_runs and "per_question" in run and "per_question" in base_runs[number]:
-            try:
-                pairs = paired_outcomes(run, base_runs[number], GSM8K_DEFINITION)
+        other = base_runs.get(number)
+        if other is not None and run.has("per_question") and other.has("per_question"):
+            try:  # paired_outcomes reads the runs' per-question tables only
+                pairs = paired_outcomes({"per_question": run.per_question}, {"per_question": other.per_question}, GSM8K_DEFINITION)
             except SpecsuiteError as exc:  # different shots or data: that repeat cannot be paired
-                row["note"] = f"repeat {number} not paired: {exc}"
+                _put(row, note=f"repeat {number} not paired: {exc}")
                 continue
             a_all += pairs.a
             b_all += pairs.b
@@ -270,7 +286,7 @@ def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, th
         return None
     res = mcnemar_from_pairs(a_all, b_all, confidence=CONFIDENCE)
     p_base = float(np.mean(b_all))
-    row.update(candidate_value=float(np.mean(a_all)), baseline_value=p_base, p_value=res.p_value,
+    _put(row, candidate_value=float(np.mean(a_all)), baseline_value=p_base, p_value=res.p_value,
                test="exact McNemar (paired by question)",
                effect={"name": "accuracy difference", "scale": "difference", "value": res.difference,
                        "ci": interval(res.difference_ci)},
@@ -290,13 +306,13 @@ def _proportion_mde(n1: int, n2: int, p_base: float, note: str) -> dict[str, Any
     return {"scale": "difference", "value": num(value), "power": POWER, "note": note}
 
 
-def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     pooled = _pooled(proportion_series(cand, metric), proportion_series(base, metric))
     if pooled is None:
         return None
     k1, n1, k2, n2 = (int(v) for v in pooled)
     res = fisher_exact_2x2(k1, n1, k2, n2, confidence=CONFIDENCE, odds_ratio_ci=False)
-    row.update(candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
+    _put(row, candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
                effect={"name": "risk difference", "scale": "difference", "value": res.risk_difference,
                        "ci": interval(res.risk_difference_ci)},
                n={"candidate": n1, "baseline": n2, "unit": "answered questions"},
@@ -324,37 +340,37 @@ def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> dict[st
             "equivalent": bool(margin) and -margin < shift_tost.ci[0] and shift_tost.ci[1] < margin}
 
 
-def _run_level(a_runs: Sequence[float], b_runs: Sequence[float], threshold: float, row: dict[str, Any], *,
+def _run_level(a_runs: Sequence[float], b_runs: Sequence[float], threshold: float, row: ComparisonRow, *,
                higher_is_better: bool, target_effect: float | None = None) -> Pending | None:
     """Run values of two or more repeats per arm: Welch on log values + TOST, MDE, repeats needed, rank pair."""
-    row["mde"] = _relative_mde(log_sd(a_runs, b_runs), len(a_runs), len(b_runs),
-                               threshold if target_effect is None else target_effect, repeats=True)
+    _put(row, mde=_relative_mde(log_sd(a_runs, b_runs), len(a_runs), len(b_runs),
+                                threshold if target_effect is None else target_effect, repeats=True))
     pending = _welch_pending(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better,
                              equivalence_margin=threshold or None)
-    row["rank"] = _rank_pair(a_runs, b_runs, threshold)
+    _put(row, rank=_rank_pair(a_runs, b_runs, threshold))
     return pending
 
 
-def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     a_runs, b_runs = [v for _, v in run_values(cand, metric.name)], [v for _, v in run_values(base, metric.name)]
     if not a_runs or not b_runs:
         return None
     higher_is_better = metric.higher_is_better
-    row.update(candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
+    _put(row, candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
                n={"candidate": len(a_runs), "baseline": len(b_runs), "unit": "repeats"})
     if len(a_runs) >= 2 and len(b_runs) >= 2 and min(a_runs + b_runs) > 0:
         return _run_level(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better)
     a_tokens, b_tokens = per_token_values(cand, metric), per_token_values(base, metric)
     if len(a_tokens) < 2 or len(b_tokens) < 2:
-        row.update(p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
-                                                      "value": num(row["candidate_value"] / row["baseline_value"] - 1.0)
-                                                      if row["baseline_value"] else None, "ci": None},
+        _put(row, p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
+                                                      "value": num(row.candidate_value / row.baseline_value - 1.0)
+                                                      if row.baseline_value else None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
         return None
     zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
     if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
-        row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
+        _put(row, candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
                    effect={"name": "relative median difference", "scale": "relative", "value": None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "zero gaps"},
                    note=f"{zeros} zero inter-token gaps: a client that gave every event of one network read the same time "
@@ -362,7 +378,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
         return None
     boot = relative_median_diff_ci(a_tokens, b_tokens, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     equivalence = tost_equivalence(a_tokens, b_tokens, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None
-    row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
+    _put(row, candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
                p_value=mann_whitney(a_tokens, b_tokens).p_value,
                test="Mann–Whitney U on per-token ITLs; bootstrap relative median difference" + (" + TOST" if equivalence else ""),
                effect={"name": "relative median difference", "scale": "relative", "value": boot.estimate,
@@ -371,7 +387,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
                mde=_relative_mde(log_sd(a_tokens, b_tokens), len(a_tokens), len(b_tokens), threshold, repeats=False),
                note="one run per arm: the p-value says these two runs differ")
     if equivalence is not None:
-        row["equivalence"] = _equivalence_entry(threshold, equivalence)
+        _put(row, equivalence=_equivalence_entry(threshold, equivalence))
     return Pending(row, boot.estimate, boot.ci, threshold, higher_is_better, equivalence)
 
 
@@ -384,7 +400,7 @@ _ENGINES = {
 }
 
 
-def _compare(name: str, cand: CaseRuns, base: CaseRuns, threshold: float, row: dict[str, Any]) -> Pending | None:
+def _compare(name: str, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
     metric = BY_NAME[name]
     return _ENGINES[metric.statistic](metric, cand, base, threshold, row)
 
@@ -404,19 +420,26 @@ def check_thresholds(thresholds: dict[str, float] | None) -> dict[str, float]:
     return merged
 
 
-def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: dict[str, float] | None = None) -> dict[str, Any]:
-    """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread."""
-    if not isinstance(results, dict):
+_ANALYSIS_KEYS = ("family_alpha", "correction", "confidence", "power", "baseline", "candidates", "arm_order", "thresholds",
+                  "workloads", "notes", "comparisons", "estimates", "repeat_spread", "metrics", "report_rows", "spread_rows")
+
+
+def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
+                 thresholds: dict[str, float] | None = None) -> dict[str, Any]:
+    """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread.
+    Reads the typed document (a results dict is loaded as one); returns the typed `Comparison`'s dict."""
+    if not isinstance(results, (dict, Document)):
         raise SpecsuiteError(f"compare_arms needs a results dict, got {type(results).__name__}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise SpecsuiteError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
     limits = check_thresholds(thresholds)
-    order, baseline, notes = arm_roles(results)
-    gathered = {name: gather_arm(results["arms"][name]) for name in order}
+    document = Document.of(results)
+    order, baseline, notes = arm_roles(document)
+    gathered = {name: gather_arm(document.arms[name]) for name in order}
     workloads = {family: "run" if any(data[family] for data in gathered.values()) else "not run" for family in ("gsm8k", "bench")}
 
     pending: list[Pending] = []
-    untested: list[dict[str, Any]] = []
+    untested: list[ComparisonRow] = []
     candidates = [name for name in order if baseline is not None and name != baseline]
     for candidate in candidates:
         for metric in METRICS:
@@ -426,65 +449,58 @@ def compare_arms(results: dict[str, Any], *, alpha: float = 0.05, thresholds: di
                 if case_id not in base_cases:
                     continue
                 row = _base_row(metric, case_id, candidate, baseline, cand_runs)
-                row["threshold"] = limits[metric]
+                _put(row, threshold=limits[metric])
                 outcome = _compare(metric, cand_runs, base_cases[case_id], limits[metric], row)
                 if outcome is not None:
                     pending.append(outcome)
-                elif row["effect"] is not None:  # both arms have data but no test applies
+                elif row.effect is not None:  # both arms have data but no test applies
                     untested.append(row)
 
     comparisons = _mark_suspect(_decide(pending, alpha) + [_undecided(row) for row in untested])
-    comparisons.sort(key=lambda r: (METRICS.index(r["metric"]), r["temperature"], r["top_p"], order.index(r["candidate"])))
-    return {
-        "family_alpha": alpha,
-        "correction": "holm",
-        "confidence": CONFIDENCE,
-        "power": POWER,
-        "baseline": baseline,
-        "candidates": candidates,
-        "arm_order": order,
-        "thresholds": limits,
-        "workloads": workloads,
-        "notes": notes,
-        "comparisons": comparisons,
-        "estimates": estimates(order, gathered),
-        "repeat_spread": repeat_spread(order, gathered),
-        **metric_table(),
-    }
+    comparisons.sort(key=lambda r: (METRICS.index(r.metric), r.temperature, r.top_p, order.index(r.candidate)))
+    table = metric_table()
+    analysis = Comparison(
+        family_alpha=alpha, correction="holm", confidence=CONFIDENCE, power=POWER, baseline=baseline, candidates=candidates,
+        arm_order=order, thresholds=limits, workloads=workloads, notes=notes, comparisons=comparisons,
+        estimates=estimates(order, gathered), repeat_spread=repeat_spread(order, gathered),
+        metrics={name: MetricFacts.from_dict(facts) for name, facts in table["metrics"].items()},
+        report_rows=table["report_rows"], spread_rows=table["spread_rows"], key_order=_ANALYSIS_KEYS)
+    return analysis.to_dict()
 
 
-def _decide(pending: list[Pending], alpha: float) -> list[dict[str, Any]]:
+def _decide(pending: list[Pending], alpha: float) -> list[ComparisonRow]:
     """Holm over the whole family, then one verdict per row."""
     if not pending:
         return []
-    adjusted = holm([p.row["p_value"] for p in pending], alpha=alpha).adjusted
+    adjusted = holm([p.row.p_value for p in pending], alpha=alpha).adjusted
     rows = []
     for item, p_adjusted in zip(pending, adjusted, strict=True):
-        item.row["p_adjusted"] = p_adjusted
-        item.row["verdict"] = verdict(p_adjusted, item.effect, item.ci, item.threshold, item.higher_is_better,
-                                      equivalence=item.equivalence, alpha=alpha)
+        _put(item.row, p_adjusted=p_adjusted)
+        _put(item.row, verdict=verdict(p_adjusted, item.effect, item.ci, item.threshold, item.higher_is_better,
+                                       equivalence=item.equivalence, alpha=alpha))
         rows.append(item.row)
     return rows
 
 
-def _undecided(row: dict[str, Any]) -> dict[str, Any]:
-    row.update(p_adjusted=None, verdict="inconclusive")
+def _undecided(row: ComparisonRow) -> ComparisonRow:
+    _put(row, p_adjusted=None, verdict="inconclusive")
     return row
 
 
-def _mark_suspect(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _mark_suspect(rows: list[ComparisonRow]) -> list[ComparisonRow]:
     """"better" becomes "suspect" on a metric whose rise is the founding bug's signature (accept length)
     when the same candidate arm is "worse" on a corruption sign (invalid/fallback/padded ids, strays) in any case."""
     signs: dict[str, dict[str, list[str]]] = {}  # candidate -> metric -> cases where it is worse
     for row in rows:
-        if BY_NAME[row["metric"]].corruption_sign and row["verdict"] == "worse":
-            signs.setdefault(row["candidate"], {}).setdefault(row["metric"], []).append(row["case_id"])
+        if BY_NAME[row.metric].corruption_sign and row.verdict == "worse":
+            signs.setdefault(row.candidate, {}).setdefault(row.metric, []).append(str(row.case_id))
     for row in rows:
-        found = signs.get(row["candidate"])
-        if found and row["verdict"] == "better" and BY_NAME[row["metric"]].suspect_when_better:
+        found = signs.get(row.candidate)
+        if found and row.verdict == "better" and BY_NAME[row.metric].suspect_when_better:
             cases = sorted({case for where in found.values() for case in where})
             note = SUSPECT_NOTE.format(signs=f"{', '.join(found)} ({', '.join(cases)})")
-            row.update(verdict=SUSPECT, suspect_because=found, note=f"{note}; {row['note']}" if row["note"] else note)
+            row.verdict, row.suspect_because = SUSPECT, found
+            row.note = f"{note}; {row.note}" if row.note else note
     return rows
 
 
@@ -503,47 +519,49 @@ def compare_run_values(candidate: Sequence[float], baseline: Sequence[float], *,
     """
     a, b = [float(v) for v in candidate], [float(v) for v in baseline]
     entry = BY_NAME.get(metric)
-    row: dict[str, Any] = {"metric": metric, "label": entry.label if entry else metric, "unit": entry.unit if entry else "",
+    row = ComparisonRow.from_dict({"metric": metric, "label": entry.label if entry else metric, "unit": entry.unit if entry else "",
                            "candidate_value": float(np.median(a)) if a else None, "baseline_value": float(np.median(b)) if b else None,
                            "effect": None, "p_value": None, "p_adjusted": None, "mde": None, "test": None,
                            "n": {"candidate": len(a), "baseline": len(b), "unit": "repeats"}, "higher_is_better": higher_is_better,
                            "threshold": threshold, "note": None, "verdict": "inconclusive",
-                           "candidate_runs": a, "baseline_runs": b}
+                           "candidate_runs": a, "baseline_runs": b})
     if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
-        row["note"] = "needs two or more positive run values per arm"
-        return row
+        _put(row, note="needs two or more positive run values per arm")
+        return row.to_dict()
     pending = _run_level(a, b, threshold, row, higher_is_better=higher_is_better, target_effect=target_effect)
     if pending is not None:
-        row["verdict"] = verdict(row["p_value"], pending.effect, pending.ci, threshold, higher_is_better,
-                                 equivalence=pending.equivalence, alpha=1 - CONFIDENCE)
-    return row
+        _put(row, verdict=verdict(row.p_value, pending.effect, pending.ci, threshold, higher_is_better,
+                                  equivalence=pending.equivalence, alpha=1 - CONFIDENCE))
+    return row.to_dict()
 
 
 def _signed(value: float | None) -> str:
     return "∞" if value is None else f"{value:+.3%}"
 
 
-def describe_run_level(row: dict[str, Any]) -> str:
+def describe_run_level(row: dict[str, Any] | ComparisonRow) -> str:
     """One comparison row of a run-level metric in words: effect, 95 % CI, p, TOST, then the rank pair."""
-    name = f"{row['metric']}" + (f" {row['case_id']}" if row.get("case_id") else "")
-    effect = row.get("effect") or {}
-    if row.get("p_value") is None:
-        return f"{name}: no test ({row.get('note') or 'needs two or more repeats per arm'})"
-    if effect.get("ci") is None:
-        return f"{name}: {row['verdict']} (identical run values: no interval)"
-    low, high = effect["ci"]
-    line = f"{name}: {_signed(effect.get('value'))} [95% CI {_signed(low)}, {_signed(high)}], p={row['p_value']:.3g}"
-    if row.get("p_adjusted") is not None:
-        line += f" (Holm {row['p_adjusted']:.3g})"
-    equivalence = row.get("equivalence")
+    typed = row if isinstance(row, ComparisonRow) else ComparisonRow.from_dict(row)
+    name = f"{typed.metric}" + (f" {typed.case_id}" if typed.case_id else "")
+    effect = typed.effect or Effect()
+    if typed.p_value is None:
+        return f"{name}: no test ({typed.note or 'needs two or more repeats per arm'})"
+    if not effect.has("ci") or effect.ci is None:
+        return f"{name}: {typed.verdict} (identical run values: no interval)"
+    low, high = effect.ci
+    line = f"{name}: {_signed(effect.value)} [95% CI {_signed(low)}, {_signed(high)}], p={typed.p_value:.3g}"
+    if typed.p_adjusted is not None:
+        line += f" (Holm {typed.p_adjusted:.3g})"
+    equivalence = typed.extra.get("equivalence")
     if equivalence:
         tost_low, tost_high = equivalence["ci"]
         line += (f", TOST 90% CI [{_signed(tost_low)}, {_signed(tost_high)}]: "
                  f"{'equivalent' if equivalence['equivalent'] else 'not shown equivalent'} within ±{equivalence['margin']:.2%}")
-    line += f" -> {row['verdict']} (n={row['n']['candidate']}+{row['n']['baseline']} {row['n']['unit']}"
-    sd = (row.get("mde") or {}).get("sd_log")
+    n = typed.n or {}
+    line += f" -> {typed.verdict} (n={n['candidate']}+{n['baseline']} {n['unit']}"
+    sd = typed.mde.sd_log if typed.mde is not None else None
     line += f", between-run sd {sd:.3%})" if sd else ")"
-    rank = row.get("rank") or {}
+    rank = typed.extra.get("rank") or {}
     if rank.get("test"):
         rank_low, rank_high = rank["ci"]
         line += (f"\n    rank-based: Hodges-Lehmann {_signed(rank['estimate'])} [{rank['confidence']:.1%} CI {_signed(rank_low)}, "

@@ -93,15 +93,15 @@ def extract_metrics(arm: dict[str, Any], document_ref: str) -> list[MetricRecord
     gathered = {_SINGLE_ARM: gather_arm(arm)}
     records = []
     for row in estimates([_SINGLE_ARM], gathered):
-        metric, case_id = row["metric"], row["case_id"]
+        metric, case_id = row.metric, str(row.case_id)
         runs = gathered[_SINGLE_ARM][BY_NAME[metric].source][case_id]
-        ci = row["ci"] or (None, None)
+        ci = row.ci or (None, None)
         records.append(MetricRecord(
-            name=metric, case_id=case_id, temperature=float(row["temperature"]), top_p=float(row["top_p"]),
-            value=row["value"], ci_low=ci[0], ci_high=ci[1],
-            k=None if row["k"] is None else float(row["k"]), n=None if row["n"] is None else float(row["n"]),
-            repeats=int(row["repeats"]), samples=_samples(metric, runs),
+            name=metric, case_id=case_id, temperature=float(row.temperature or 0.0), top_p=float(row.top_p or 0.0),
+            value=row.value, ci_low=ci[0], ci_high=ci[1],
+            k=None if row.k is None else float(row.k), n=None if row.n is None else float(row.n),
+            repeats=int(row.repeats or 0), samples=_samples(metric, runs),
             samples_ref=f"{document_ref}#workloads.bench.itls" if BY_NAME[metric].per_token else None,
-            note=row["note"], version=METRIC_VERSIONS[metric], unit=BY_NAME[metric].unit, direction=DIRECTIONS[metric],
+            note=row.note, version=METRIC_VERSIONS[metric], unit=BY_NAME[metric].unit, direction=DIRECTIONS[metric],
         ))
     return records

@@ -72,6 +72,16 @@ class Record:
                 values[key] = loaded
         return cls(**values, extra=extra, key_order=tuple(data))
 
+    def has(self, name: str) -> bool:
+        """Whether the named field holds a value of its own: read from the dict (in the shape its
+        type expects), or set away from its default since."""
+        if name in self.extra:
+            return False
+        if name in self.key_order:
+            return True
+        spec = next(f for f in dataclasses.fields(self) if f.name == name)
+        return getattr(self, name) != _default_of(spec)
+
     def to_dict(self) -> dict[str, Any]:
         named = self.field_names()
         defaults = {f.name: _default_of(f) for f in dataclasses.fields(self) if f.name in named}
@@ -176,6 +186,18 @@ class Case(Record):
         """A server counter's value after the case, or None when the server does not export it."""
         return self.server_counters.get(name)
 
+    def detector_events(self, name: str) -> tuple[int, float] | None:
+        """(events, denominator) of a detector that ran over a non-empty denominator, else None."""
+        entry = (self.detectors or {}).get(name)
+        if isinstance(entry, dict) and entry.get("total"):
+            return int(entry.get("count") or 0), float(entry["total"])
+        return None
+
+    def accept_lengths(self) -> list[float]:
+        """The per-request accept lengths recorded (None entries left out)."""
+        values = (self.acceptance.per_request if isinstance(self.acceptance, Acceptance) else None) or []
+        return [float(v) for v in values if v is not None]
+
 
 # ---------------------------------------------------------------- workloads
 
@@ -227,7 +249,13 @@ class Gsm8kRun(Record):
     source: str | None = None  # the GSM8K file, or the synthetic set's marker
 
     def scoring(self, definition: str) -> Gsm8kScoring:
-        return self.definitions.get(definition) or Gsm8kScoring()
+        return (self.definitions or {}).get(definition) or Gsm8kScoring()
+
+    def setting(self) -> tuple[float, float]:
+        """Temperature and top_p it ran at: its config's, else its own fields, else greedy (0, 1)."""
+        config = self.config or {}
+        own_temperature = self.temperature if self.has("temperature") else 0.0
+        return float(config.get("temperature", own_temperature)), float(config.get("top_p", self.extra.get("top_p", 1.0)))
 
     def detector(self, name: str, key: str = "count") -> float:
         found = self.detectors.get(name)
@@ -255,10 +283,18 @@ class BenchRun(Record):
 
     def temperature(self) -> float:
         """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
-        return float(self.config.get("temperature", self.extra.get("temperature", 0.0)))
+        return float((self.config or {}).get("temperature", self.extra.get("temperature", 0.0)))
 
     def top_p(self) -> float:
-        return float(self.config.get("top_p", self.extra.get("top_p", 1.0)))
+        return float((self.config or {}).get("top_p", self.extra.get("top_p", 1.0)))
+
+    def setting(self) -> tuple[float, float]:
+        """Temperature and top_p it ran at (bench_serving's 0 and 1 when unrecorded)."""
+        return self.temperature(), self.top_p()
+
+    def itl_gaps_ms(self) -> list[float]:
+        """Every per-token ITL in ms (``itls``: per-request lists in seconds), negative or missing gaps left out."""
+        return [float(x) * 1000.0 for request in (self.itls or []) for x in (request or []) if x is not None and x >= 0]
 
 
 @dataclass
@@ -270,6 +306,15 @@ class Workloads(Record):
     gsm8k: list[Gsm8kRun] = field(default_factory=list)
     bench: BenchRun | None = None
     integrity_checks: dict[str, Any] | None = None
+
+    def gsm8k_runs(self) -> list[Gsm8kRun]:
+        """The GSM8K runs: a list of them, or one run written as a single object."""
+        if self.gsm8k:
+            return list(self.gsm8k)
+        written = self.extra.get("gsm8k")
+        if isinstance(written, dict):
+            return [Gsm8kRun.from_dict(written)]
+        return [Gsm8kRun.from_dict(run) for run in written if isinstance(run, dict)] if isinstance(written, list) else []
 
     def bench_runs(self) -> list[BenchRun]:
         """The benchmark summaries: one, or a list of them (as some writers kept them)."""
@@ -335,18 +380,78 @@ class Arm(Record):
 
 
 @dataclass
+class InvariantOutcome(Record):
+    """One invariant on one input class (harness.kernels.invariants): passed, or how many rows broke it."""
+
+    input_class: str = ""
+    invariant: str = ""
+    passed: bool = False
+    violations: int | None = None
+    rows: int | None = None
+    example: dict[str, Any] | None = None  # one row where it broke
+
+
+@dataclass
+class DistributionTest(Record):
+    """One distribution test on well-formed input (harness.kernels.distribution): what it saw and its p-value."""
+
+    name: str = ""
+    n: int | None = None
+    observed_rate: float | None = None
+    expected_rate: float | None = None
+    mean_difference: float | None = None
+    difference_ci95: list[float] | None = None
+    x2: float | None = None
+    chi2: float | None = None
+    categories: int | None = None
+    p_value: float | None = None
+    adjusted_p: float | None = None
+    detectable_at_90_power: float | None = None
+    rejected: bool | None = None
+    note: str | None = None
+
+
+@dataclass
+class KernelDistribution(Record):
+    """The distribution family: its tests, corrected together."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("list", DistributionTest)}
+
+    correction: str | None = None
+    family_size: int | None = None
+    power: float | None = None
+    tests: list[DistributionTest] = field(default_factory=list)
+
+
+@dataclass
 class KernelSection(Record):
     """The kernel suite's run (harness.kernels.suite): the kernel, its invariants and distribution tests."""
 
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "invariants": ("list", InvariantOutcome), "distribution": ("one", KernelDistribution)}
+
     label: str | None = None
+    kernel: str | None = None  # the --kernel value
+    sha256: str | None = None  # the kernel file's; None for the reference numpy sampler
     device: str | None = None
+    engine: str | None = None
+    verification: str | None = None
+    shape: dict[str, Any] | None = None  # batch, steps, kernel_vocab, tokenizer_vocab
     seed: int | None = None
     alpha: float | None = None
     classes: list[str] = field(default_factory=list)
-    invariants: list[dict[str, Any]] = field(default_factory=list)
+    rules: dict[str, str] | None = None  # invariant -> what it requires
+    invariants: list[InvariantOutcome] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)
-    distribution: dict[str, Any] = field(default_factory=dict)
+    distribution: KernelDistribution | None = None
     seconds: float | None = None
+
+    def by_class(self) -> dict[str, dict[str, InvariantOutcome]]:
+        """input class -> invariant -> outcome, in the order written."""
+        found: dict[str, dict[str, InvariantOutcome]] = {}
+        for outcome in self.invariants or []:
+            found.setdefault(outcome.input_class, {})[outcome.invariant] = outcome
+        return found
 
 
 # ---------------------------------------------------------------- the A/B analysis
@@ -390,6 +495,7 @@ class Mde(Record):
     power: float | None = None
     note: str | None = None
     repeats_needed: int | None = None
+    sd_log: float | None = None  # relative MDEs: the pooled within-arm sd of log values it was scaled by
 
 
 @dataclass
@@ -419,7 +525,7 @@ class ComparisonRow(Record):
     threshold: float | None = None
     events: dict[str, Any] | None = None
     verdict: str | None = None
-    suspect_because: list[str] = field(default_factory=list)  # "suspect" rows: what the arm is worse on
+    suspect_because: dict[str, list[str]] = field(default_factory=dict)  # "suspect" rows: metric -> cases the arm is worse in
     value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
 
     def shown_verdict(self) -> str:
