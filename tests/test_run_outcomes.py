@@ -108,3 +108,20 @@ def test_nightly_passes_two_correct_arms(main_job: dict) -> None:
     outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, same[ANALYSIS_KEY])
     assert not outcome.failed, outcome.triggered
     assert exit_policy_line(argparse.Namespace(profile="nightly", fail_on=None), outcome).startswith("exit 0")
+
+
+def test_a_session_that_wrote_null_cases_and_workloads_still_merges(tmp_path: Path) -> None:
+    """The merger reads each session's results.json through the typed model; nulls where lists and dicts belong
+    (a hand-edited or truncated writer) merge as empty, not as a crash of the whole run."""
+    from harness.compare.arms import ArmSpec
+    from harness.orchestration.runner import _combine, _session_entry
+
+    for part in ("a", "b"):
+        (tmp_path / part).mkdir()
+        (tmp_path / part / "results.json").write_text(json.dumps({
+            "schema_version": 3, "status": "complete", "warnings": None,
+            "arms": {"fix": {"repeats": [{"repeat": 1, "seed": 0, "cases": None, "workloads": None}]}}}))
+    arm = ArmSpec(name="fix", url="http://127.0.0.1:1")
+    entries = [_session_entry(tmp_path / part, arm, 1, 0, 0, tmp_path / part / "log") for part in ("a", "b")]
+    merged = _combine(entries).repeats[0].to_dict()
+    assert merged["cases"] == [] and merged["workloads"] == {} and merged["exit_code"] == 0

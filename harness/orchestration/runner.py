@@ -515,9 +515,9 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     session = Document.of(load_results(results_file))
     measured_arm = session.arms.get(arm.name) or Arm()
     measured = measured_arm.repeats[0] if measured_arm.repeats else Repeat()  # a pytest session is one repeat of its arm
-    entry.cases = measured.cases
+    entry.cases = measured.cases or []  # a session that wrote null here still merges
     _put(entry, "warnings", list(session.warnings or []))
-    _put(entry, "workloads", measured.workloads)
+    _put(entry, "workloads", measured.workloads or Workloads())
     _put(entry, "session_status", session.status)
     return Arm(server_under_test=measured_arm.server_under_test, identity=measured_arm.identity, vocab=measured_arm.vocab,
                repeats=[entry])
