@@ -115,20 +115,6 @@ class Pending:
     equivalence: EquivalenceResult | None = None
 
 
-def _put(row: ComparisonRow, **values: Any) -> None:
-    """Set fields of a row as ``dict.update`` would: a new key goes last, a known one keeps its place
-    (the analysis is written in this order); keys the type does not name go to ``extra``."""
-    named = set(ComparisonRow.field_names())
-    for key, value in values.items():
-        if key in named:
-            nested = ComparisonRow.NESTED.get(key)
-            setattr(row, key, nested[1].from_dict(value) if nested and isinstance(value, dict) else value)
-        else:
-            row.extra[key] = value
-        if key not in row.key_order:
-            row.key_order = (*row.key_order, key)
-
-
 def _log(value: float) -> float:
     return -math.inf if value <= 0 else math.inf if math.isinf(value) else math.log(value)
 
@@ -187,7 +173,7 @@ def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: flo
         return None
     k1, e1, k2, e2 = pooled
     res = rate_ratio_test(k1, e1, k2, e2, confidence=CONFIDENCE)
-    _put(row, candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
+    row.update(candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
                test="exact conditional rate-ratio test (binomial)",
                effect={"name": "rate ratio", "scale": "ratio", "value": num(res.rate_ratio),
                        "ci": interval(res.rate_ratio_ci),
@@ -197,7 +183,7 @@ def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: flo
                events={"candidate": k1, "baseline": k2}, mde=_rate_mde(metric, k1, e1, k2, e2))
     if k1 == 0 and k2 == 0:
         effect = 0.0
-        _put(row, note="no events in either arm")
+        row.update(note="no events in either arm")
     elif k1 == 0 or k2 == 0:  # a zero arm: continuity-corrected log ratio, so the direction stays finite
         effect = math.log(((k1 + 0.5) / e1) / ((k2 + 0.5) / e2))
     else:
@@ -226,7 +212,7 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
         return None
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
-        _put(row, candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
+        row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
                    n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
                    mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
         return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
@@ -234,7 +220,7 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
     b = np.concatenate([v for _, v in b_series])
     shift = hodges_lehmann(a, b, confidence=CONFIDENCE, relative=True)
     # The values a rank test compares are medians; the report's per-case tables show means of requests, and say so.
-    _put(row, candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
+    row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
                p_value=mann_whitney(a, b).p_value, test="Mann–Whitney U; Hodges–Lehmann relative shift",
                effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
                        "ci": interval(shift.ci)},
@@ -250,20 +236,20 @@ def _equivalence_entry(margin: float, result: EquivalenceResult) -> dict[str, An
 def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row: ComparisonRow, *,
                    higher_is_better: bool, equivalence_margin: float | None) -> Pending | None:
     """Run-level comparison on the log scale; identical constant runs are equal, other constants untestable."""
-    _put(row, test="Welch t on log run-level values" + (" + TOST" if equivalence_margin else ""))
+    row.update(test="Welch t on log run-level values" + (" + TOST" if equivalence_margin else ""))
     try:
         res = welch_ttest(a, b, confidence=CONFIDENCE, relative=True)
     except StatsInputError as exc:
         same = list(a) == list(b)
-        _put(row, p_value=1.0 if same else None, note=None if same else str(exc),
+        row.update(p_value=1.0 if same else None, note=None if same else str(exc),
                    effect={"name": "relative difference", "scale": "relative",
                            "value": num(float(np.mean(a)) / float(np.mean(b)) - 1.0), "ci": None})
         return Pending(row, 0.0, (0.0, 0.0), threshold, higher_is_better) if same else None
     equivalence = None
     if equivalence_margin:
         equivalence = tost_equivalence(a, b, margin=equivalence_margin, relative=True, alpha=1 - CONFIDENCE)
-        _put(row, equivalence=_equivalence_entry(equivalence_margin, equivalence))
-    _put(row, p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
+        row.update(equivalence=_equivalence_entry(equivalence_margin, equivalence))
+    row.update(p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
                                             "value": num(res.estimate), "ci": interval(res.ci)})
     return Pending(row, res.estimate, res.ci, threshold, higher_is_better, equivalence)
 
@@ -278,7 +264,7 @@ def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, th
             try:  # paired_outcomes reads the runs' per-question tables only
                 pairs = paired_outcomes({"per_question": run.per_question}, {"per_question": other.per_question}, GSM8K_DEFINITION)
             except SpecsuiteError as exc:  # different shots or data: that repeat cannot be paired
-                _put(row, note=f"repeat {number} not paired: {exc}")
+                row.update(note=f"repeat {number} not paired: {exc}")
                 continue
             a_all += pairs.a
             b_all += pairs.b
@@ -286,7 +272,7 @@ def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, th
         return None
     res = mcnemar_from_pairs(a_all, b_all, confidence=CONFIDENCE)
     p_base = float(np.mean(b_all))
-    _put(row, candidate_value=float(np.mean(a_all)), baseline_value=p_base, p_value=res.p_value,
+    row.update(candidate_value=float(np.mean(a_all)), baseline_value=p_base, p_value=res.p_value,
                test="exact McNemar (paired by question)",
                effect={"name": "accuracy difference", "scale": "difference", "value": res.difference,
                        "ci": interval(res.difference_ci)},
@@ -312,7 +298,7 @@ def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, thresho
         return None
     k1, n1, k2, n2 = (int(v) for v in pooled)
     res = fisher_exact_2x2(k1, n1, k2, n2, confidence=CONFIDENCE, odds_ratio_ci=False)
-    _put(row, candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
+    row.update(candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
                effect={"name": "risk difference", "scale": "difference", "value": res.risk_difference,
                        "ci": interval(res.risk_difference_ci)},
                n={"candidate": n1, "baseline": n2, "unit": "answered questions"},
@@ -343,11 +329,11 @@ def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> dict[st
 def _run_level(a_runs: Sequence[float], b_runs: Sequence[float], threshold: float, row: ComparisonRow, *,
                higher_is_better: bool, target_effect: float | None = None) -> Pending | None:
     """Run values of two or more repeats per arm: Welch on log values + TOST, MDE, repeats needed, rank pair."""
-    _put(row, mde=_relative_mde(log_sd(a_runs, b_runs), len(a_runs), len(b_runs),
+    row.update(mde=_relative_mde(log_sd(a_runs, b_runs), len(a_runs), len(b_runs),
                                 threshold if target_effect is None else target_effect, repeats=True))
     pending = _welch_pending(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better,
                              equivalence_margin=threshold or None)
-    _put(row, rank=_rank_pair(a_runs, b_runs, threshold))
+    row.update(rank=_rank_pair(a_runs, b_runs, threshold))
     return pending
 
 
@@ -356,13 +342,13 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
     if not a_runs or not b_runs:
         return None
     higher_is_better = metric.higher_is_better
-    _put(row, candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
+    row.update(candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
                n={"candidate": len(a_runs), "baseline": len(b_runs), "unit": "repeats"})
     if len(a_runs) >= 2 and len(b_runs) >= 2 and min(a_runs + b_runs) > 0:
         return _run_level(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better)
     a_tokens, b_tokens = per_token_values(cand, metric), per_token_values(base, metric)
     if len(a_tokens) < 2 or len(b_tokens) < 2:
-        _put(row, p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
+        row.update(p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
                                                       "value": num(row.candidate_value / row.baseline_value - 1.0)
                                                       if row.baseline_value else None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
@@ -370,7 +356,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
         return None
     zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
     if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
-        _put(row, candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
+        row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
                    effect={"name": "relative median difference", "scale": "relative", "value": None, "ci": None},
                    mde={"scale": "relative", "value": None, "power": POWER, "note": "zero gaps"},
                    note=f"{zeros} zero inter-token gaps: a client that gave every event of one network read the same time "
@@ -378,7 +364,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
         return None
     boot = relative_median_diff_ci(a_tokens, b_tokens, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     equivalence = tost_equivalence(a_tokens, b_tokens, margin=threshold, relative=True, alpha=1 - CONFIDENCE) if threshold else None
-    _put(row, candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
+    row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
                p_value=mann_whitney(a_tokens, b_tokens).p_value,
                test="Mann–Whitney U on per-token ITLs; bootstrap relative median difference" + (" + TOST" if equivalence else ""),
                effect={"name": "relative median difference", "scale": "relative", "value": boot.estimate,
@@ -387,7 +373,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
                mde=_relative_mde(log_sd(a_tokens, b_tokens), len(a_tokens), len(b_tokens), threshold, repeats=False),
                note="one run per arm: the p-value says these two runs differ")
     if equivalence is not None:
-        _put(row, equivalence=_equivalence_entry(threshold, equivalence))
+        row.update(equivalence=_equivalence_entry(threshold, equivalence))
     return Pending(row, boot.estimate, boot.ci, threshold, higher_is_better, equivalence)
 
 
@@ -449,7 +435,7 @@ def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
                 if case_id not in base_cases:
                     continue
                 row = _base_row(metric, case_id, candidate, baseline, cand_runs)
-                _put(row, threshold=limits[metric])
+                row.update(threshold=limits[metric])
                 outcome = _compare(metric, cand_runs, base_cases[case_id], limits[metric], row)
                 if outcome is not None:
                     pending.append(outcome)
@@ -475,15 +461,15 @@ def _decide(pending: list[Pending], alpha: float) -> list[ComparisonRow]:
     adjusted = holm([p.row.p_value for p in pending], alpha=alpha).adjusted
     rows = []
     for item, p_adjusted in zip(pending, adjusted, strict=True):
-        _put(item.row, p_adjusted=p_adjusted)
-        _put(item.row, verdict=verdict(p_adjusted, item.effect, item.ci, item.threshold, item.higher_is_better,
+        item.row.update(p_adjusted=p_adjusted)
+        item.row.update(verdict=verdict(p_adjusted, item.effect, item.ci, item.threshold, item.higher_is_better,
                                        equivalence=item.equivalence, alpha=alpha))
         rows.append(item.row)
     return rows
 
 
 def _undecided(row: ComparisonRow) -> ComparisonRow:
-    _put(row, p_adjusted=None, verdict="inconclusive")
+    row.update(p_adjusted=None, verdict="inconclusive")
     return row
 
 
@@ -526,11 +512,11 @@ def compare_run_values(candidate: Sequence[float], baseline: Sequence[float], *,
                            "threshold": threshold, "note": None, "verdict": "inconclusive",
                            "candidate_runs": a, "baseline_runs": b})
     if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
-        _put(row, note="needs two or more positive run values per arm")
+        row.update(note="needs two or more positive run values per arm")
         return row.to_dict()
     pending = _run_level(a, b, threshold, row, higher_is_better=higher_is_better, target_effect=target_effect)
     if pending is not None:
-        _put(row, verdict=verdict(row.p_value, pending.effect, pending.ci, threshold, higher_is_better,
+        row.update(verdict=verdict(row.p_value, pending.effect, pending.ci, threshold, higher_is_better,
                                   equivalence=pending.equivalence, alpha=1 - CONFIDENCE))
     return row.to_dict()
 

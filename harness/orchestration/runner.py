@@ -39,7 +39,7 @@ from tqdm import tqdm
 from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
 from harness.results.store import RunDirectory, load_results, write_json_atomic
-from harness.results.types import Arm, Document, Record, Repeat, Workloads
+from harness.results.types import Arm, Document, Repeat, Workloads
 from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
 
@@ -194,14 +194,14 @@ class _Merger:
         measured = _session_entry(session.session_dir, spec.arm, spec.repeat, session.seed, exit_code, session.log_path)
         entry = measured.repeats[0]
         if interrupted:
-            _put(entry, "interrupted", True)
+            entry.put("interrupted", True)
             if not entry.cases and not entry.workloads.to_dict():  # pytest's last line would say nothing of this
-                _put(entry, "error", "interrupted before it had results" + (f" ({STOP_GRACE_S:.0f} s later it was killed)" if session.killed else ""))
+                entry.put("error", "interrupted before it had results" + (f" ({STOP_GRACE_S:.0f} s later it was killed)" if session.killed else ""))
             elif session.killed:
-                _put(entry, "error", f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written")
-        _put(entry, "wall_time_s", time.perf_counter() - session.started)
-        _put(entry, "command", session.command)
-        _put(entry, "markers", spec.markers)
+                entry.put("error", f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written")
+        entry.put("wall_time_s", time.perf_counter() - session.started)
+        entry.put("command", session.command)
+        entry.put("markers", spec.markers)
         parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
         parts[spec.part] = measured
         combined = _combine([parts[index] for index in sorted(parts)])
@@ -209,7 +209,7 @@ class _Merger:
         for key in PER_ARM_KEYS:
             value = getattr(combined, key)
             if value and getattr(arm, key) is None:
-                _put(arm, key, value)
+                arm.put(key, value)
         repeats = [r for r in arm.repeats if r.repeat != spec.repeat] + combined.repeats
         arm.repeats = sorted(repeats, key=lambda r: r.repeat)
         self.merged["arms"][spec.arm.name] = arm.to_dict()
@@ -221,17 +221,6 @@ class _Merger:
             self.arms[spec.name] = Arm.from_dict(given) if given is not None else Arm(
                 spec=_arm_description(spec), key_order=("spec", "repeats"))
         return self.arms[spec.name]
-
-
-def _put(record: Record, key: str, value: Any) -> None:
-    """Set a field (or a key the type does not name) where a dict would write it: at its first setting, after those
-    set before (the merged results keep the key order they have always had)."""
-    if key in record.field_names():
-        setattr(record, key, value)
-    else:
-        record.extra[key] = value
-    if key not in record.key_order:
-        record.key_order = (*record.key_order, key)
 
 
 def _combine(sessions: list[Arm]) -> Arm:
@@ -247,16 +236,16 @@ def _combine(sessions: list[Arm]) -> Arm:
                       wall_time_s=max(e.wall_time_s or 0.0 for e in entries),
                       key_order=("repeat", "seed", "session_dir", "log", "exit_code", "cases", "workloads", "warnings", "wall_time_s"))
     statuses = [e.session_status for e in entries]
-    _put(combined, "session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
+    combined.put("session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
     if any(e.running for e in entries):
-        _put(combined, "running", True)
+        combined.put("running", True)
     reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))
     if reasons:
-        _put(combined, "reason", "; ".join(reasons))
+        combined.put("reason", "; ".join(reasons))
     errors = [f"{e.markers}: {e.error}" for e in entries if e.error]
     if errors:
-        _put(combined, "error", "; ".join(errors))
-    _put(combined, "parts", [{k: getattr(e, k) for k in ("markers", "session_dir", "log", "exit_code", "wall_time_s", "command")}
+        combined.put("error", "; ".join(errors))
+    combined.put("parts", [{k: getattr(e, k) for k in ("markers", "session_dir", "log", "exit_code", "wall_time_s", "command")}
                              for e in entries])
     facts = {key: next((getattr(m, key) for m in sessions if getattr(m, key)), None) for key in PER_ARM_KEYS}
     return Arm(**facts, repeats=[combined])
@@ -502,23 +491,23 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     entry = Repeat(repeat=repeat, seed=seed, exit_code=exit_code, session_dir=str(session_dir), log=str(log_path),
                    key_order=("repeat", "seed", "exit_code", "session_dir", "log", "cases"))
     if exit_code is None:
-        _put(entry, "running", True)
+        entry.put("running", True)
     if exit_code is not None and exit_code not in (0, 1):
         reason = session_reason(log_path)
         if reason:
-            _put(entry, "reason", reason)
+            entry.put("reason", reason)
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
-            _put(entry, "error", entry.extra.get("reason") or _last_line(log_path) or "the session wrote no results")
+            entry.put("error", entry.extra.get("reason") or _last_line(log_path) or "the session wrote no results")
         return Arm(repeats=[entry])
     session = Document.of(load_results(results_file))
     measured_arm = session.arms.get(arm.name) or Arm()
     measured = measured_arm.repeats[0] if measured_arm.repeats else Repeat()  # a pytest session is one repeat of its arm
     entry.cases = measured.cases or []  # a session that wrote null here still merges
-    _put(entry, "warnings", list(session.warnings or []))
-    _put(entry, "workloads", measured.workloads or Workloads())
-    _put(entry, "session_status", session.status)
+    entry.put("warnings", list(session.warnings or []))
+    entry.put("workloads", measured.workloads or Workloads())
+    entry.put("session_status", session.status)
     return Arm(server_under_test=measured_arm.server_under_test, identity=measured_arm.identity, vocab=measured_arm.vocab,
                repeats=[entry])
 

@@ -72,6 +72,23 @@ class Record:
                 values[key] = loaded
         return cls(**values, extra=extra, key_order=tuple(data))
 
+    def put(self, key: str, value: Any) -> None:
+        """Set a key as ``dict[key] = value`` would: a new key goes last, a known one keeps its place (writers that
+        build a record step by step keep the key order their files always had); keys the type does not name go to
+        ``extra``; a dict given for a nested record field is loaded as that record."""
+        if key in self.field_names():
+            loaded = _load(self.NESTED.get(key), value)
+            setattr(self, key, value if loaded is _WRONG_SHAPE else loaded)
+        else:
+            self.extra[key] = value
+        if key not in self.key_order:
+            self.key_order = (*self.key_order, key)
+
+    def update(self, **values: Any) -> None:
+        """`put` for each keyword, in order (``dict.update``)."""
+        for key, value in values.items():
+            self.put(key, value)
+
     def has(self, name: str) -> bool:
         """Whether the named field holds a value of its own: read from the dict (in the shape its
         type expects), or set away from its default since."""
