@@ -184,3 +184,56 @@ def test_the_native_payload_adapter_still_sends_the_old_bytes(case: str, kind: s
     key = (lambda entry: entry["body"]) if kind == "vllm" else (lambda entry: 0)
     assert sorted(sent, key=key) == sorted(OLD[case][kind], key=key)
     assert _normal([g.to_dict() for g in generations_from_sglang(OLD[case]["payload"], raw)]) == OLD[case][f"{kind}_generations"]
+
+
+# -- the native-payload adapter (the integrity suites' SGLang payloads sent to vLLM) -------------------
+
+# tests/data/protocol_wire/native_payloads.json: what `VLLMClient.generate`/`generate_stream` sent for native
+# payloads (a stop as a plain string, as a list, empty or None; stop ids; fields with and without an OpenAI name;
+# top-level fields vLLM has no use for; batches; scoring) and the native items they returned, recorded by
+# capture_native_payloads.py.txt before the adapter went through `request_body`.
+NATIVE = json.loads((DATA / "protocol_wire" / "native_payloads.json").read_text())
+
+
+
+def _native_answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The capture's fake vLLM answer: one stop-string finish per prompt and sample, prompt logprobs on `echo`."""
+    prompt = body["prompt"]
+    prompts = len(prompt) if isinstance(prompt, list) and prompt and isinstance(prompt[0], (list, str)) else 1
+    choice = {"index": 0, "text": "x.", "token_ids": [7, 8], "finish_reason": "stop", "stop_reason": ".",
+              "logprobs": {"token_logprobs": [-0.1, -0.2], "tokens": ["token_id:7", "token_id:8"],
+                           "top_logprobs": [{"token_id:7": -0.1}, {"token_id:8": -0.2}]}}
+    if body.get("echo"):
+        ids = prompt if isinstance(prompt[0], int) else [1, 2]
+        choice.update(prompt_token_ids=ids, token_ids=[*ids, 7], prompt_logprobs=[None] + [{str(t): {"logprob": -1.0, "rank": 1}} for t in ids[1:]])
+    return {"id": "c", "choices": [{**choice, "index": i} for i in range(prompts * (body.get("n") or 1))],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 2}}
+
+
+NATIVE_STREAM = [{"id": "c", "choices": [{"index": 0, "text": "x", "token_ids": [7], "finish_reason": None}]},
+                 {"id": "c", "choices": [{"index": 0, "text": ".", "token_ids": [8], "finish_reason": "stop", "stop_reason": "."}]},
+                 {"id": "c", "choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}]
+
+
+def _native_wired(client: VLLMClient) -> list[dict[str, str]]:
+    sent = _wired(client, _native_answer)
+    client._http.iter_sse = lambda path, response: iter(NATIVE_STREAM)
+    return sent
+
+
+@pytest.mark.parametrize("case", sorted(NATIVE))
+def test_native_payloads_reach_vllm_as_the_recorded_bytes(case: str) -> None:
+    client = VLLMClient("http://h:1", model="m")
+    sent = _native_wired(client)
+    answer = client.generate(NATIVE[case]["payload"])
+    assert sorted(sent, key=lambda entry: entry["body"]) == sorted(NATIVE[case]["sent"], key=lambda entry: entry["body"])
+    assert _normal(answer) == NATIVE[case]["answer"]
+
+
+@pytest.mark.parametrize("case", sorted(case for case in NATIVE if "stream_sent" in NATIVE[case]))
+def test_streamed_native_payloads_reach_vllm_as_the_recorded_bytes(case: str) -> None:
+    client = VLLMClient("http://h:1", model="m")
+    sent = _native_wired(client)
+    chunks = list(client.generate_stream(NATIVE[case]["payload"]))
+    assert sorted(sent, key=lambda entry: entry["body"]) == sorted(NATIVE[case]["stream_sent"], key=lambda entry: entry["body"])
+    assert _normal(chunks) == NATIVE[case]["stream"]

@@ -47,7 +47,7 @@ def test_native_payload_becomes_a_completions_body():
     payload = {"text": "Henry was", "return_logprob": True,
                "sampling_params": {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32, "sampling_seed": 7, "stop": ["x"],
                                    "no_stop_trim": True, "top_k": -1, "ignore_eos": None}}
-    body = vllm_client.completions_body("m", payload, "Henry was", payload["sampling_params"], stream=True)
+    body = vllm_client.native_body("m", payload, ["Henry was"], payload["sampling_params"], stream=True)
     assert body == {"model": "m", "prompt": "Henry was", "stream": True, "return_token_ids": True, "temperature": 0.6, "top_p": 0.95,
                     "max_tokens": 32, "seed": 7, "stop": ["x"], "include_stop_str_in_output": True, "logprobs": 0,
                     "return_tokens_as_token_ids": True, "stream_options": {"include_usage": True}}

@@ -57,27 +57,24 @@ def default_output_file(args: argparse.Namespace) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    """`specsuite bench`: the server from the run configuration (harness/session/), the BenchConfig from the one builder."""
+    """`specsuite bench`: a thin adapter over the RunSession (harness/session/), which starts the server (asking it
+    nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
+    and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
     from harness.server.secrets import load_admin_api_key, load_api_key
-    from harness.server.session import SOURCE_EMBEDDED, describe_server_under_test, start_server
+    from harness.server.session import describe_server_under_test
+    from harness.session.bench import BENCH_SERVING, chosen_from_cli
     from harness.session.config import run_config_from_options
+    from harness.session.run_session import RunSession
     from harness.workloads.serving.record import format_table
-    from harness.workloads.serving.runner import run_benchmark
 
     run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
                                          admin_api_key=load_admin_api_key())
-    options = run_config.server
+    chosen = chosen_from_cli(lambda name: getattr(args, name, None))  # a bad --extra-request-body fails before any server starts
     output = Path(args.output_file) if args.output_file else default_output_file(args)
-    # No identity probe here (bench_serving asks nothing of the server but its answers): a URL is used as given.
-    url, launched, source = start_server(options, Path(run_config.results_dir), reference_args=args.reference_arg,
-                                         reference_api_key=options.api_key)
-    try:
-        config = config_from_args(args, url, options.api_key, options.admin_api_key)
-        record = run_benchmark(config, progress=not args.disable_tqdm and sys.stderr.isatty(), output_file=str(output),
-                               server_under_test={"embedded_reference": source == SOURCE_EMBEDDED, "source": source})
-    finally:
-        if launched is not None:
-            launched.stop()
+    with RunSession(run_config) as session:
+        session.start_endpoint(reference_args=args.reference_arg)
+        record = session.serving_benchmark(chosen, BENCH_SERVING, output_file=str(output),
+                                           progress=not args.disable_tqdm and sys.stderr.isatty())
     print(format_table(record))
     print(f"specsuite: appended the result to {output}")
     print(f"specsuite: {describe_server_under_test(record['server_under_test'])}")

@@ -35,26 +35,32 @@ from harness.server.generation import Generation
 PARAM_ORDER = ("temperature", "top_p", "top_k", "min_p", "max_new_tokens", "min_new_tokens", "sampling_seed",
                "stop", "stop_token_ids", "ignore_eos", "n", "no_stop_trim")
 
-# Sampling param name -> OpenAI /v1/completions field (same meaning; vLLM's protocol.py,
-# SGLang's openai_api/protocol.py `to_sampling_params`). vLLM takes every one of them.
+# Sampling param name -> OpenAI /v1/completions field (same meaning). Citations: "vLLM :N" is vLLM 0.32's
+# CompletionRequest field (vllm/entrypoints/openai/completion/protocol.py; the class opens at :48 and hands every one
+# of these to SamplingParams in `to_sampling_params`, :343-415); "SGLang :N" is SGLang 0.5.23's CompletionRequest
+# field (sglang/srt/entrypoints/openai/protocol.py; the class opens at :365), which its /v1/completions turns back
+# into these sampling_params names in serving_completions.py:148-175 (`_build_sampling_params`). vLLM takes every
+# field here. SGLang's OpenAI route differs on two: it keeps `no_stop_trim` under SGLang's own name (:406) and has no
+# `spaces_between_special_tokens` on completions; a field it does not declare is dropped without a word (the model is
+# a plain pydantic BaseModel, :348, whose default ignores unknown fields), so those two do nothing there.
 OPENAI_FIELDS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "top_k": "top_k",
-    "min_p": "min_p",
-    "max_new_tokens": "max_tokens",
-    "min_new_tokens": "min_tokens",
-    "stop": "stop",
-    "stop_token_ids": "stop_token_ids",
-    "ignore_eos": "ignore_eos",
-    "n": "n",
-    "sampling_seed": "seed",
-    "no_stop_trim": "include_stop_str_in_output",
-    "skip_special_tokens": "skip_special_tokens",
-    "spaces_between_special_tokens": "spaces_between_special_tokens",
-    "repetition_penalty": "repetition_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "presence_penalty": "presence_penalty",
+    "temperature": "temperature",  # vLLM :71; SGLang :386
+    "top_p": "top_p",  # vLLM :72; SGLang :387
+    "top_k": "top_k",  # vLLM :77; SGLang :397 (-1: no top-k, SGLang's default)
+    "min_p": "min_p",  # vLLM :78; SGLang :398
+    "max_new_tokens": "max_tokens",  # vLLM :63 (default 16); SGLang :378, to max_new_tokens at serving_completions.py:153
+    "min_new_tokens": "min_tokens",  # vLLM :85; SGLang :399, to min_new_tokens at serving_completions.py:154
+    "stop": "stop",  # vLLM :67 (a string or a list: StopParam, vllm/entrypoints/generate/base/protocol.py:26-28); SGLang :382
+    "stop_token_ids": "stop_token_ids",  # vLLM :82; SGLang :404
+    "ignore_eos": "ignore_eos",  # vLLM :84; SGLang :407
+    "n": "n",  # vLLM :64; SGLang :379
+    "sampling_seed": "seed",  # vLLM :66; SGLang :381, to sampling_seed at serving_completions.py:173
+    "no_stop_trim": "include_stop_str_in_output",  # vLLM :83; SGLang's route has no such field: `no_stop_trim`, :406
+    "skip_special_tokens": "skip_special_tokens",  # vLLM :86; SGLang :408
+    "spaces_between_special_tokens": "spaces_between_special_tokens",  # vLLM :87; not on SGLang's CompletionRequest
+    "repetition_penalty": "repetition_penalty",  # vLLM :79; SGLang :403
+    "frequency_penalty": "frequency_penalty",  # vLLM :60; SGLang :375
+    "presence_penalty": "presence_penalty",  # vLLM :65; SGLang :380
 }
 
 

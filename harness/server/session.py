@@ -133,28 +133,57 @@ class ServerOptions:
     admin_api_key: str | None = field(default=None, repr=False)
 
 
+@dataclass
+class ServerEndpoint:
+    """A server resolved and reached, nothing asked of it yet: where it serves, how it was chosen (`source`), and the
+    process when it was launched here. `open_server` goes on to identify it; `specsuite bench` needs no more."""
+
+    url: str
+    source: str
+    launched: LaunchedServer | None = None
+
+    @property
+    def embedded_reference(self) -> bool:
+        return self.source == SOURCE_EMBEDDED
+
+    @property
+    def server_under_test(self) -> dict[str, Any]:
+        """How it was chosen, for a record (the benchmark adds the URL and what /server_info says)."""
+        return {"embedded_reference": self.embedded_reference, "source": self.source}
+
+    def stop(self) -> None:
+        if self.launched is not None:
+            self.launched.stop()
+
+
 def start_server(options: ServerOptions, log_dir: Path, *, reference_args: Sequence[str] = (),
-                 reference_api_key: str | None = None) -> tuple[str, LaunchedServer | None, str]:
-    """Where the server under test is, launched here when asked: (its URL, the launched process or None, how it was
-    chosen). `reference_args` and `reference_api_key` go to an embedded reference server (`specsuite bench`'s)."""
+                 reference_api_key: str | None = None) -> ServerEndpoint:
+    """Where the server under test is, launched here when asked (its log under `log_dir`). `reference_args` and
+    `reference_api_key` go to an embedded reference server (`specsuite bench`'s)."""
     check_server_given(options.server_url, options.launch, options.require_server_url, options.require_reason)
     if options.server_url:
-        return options.server_url, None, SOURCE_SERVER_URL
+        return ServerEndpoint(options.server_url, SOURCE_SERVER_URL)
     if options.launch:
         url = launch_url(options.launch, options.launch_url)
         launched = LaunchedServer(options.launch, base_url=url, log_path=log_dir / "server.log", ready_timeout_s=options.ready_timeout_s,
                                   api_key=options.api_key).start()
-        return url, launched, SOURCE_LAUNCH
+        return ServerEndpoint(url, SOURCE_LAUNCH, launched)
     launched = launch_reference_server(options.reference_arm, log_dir=log_dir, extra_args=reference_args,
                                        ready_timeout_s=options.ready_timeout_s, api_key=reference_api_key)
-    return launched.base_url, launched, SOURCE_EMBEDDED
+    return ServerEndpoint(launched.base_url, SOURCE_EMBEDDED, launched)
 
 
 def open_server(options: ServerOptions, log_dir: Path) -> ServerUnderTest:
     """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
     its vocabulary (one-line errors)."""
-    url, launched, source = start_server(options, log_dir)
-    arm = options.arm or (options.reference_arm if source == SOURCE_EMBEDDED else "candidate")
+    return identify_server(start_server(options, log_dir), options)
+
+
+def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerUnderTest:
+    """The reached server's kind, identity and vocabulary (a local tokenizer folder); a launched one is stopped when
+    that fails."""
+    url, launched = endpoint.url, endpoint.launched
+    arm = options.arm or (options.reference_arm if endpoint.embedded_reference else "candidate")
     try:
         client = make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
         model_info = _check_connection(client, options.server_kind)
@@ -165,13 +194,12 @@ def open_server(options: ServerOptions, log_dir: Path) -> ServerUnderTest:
         vocab = load_vocab_info(tokenizer_dir, options.vocab_size)
         identity = ServerIdentity.from_server(url, model_info, server_info, vocab, extra={"arm": arm})
     except SpecsuiteError:
-        if launched is not None:
-            launched.stop()
+        endpoint.stop()
         raise
     under_test = {
-        "embedded_reference": source == SOURCE_EMBEDDED,
+        "embedded_reference": endpoint.embedded_reference,
         "reference_emulation": is_reference_emulation(server_info),
-        "source": source,
+        "source": endpoint.source,
         "url": identity.base_url,
         "version": identity.version,
         "server_kind": kind_of(client),

@@ -1,11 +1,12 @@
 """vLLM's OpenAI-compatible server, behind the server-client protocol (`harness.server.protocol`).
 
 `generate_request` / `stream_request` turn a typed `GenerationRequest` into vLLM 0.32's
-`/v1/completions` body (`request_body`) and each choice straight into a `Generation`
-(`generation_of_choice`). `generate` / `generate_stream` remain as a native-payload adapter for the
-integrity suites, which send SGLang /generate payloads to either server kind on purpose and read
-the answers in SGLang's shape. Facts it relies on are in docs/vllm_api_facts.md, each with its vLLM
-source line:
+`/v1/completions` body (`request_body`, the one body builder) and each choice straight into a
+`Generation` (`generation_of_choice`). `generate` / `generate_stream` remain as a native-payload
+adapter for the integrity suites, which send SGLang /generate payloads to either server kind on
+purpose and read the answers in SGLang's shape: each payload becomes a typed request plus the raw
+fields it spells its own way (`native_request`), and goes through `request_body` too. Facts it
+relies on are in docs/vllm_api_facts.md, each with its vLLM source line:
 
 * ids come from `return_token_ids` (`choices[i].token_ids`, EOS and stop-string tokens included);
   the logprob ids come separately, from `logprobs` with `return_tokens_as_token_ids`
@@ -33,7 +34,7 @@ from harness.errors import SpecsuiteError
 from harness.server.counters import label_values, parse_prometheus
 from harness.server.faults import check_generate_result
 from harness.server.generation import Generation, prompt_hash
-from harness.server.protocol import OPENAI_FIELDS, Answer, GenerationRequest, RawAnswer
+from harness.server.protocol import Answer, GenerationRequest, RawAnswer, Sampling
 from harness.server.transport import HttpServerClient, int_list, shorten
 
 SERVER_KIND = "vllm"
@@ -41,9 +42,6 @@ COMPLETIONS_PATH = "/v1/completions"
 TOKEN_AS_ID = re.compile(r"^token_id:(-?\d+)$")
 SPEC_PREFIX = "vllm:spec_decode_"
 BATCH_WORKERS = 8
-
-# SGLang sampling_params key -> vLLM completions field (same meaning; checked in vLLM's protocol.py).
-SAMPLING_FIELDS = OPENAI_FIELDS
 
 
 class VLLMClient(HttpServerClient):
@@ -150,7 +148,7 @@ class VLLMClient(HttpServerClient):
         return items if batched or len(items) > 1 else items[0]
 
     def _complete(self, payload: dict[str, Any], prompts: list[Any], params: dict[str, Any]) -> list[dict[str, Any]]:
-        body = completions_body(self.model_name(), payload, prompts if len(prompts) > 1 else prompts[0], params, stream=False)
+        body = native_body(self.model_name(), payload, prompts, params, stream=False)
         result = self._http.json_or_raise("POST", COMPLETIONS_PATH, self._http.request("POST", COMPLETIONS_PATH, json_body=body))
         self.answered(body, result)
         choices = result.get("choices") if isinstance(result, dict) else None
@@ -173,7 +171,7 @@ class VLLMClient(HttpServerClient):
             raise SpecsuiteError("the vLLM adapter streams n = 1 only")
 
         def stream(index: int) -> list[dict[str, Any]]:
-            body = completions_body(self.model_name(), payload, prompts[index], params_list[index], stream=True)
+            body = native_body(self.model_name(), payload, [prompts[index]], params_list[index], stream=True)
             response = self._http.request("POST", COMPLETIONS_PATH, json_body=body, stream=True)
             chunks = list(self._http.iter_sse(COMPLETIONS_PATH, response))
             self.streamed(body, chunks)
@@ -297,23 +295,29 @@ def native_prompts(payload: dict[str, Any]) -> tuple[list[Any], bool]:
     raise SpecsuiteError("/generate payload has neither text nor input_ids")
 
 
-def completions_body(model: str, payload: dict[str, Any], prompt: Any, params: dict[str, Any], *, stream: bool) -> dict[str, Any]:
-    """The /v1/completions body for a native payload: ids always, logprob ids when logprobs are
-    asked for, prompt logprobs (`echo`) for a scoring request (`logprob_start_len` set)."""
-    body: dict[str, Any] = {"model": model, "prompt": prompt, "stream": stream, "return_token_ids": True}
-    for native, field in SAMPLING_FIELDS.items():
-        if params.get(native) is not None:
-            body[field] = params[native]
-    if body.get("top_k") == -1:
-        body.pop("top_k")  # SGLang's "no top-k" is vLLM's default
-    if payload.get("return_logprob"):
-        body["logprobs"] = int(payload.get("top_logprobs_num") or 0)
-        body["return_tokens_as_token_ids"] = True
-        if payload.get("logprob_start_len") is not None and payload["logprob_start_len"] >= 0:
-            body["echo"] = True
-            body["prompt_logprobs"] = int(payload.get("top_logprobs_num") or 0)
-    if stream:
-        body["stream_options"] = {"include_usage": True}
+def native_request(payload: dict[str, Any], prompt: str | list[int], params: dict[str, Any]) -> tuple[GenerationRequest, dict[str, Any]]:
+    """One prompt of a native payload as a typed request, plus the raw fields to send as the payload spells them.
+
+    The raw fields keep the payload's own bytes where the typed request would normalise them: a stop given as a plain
+    string goes as that string, not as a one-string list. vLLM reads both alike (CompletionRequest.stop is
+    `str | list[str] | None`, vllm/entrypoints/generate/base/protocol.py:26-28 and openai/completion/protocol.py:67;
+    SamplingParams.__post_init__ turns a string into a one-string list, vllm/sampling_params.py:574-577), so the
+    payload reaches vLLM as an SGLang client's request would, the form the integrity suites mean to test."""
+    text = isinstance(prompt, str)
+    request = GenerationRequest(prompt=prompt if text else None, prompt_ids=None if text else tuple(prompt),
+                                sampling=Sampling.from_params(params), logprobs=bool(payload.get("return_logprob")),
+                                top_logprobs=payload.get("top_logprobs_num"), logprob_start=payload.get("logprob_start_len"))
+    raw = {"stop": params["stop"]} if isinstance(params.get("stop"), str) else {}
+    return request, raw
+
+
+def native_body(model: str, payload: dict[str, Any], prompts: Sequence[Any], params: dict[str, Any], *, stream: bool) -> dict[str, Any]:
+    """The /v1/completions body for a native payload's prompts sharing `params` (several go as one list, as SGLang's
+    shared-params batch): `request_body` for the first, typed, with the payload's raw fields."""
+    request, raw = native_request(payload, prompts[0], params)
+    body = request_body(model, request, stream=stream, raw=raw)
+    if len(prompts) > 1:
+        body["prompt"] = list(prompts)
     return body
 
 
@@ -324,11 +328,13 @@ def _one_kind(requests: Sequence[GenerationRequest]) -> bool:
         == (first.prompt is None, first.sampling, first.logprobs, first.top_logprobs, first.logprob_start) for r in requests)
 
 
-def request_body(model: str, request: GenerationRequest, *, stream: bool) -> dict[str, Any]:
+def request_body(model: str, request: GenerationRequest, *, stream: bool, raw: dict[str, Any] | None = None) -> dict[str, Any]:
     """The /v1/completions body for a typed request: ids always (`return_token_ids`), logprob ids
-    when logprobs are asked for, prompt logprobs (`echo`) for a scoring request (`logprob_start`)."""
+    when logprobs are asked for, prompt logprobs (`echo`) for a scoring request (`logprob_start`).
+    `raw` (the native-payload adapter's, `native_request`): fields sent as given, in the typed field's place."""
     body: dict[str, Any] = {"model": model, "prompt": request.prompt_value, "stream": stream, "return_token_ids": True}
     body.update(request.sampling.openai_fields())
+    body.update(raw or {})
     if body.get("top_k") == -1:
         body.pop("top_k")  # SGLang's "no top-k" is vLLM's default
     if request.logprobs:

@@ -5,21 +5,34 @@ the CLI verbs adapt their options into a RunConfig and their own reporting aroun
 
 results.json's document comes from the front end (`document`, one call: the results builder's place), since a pytest
 session and `specsuite gsm8k` record different sections today.
+
+Two ways to start, one server path (harness/server/session.py `start_server`: --server-url, else --launch, else the
+embedded reference server; launched here, stopped by `close`):
+* `start`: reach the server, then identify it (its kind, identity and vocabulary, which needs its tokenizer on this
+  machine) and open a run folder (results.json, arms/<arm>/*.jsonl) with the fault guard: what the correctness
+  workloads and GSM8K need to judge and record answers;
+* `start_endpoint`: reach the server and ask it nothing more, and open no run folder: `specsuite bench`, whose
+  benchmark (bench_serving's) needs only the URL, a tokenizer of its own choosing and the answers, and whose record is
+  one line appended to its --output-file, bench_serving's convention (a launched server's log goes to the results
+  folder). A separate method, not a flag on `start`: what it returns has no client, identity or vocabulary, so a
+  flag would make every caller of `start` check for them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from harness.config.bench_profiles import BenchProfile
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter, RunDirectory
 from harness.results.types import Document
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.server.secrets import load_secrets
-from harness.server.session import ServerUnderTest, check_server_given, open_server
+from harness.server.session import ServerEndpoint, ServerUnderTest, check_server_given, identify_server, start_server
 from harness.session.config import RunConfig
 
 
@@ -38,6 +51,7 @@ class RunSession:
     document: Callable[[str], Document] | None = None  # results.json's content for a status (the results builder's call)
     after_workload: Callable[[], None] | None = None  # the front end's look at the guard once a workload ends
     server: ServerUnderTest | None = None
+    endpoint: ServerEndpoint | None = None  # the reached server (both ways to start); `server` once identified
     run_dir: RunDirectory | None = None
     writer: RecordWriter | None = None
     guard: FaultGuard | None = None
@@ -62,8 +76,12 @@ class RunSession:
         check_server_given(options.server_url, options.launch, options.require_server_url, options.require_reason)
         self.run_dir = RunDirectory(self.config.results_dir, run_id=self.config.run_id, secrets=load_secrets())
         try:
-            self.server = open_server(options, self.run_dir.path)
+            self.endpoint = start_server(options, self.run_dir.path)
+            self.server = identify_server(self.endpoint, options)
         except (SpecsuiteError, KeyboardInterrupt):
+            if self.endpoint is not None:
+                self.endpoint.stop()  # an interrupted identification leaves no server behind either
+                self.endpoint = None
             remove_if_empty(self.run_dir.path)  # a server never reached leaves no empty timestamped folder (a launch log stays)
             self.run_dir = None
             raise
@@ -71,6 +89,30 @@ class RunSession:
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
         self.writer = self.run_dir.record_writer(self.server.arm)
         return self.server
+
+    def start_endpoint(self, *, reference_args: Sequence[str] = ()) -> ServerEndpoint:
+        """Resolve and reach the server (launched here when asked) and ask it nothing: no identity, no vocabulary, no run
+        folder (see the module docstring). `reference_args` go to an embedded reference server, which then checks the
+        run's API key as a real server would."""
+        options = self.config.server
+        self.endpoint = start_server(options, Path(self.config.results_dir), reference_args=reference_args,
+                                     reference_api_key=options.api_key)
+        return self.endpoint
+
+    def serving_benchmark(self, chosen: Mapping[str, Any], profile: BenchProfile, *, output_file: str | None, progress: bool = False) -> dict[str, Any]:
+        """bench_serving's benchmark against the started server: the BenchConfig from the one builder
+        (harness/session/bench.py: `chosen` over `profile`); the record is appended to `output_file` when it ends, and on
+        Ctrl-C the finished requests are saved first (harness/workloads/serving/runner.py), then the interrupt goes on."""
+        from harness.session.bench import build_bench_config
+        from harness.workloads.serving.runner import run_benchmark
+
+        if self.endpoint is None:
+            raise SpecsuiteError("the serving benchmark needs a started session (no server under test yet)")
+        options = self.config.server
+        config = build_bench_config(chosen, profile, base_url=self.endpoint.url, api_key=options.api_key, admin_api_key=options.admin_api_key)
+        under_test = self.server.server_under_test if self.server is not None else self.endpoint.server_under_test
+        with self.watch("bench"):
+            return run_benchmark(config, progress=progress, output_file=output_file, server_under_test=under_test)
 
     @contextmanager
     def watch(self, what: str) -> Iterator[None]:
@@ -116,8 +158,16 @@ class RunSession:
         return runs[key]
 
     def close(self) -> None:
-        """Close the run folder and stop the server (a launched one too)."""
+        """Close the run folder and stop the server (a launched one too); safe to call more than once."""
         if self.run_dir is not None:
             self.run_dir.close()
         if self.server is not None:
             self.server.close()
+        elif self.endpoint is not None:
+            self.endpoint.stop()
+
+    def __enter__(self) -> RunSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # on an error or Ctrl-C too: a launched server never outlives the command

@@ -1,0 +1,86 @@
+"""`specsuite bench` end to end, as a thin adapter over the RunSession: against the embedded reference server it
+appends one JSONL line to --output-file, prints bench_serving's table and the embedded-reference line, exits 0,
+creates no run folder, and stops the server it launched; on Ctrl-C it saves the finished requests, stops the server
+and exits 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from harness.cli import main as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = ["--num-prompts", "4", "--random-input-len", "32", "--random-output-len", "16", "--max-concurrency", "1", "--disable-tqdm"]
+
+
+def _refused(url: str) -> bool:
+    host, port = url.rsplit("/", 1)[-1].rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=2.0).close()
+    except OSError:
+        return True
+    return False
+
+
+def _ready(results: Path) -> bool:
+    """The embedded server the command launched answers /health (its port is in its log's name)."""
+    for log in results.glob("refserver-fix-*.log"):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{log.stem.rsplit('-', 1)[-1]}/health", timeout=1.0) as response:
+                return response.status == 200
+        except OSError:
+            return False
+    return False
+
+
+def test_bench_appends_one_line_prints_the_table_and_stops_its_server(tmp_path, capsys) -> None:
+    output = tmp_path / "out" / "bench.jsonl"
+    output.parent.mkdir()
+    output.write_text('{"earlier": "run"}\n')
+    assert cli.main(["bench", "--results-dir", str(tmp_path / "results"), "--output-file", str(output), *SMALL]) == cli.EXIT_OK
+    stdout = capsys.readouterr().out
+    assert "Serving Benchmark Result" in stdout and f"specsuite: appended the result to {output}" in stdout
+    assert "server under test: the EMBEDDED REFERENCE EMULATION" in stdout.splitlines()[-1]
+    lines = output.read_text().splitlines()
+    assert len(lines) == 2 and json.loads(lines[0]) == {"earlier": "run"}  # appended, bench_serving's way
+    record = json.loads(lines[1])
+    assert record["completed"] == 4 and record["failed"] == 0 and record["status"] == "complete"
+    assert record["server_under_test"]["embedded_reference"] is True and record["server_under_test"]["source"] == "embedded-reference"
+    # No run folder: only the launched server's log goes to the results folder.
+    assert [p.name.startswith("refserver-fix-") and p.suffix == ".log" for p in (tmp_path / "results").iterdir()] == [True]
+    assert _refused(record["server_under_test"]["url"])  # the launched server is gone
+
+
+def test_ctrl_c_saves_the_finished_requests_and_stops_the_server(tmp_path) -> None:
+    results, output = tmp_path / "results", tmp_path / "bench.jsonl"
+    command = [sys.executable, "-m", "harness.cli.main", "bench", "--results-dir", str(results), "--output-file", str(output),
+               "--num-prompts", "400", "--random-input-len", "32", "--random-output-len", "96", "--max-concurrency", "1", "--disable-tqdm"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not _ready(results) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(6.0)  # the server is up; let the benchmark load its tokenizer, warm up and finish some requests
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "finished requests saved" in stderr and stderr.rstrip().endswith("specsuite: interrupted"), stderr
+    assert "Traceback" not in stderr, stderr
+    record = json.loads(output.read_text().splitlines()[-1])
+    assert record["status"] == "interrupted" and 1 <= record["completed"] < 400
+    (log,) = results.glob("refserver-fix-*.log")
+    port = log.stem.rsplit("-", 1)[-1]
+    assert _refused(f"http://127.0.0.1:{port}")  # the session stopped the server it launched
