@@ -43,14 +43,14 @@ def csv_rows(results: dict[str, Any] | Document) -> list[dict[str, Any]]:
     for metric, cases in (analysis.repeat_spread or {}).items():
         for case_id, arms in cases.items():
             for arm, entry in arms.items():
-                for repeat, value in zip(entry["repeats"], entry["values"], strict=False):
-                    rows.append({"section": "repeat", "metric": metric, "case_id": case_id, "temperature": entry["temperature"],
-                                 "top_p": entry["top_p"], "arm": arm, "repeat": repeat, "value": value, "unit": entry["unit"]})
+                for repeat, value in zip(entry.repeats, entry.values, strict=False):
+                    rows.append({"section": "repeat", "metric": metric, "case_id": case_id, "temperature": entry.temperature,
+                                 "top_p": entry.top_p, "arm": arm, "repeat": repeat, "value": value, "unit": entry.unit})
     for comp in analysis.comparisons:
         effect, mde = comp.effect or Effect(), comp.mde or Mde()
         low, high = _bounds(effect.ci)
         value = effect.value
-        if value is None and effect.scale == "ratio" and (comp.events or {}).get("candidate"):
+        if value is None and effect.scale == "ratio" and comp.events is not None and comp.events.candidate:
             value = "inf"  # events over a zero-event baseline
         rows.append({"section": "comparison", "metric": comp.metric, "case_id": comp.case_id,
                      "temperature": comp.temperature, "top_p": comp.top_p, "arm": comp.candidate,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
 from harness.results.types import Document as ResultsDocument
 
 # The blocks and number formats live in reports.blocks (kernel_section builds on them too, without
@@ -72,9 +72,8 @@ def effect_text(comparison: ComparisonRow) -> str:
     effect = comparison.effect or Effect()
     value, ci, scale = effect.value, effect.ci, effect.scale
     if scale == "ratio":
-        events = comparison.events or {}
         if value is None:
-            shown = "∞" if events.get("candidate") else "undefined (0 vs 0 events)"
+            shown = "∞" if comparison.events is not None and comparison.events.candidate else "undefined (0 vs 0 events)"
         else:
             shown = fmt(value)
         bounds = f" [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else ""
@@ -322,7 +321,7 @@ def _spread(doc: Document, analysis: Comparison, document: ResultsDocument) -> N
         for case in (spread.get(metric) or {}).values():
             first = next(iter(case.values()))
             cells = [_spread_cell(case[arm], kind) if arm in case else "–" for arm in arms]
-            table.rows.append([metric, case_title(first["temperature"], first["top_p"])] + cells)
+            table.rows.append([metric, case_title(first.temperature, first.top_p)] + cells)
     if (document.repeats or 1) < 2:
         doc.paragraph("One repeat per arm: the spread between repeats is not measured (rerun with `--repeats N`); "
                       "each cell below is that single run's value.")
@@ -334,8 +333,8 @@ def _spread(doc: Document, analysis: Comparison, document: ResultsDocument) -> N
         doc.paragraph("No per-repeat values in these results.")
 
 
-def _spread_cell(entry: dict[str, Any], kind: str) -> str:
-    values = ", ".join(_value(v, kind) for v in entry["values"])
-    if len(entry["values"]) < 2:
+def _spread_cell(entry: SpreadEntry, kind: str) -> str:
+    values = ", ".join(_value(v, kind) for v in entry.values)
+    if len(entry.values) < 2:
         return values
-    return f"{values} (range {_value(entry['min'], kind)}–{_value(entry['max'], kind)}, sd {_value(entry['sd'], kind)})"
+    return f"{values} (range {_value(entry.min, kind)}–{_value(entry.max, kind)}, sd {_value(entry.sd, kind)})"

@@ -24,7 +24,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from harness.results.types import Comparison, Document  # noqa: E402
+from harness.results.types import Comparison, Document, SpreadEntry  # noqa: E402
 from reports.document import FigureRef, case_title, kind_of, metric_fact  # noqa: E402
 
 DPI = 110
@@ -238,15 +238,15 @@ def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> Figu
     most = 1
     for ax, metric in zip(axes, metrics, strict=False):
         entries = spread[metric]
-        cases = sorted({(e["temperature"], e["top_p"]) for arms in entries.values() for e in arms.values()})
+        cases = sorted({(e.temperature, e.top_p) for arms in entries.values() for e in arms.values()})
         scale = _scale(analysis, metric)
         for arm, offset in zip(analysis.arm_order, _offsets(len(analysis.arm_order)), strict=True):
             for i, case in enumerate(cases):
                 entry = next((arms[arm] for arms in entries.values() if arm in arms
-                              and (arms[arm]["temperature"], arms[arm]["top_p"]) == case), None)
+                              and (arms[arm].temperature, arms[arm].top_p) == case), None)
                 if entry is None:
                     continue
-                values = np.array(entry["values"]) * scale
+                values = np.array(entry.values) * scale
                 most = max(most, values.size)
                 x = i + offset
                 ax.vlines(x, values.min(), values.max(), color=colors[arm], linewidth=3, alpha=0.5)
@@ -267,8 +267,8 @@ def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> Figu
                      "Each dot is one repeat's value; the seed saw one unchanged server span 0.920–0.945 over three repeats.")
 
 
-def _most_repeats(spread: dict[str, Any]) -> int:
-    return max((len(entry.get("values") or []) for cases in spread.values() for arms in cases.values() for entry in arms.values()),
+def _most_repeats(spread: dict[str, dict[str, dict[str, SpreadEntry]]]) -> int:
+    return max((len(entry.values or []) for cases in spread.values() for arms in cases.values() for entry in arms.values()),
                default=0)
 
 

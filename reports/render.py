@@ -25,7 +25,7 @@ def _verdicts(results: dict[str, Any]) -> set[str]:
     return {row.shown_verdict() for row in rows if row.verdict} | set(KNOWN_VERDICTS)
 
 
-def render_report(results: dict[str, Any], out_dir: Path) -> list[Path]:
+def render_report(results: dict[str, Any] | Document, out_dir: Path) -> list[Path]:
     """Write the report files into out_dir (created if needed) and return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

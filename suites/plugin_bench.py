@@ -99,9 +99,9 @@ def bench_state(specsuite) -> BenchSuiteState:
         state.comparison = {
             "baseline_url": state.baseline_url,
             "margin": margin,
-            "comparisons": [row for row in shared["comparisons"] if row["metric"] in BENCH_FAIL_ON_METRICS],
+            "comparisons": [row.to_dict() for row in shared.comparisons if row.metric in BENCH_FAIL_ON_METRICS],
             "informational": [compare_run_values([r[key] for r in state.candidate if r.get(key)], [r[key] for r in state.baseline if r.get(key)],
-                                                 metric=key, threshold=margin, higher_is_better=False) for key in INFORMATIONAL_FIELDS],
+                                                 metric=key, threshold=margin, higher_is_better=False).to_dict() for key in INFORMATIONAL_FIELDS],
             "fail_on": evaluate_fail_on(rules, shared).to_dict() | {"rules": [r.text for r in rules]},
             "baseline_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.baseline],
             "candidate_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.candidate],

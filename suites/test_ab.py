@@ -27,11 +27,11 @@ def test_not_worse_than_baseline(specsuite, sampling_case):
     candidate = specsuite.case_result(sampling_case).to_dict()
     baseline = specsuite.baseline_case_result(sampling_case).to_dict()
     analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.option("alpha"))
-    worse = [row for row in analysis["comparisons"] if row["verdict"] == "worse"]
+    worse = [row for row in analysis.comparisons if row.verdict == "worse"]
     # A suspect row comes only with a worse one; it is quoted so the failure names the founding bug's signature.
-    quoted = worse + [row for row in analysis["comparisons"] if row["verdict"] == "suspect"]
-    lines = [f"{row['metric']} {row['verdict']}: {row['candidate_value']} vs baseline {row['baseline_value']} ({row['unit']}), "
-             f"effect {row['effect']['name']} {row['effect']['value']} CI {row['effect']['ci']}, p_adj={row['p_adjusted']}, MDE {row['mde']}"
-             + (f" ({row['note']})" if row["verdict"] == "suspect" else "")
+    quoted = worse + [row for row in analysis.comparisons if row.verdict == "suspect"]
+    lines = [f"{row.metric} {row.verdict}: {row.candidate_value} vs baseline {row.baseline_value} ({row.unit}), "
+             f"effect {row.effect.name} {row.effect.value} CI {row.effect.ci}, p_adj={row.p_adjusted}, MDE {row.mde.to_dict()}"
+             + (f" ({row.note})" if row.verdict == "suspect" else "")
              for row in quoted]
     assert not worse, f"worse than baseline at {sampling_case.case_id}: " + "; ".join(lines)

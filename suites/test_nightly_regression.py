@@ -15,15 +15,16 @@ from __future__ import annotations
 import pytest
 
 from harness.history import compare_case
+from harness.results.types import ComparisonRow, Effect
 
 pytestmark = pytest.mark.ab
 
 
-def _effect(row: dict) -> str:
-    effect = row["effect"]
-    value = "from zero" if effect["value"] is None else f"{effect['value']:.3g}"
-    low, high = (effect["ci"] or [None, None])
-    return f"{effect['name']} {value} (95% CI {low if low is None else f'{low:.3g}'} to {'inf' if high is None else f'{high:.3g}'})"
+def _effect(row: ComparisonRow) -> str:
+    effect = row.effect or Effect()
+    value = "from zero" if effect.value is None else f"{effect.value:.3g}"
+    low, high = (effect.ci or [None, None])
+    return f"{effect.name} {value} (95% CI {low if low is None else f'{low:.3g}'} to {'inf' if high is None else f'{high:.3g}'})"
 
 
 def test_not_worse_than_history_baseline(specsuite, history_baseline, sampling_case):
@@ -31,8 +32,8 @@ def test_not_worse_than_history_baseline(specsuite, history_baseline, sampling_c
         pytest.skip(f"baseline {history_baseline.describe()} did not run {sampling_case.case_id}")
     tonight = specsuite.case_result(sampling_case).to_dict()
     comparison = compare_case(history_baseline, tonight, alpha=specsuite.option("alpha"))
-    lines = [f"{row['label']}: {row['candidate_value']:.4g} tonight vs {row['baseline_value']:.4g} ({row['unit']}), {_effect(row)}, "
-             f"{row['test']}, p_adj={row['p_adjusted']:.2e}" for row in comparison.worse]
+    lines = [f"{row.label}: {row.candidate_value:.4g} tonight vs {row.baseline_value:.4g} ({row.unit}), {_effect(row)}, "
+             f"{row.test}, p_adj={row.p_adjusted:.2e}" for row in comparison.worse]
     skipped = f" (not compared: {'; '.join(comparison.skipped)})" if comparison.skipped else ""
     regressed = bool(comparison.worse)
     assert not regressed, (f"worse than the history baseline {history_baseline.describe()} at {sampling_case.case_id}: "

@@ -12,6 +12,7 @@ from scipy import stats
 
 from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd
 from harness.errors import SpecsuiteError
+from harness.results.types import ComparisonRow
 from harness.workloads.serving.client import RequestOutput, _StreamState
 from harness.workloads.serving.datasets import (
     BenchRandom,
@@ -258,7 +259,7 @@ def test_session_summary_keeps_a_seeded_reservoir():
     assert big["itl_ms"] == sorted(big["itl_ms"]) and big["config"]["temperature"] == 0.0 and big["median_itl_ms"] == 50.0
 
 
-def _run_level(candidate: list[float], baseline: list[float], margin: float, **kwargs: float) -> dict:
+def _run_level(candidate: list[float], baseline: list[float], margin: float, **kwargs: float) -> ComparisonRow:
     return compare_run_values(candidate, baseline, metric="median_tpot_ms", threshold=margin, higher_is_better=False, **kwargs)
 
 
@@ -268,12 +269,12 @@ def test_run_level_compare_detects_shift_and_equivalence():
     shifted = list(2.5702 * np.exp(rng.normal(0, 0.0005, 8)))
     same = list(2.56 * np.exp(rng.normal(0, 0.0005, 8)))
     diff = _run_level(shifted, base, 0.005, target_effect=0.004)
-    assert diff["p_value"] < 0.05 and diff["effect"]["ci"][0] > 0 and diff["mde"]["repeats_needed"] >= 2
+    assert diff.p_value < 0.05 and diff.effect.ci[0] > 0 and diff.mde.repeats_needed >= 2
     equal = _run_level(same, base, 0.005)
-    tost = equal["equivalence"]
-    assert tost["equivalent"] and tost["ci"][0] > -0.005 and tost["ci"][1] < 0.005 and equal["verdict"] == "equivalent"
+    tost = equal.equivalence
+    assert tost.equivalent and tost.ci[0] > -0.005 and tost.ci[1] < 0.005 and equal.verdict == "equivalent"
     assert log_sd([1.0]) is None
-    assert _run_level([1.0], [1.0, 1.1], 0.01)["p_value"] is None
+    assert _run_level([1.0], [1.0, 1.1], 0.01).p_value is None
 
 
 def test_rank_based_compare_survives_one_disturbed_run():
@@ -283,12 +284,12 @@ def test_rank_based_compare_survives_one_disturbed_run():
     shifted = list(3.459 * np.exp(rng.normal(0, 0.0015, 16)))
     base[3] *= 1.08  # a disturbed baseline run
     row = _run_level(shifted, base, 0.005, target_effect=0.004)
-    assert row["p_value"] >= 0.05, "Welch should be swamped by the outlier in this fixture"
-    rank = row["rank"]
-    assert rank["p_value"] < 0.05 and 0.002 < rank["estimate"] < 0.006 and rank["ci"][0] > 0
+    assert row.p_value >= 0.05, "Welch should be swamped by the outlier in this fixture"
+    rank = row.rank
+    assert rank.p_value < 0.05 and 0.002 < rank.estimate < 0.006 and rank.ci[0] > 0
     same = list(3.445 * np.exp(rng.normal(0, 0.0015, 16)))
     same[5] *= 1.08
-    assert _run_level(same, base, 0.005)["rank"]["equivalent"]
+    assert _run_level(same, base, 0.005).rank.equivalent
     assert "rank-based: Hodges-Lehmann" in describe_run_level(row)
 
 

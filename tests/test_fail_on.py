@@ -7,20 +7,21 @@ import pytest
 from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
+from harness.results.types import Comparison
 from tests.helpers.ab_results import nofix_vs_fix, null_pair, with_workloads
 
 
 @pytest.fixture(scope="module")
-def nofix() -> dict:
+def nofix() -> Comparison:
     return compare_arms(nofix_vs_fix())
 
 
 @pytest.fixture(scope="module")
-def null() -> dict:
+def null() -> Comparison:
     return compare_arms(null_pair(7))
 
 
-def fired(expression: str, comparison: dict) -> list[str]:
+def fired(expression: str, comparison: Comparison) -> list[str]:
     return [t.rule for t in evaluate_fail_on(expression, comparison).triggered]
 
 
@@ -54,7 +55,7 @@ def test_empty_expressions_and_terms_are_refused(expression: str) -> None:
         parse_fail_on(expression)
 
 
-def test_any_and_worse_fire_on_nofix_and_not_on_a_null_pair(nofix: dict, null: dict) -> None:
+def test_any_and_worse_fire_on_nofix_and_not_on_a_null_pair(nofix: Comparison, null: Comparison) -> None:
     expression = "invalid_ids:any,stray_per_1200:worse,fallback_ids:worse"
     assert fired(expression, nofix) == ["invalid_ids:any", "stray_per_1200:worse", "fallback_ids:worse"]
     assert fired(expression, null) == []
@@ -78,7 +79,7 @@ def test_threshold_rules_use_the_whole_interval() -> None:
     assert fired("itl_median:+1%,gsm8k_accuracy:-2pt", even) == []
 
 
-def test_rate_thresholds_are_on_the_ratio(nofix: dict) -> None:
+def test_rate_thresholds_are_on_the_ratio(nofix: Comparison) -> None:
     # fragment_excess: similar low rates in both arms, so no ratio is demonstrably above 1.5
     assert fired("fragment_excess:+50%", nofix) == []
     # invalid ids over a zero baseline: the ratio interval's lower bound is far above 2
@@ -91,20 +92,18 @@ def test_throughput_drop_with_repeats() -> None:
     assert fired("output_throughput:+1%", out) == []
 
 
-def test_rules_without_data_are_reported_unevaluated(nofix: dict) -> None:
+def test_rules_without_data_are_reported_unevaluated(nofix: Comparison) -> None:
     outcome = evaluate_fail_on("itl_median:+1%,gsm8k_accuracy:worse,invalid_ids:worse", nofix)
     assert [t.rule for t in outcome.triggered] == ["invalid_ids:worse"]
     assert len(outcome.unevaluated) == 2 and all("no " in line for line in outcome.unevaluated)
     assert outcome.failed and outcome.to_dict()["triggered"][0]["rule"] == "invalid_ids:worse"
 
 
-def test_the_typed_comparison_and_its_dict_give_the_same_outcome(nofix: dict, null: dict) -> None:
-    """evaluate_fail_on reads the typed Comparison; the analysis dict is loaded as one, to the same reasons."""
-    from harness.results.types import Comparison
-
+def test_a_stored_analysis_gives_the_same_outcome(nofix: Comparison, null: Comparison) -> None:
+    """evaluate_fail_on reads the typed Comparison: the one compare_arms returns, or one loaded back from its dict."""
     expression = "invalid_ids:any,stray_per_1200:worse,accept_length:suspect,invalid_ids:+10%"
     for analysis in (nofix, null):
-        from_dict = evaluate_fail_on(expression, analysis)
-        typed = evaluate_fail_on(expression, Comparison.from_dict(analysis))
-        assert (typed.triggered, typed.unevaluated) == (from_dict.triggered, from_dict.unevaluated)
+        fresh = evaluate_fail_on(expression, analysis)
+        stored = evaluate_fail_on(expression, Comparison.from_dict(analysis.to_dict()))
+        assert (stored.triggered, stored.unevaluated) == (fresh.triggered, fresh.unevaluated)
     assert evaluate_fail_on(expression, nofix).triggered  # the comparison is not vacuous: nofix fires

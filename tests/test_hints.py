@@ -79,8 +79,9 @@ def test_pytest_refused_fallback_names_pytest_options(tmp_path: Path) -> None:
 
 def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
-    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, results[ANALYSIS_KEY])
+    analysis = compare_arms(results)
+    results[ANALYSIS_KEY] = analysis.to_dict()  # as results.json holds it
+    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
     lines = [RUN_GIVE_A_SERVER, *run_verdict_lines(results)]
     for profile in ("smoke", "nightly"):
         for fail_on in (None, "invalid_ids:any"):

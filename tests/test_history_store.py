@@ -235,7 +235,7 @@ def test_tonight_against_the_baseline_flags_the_injected_regression(store):
     tonight = config_from_identity(IDENTITY, profile="smoke", accelerator="MI355X")
     baseline = resolve_baseline(store, "last-good", config_key=config_key(tonight), config=tonight, arm="nightly")
     sampled = night(2, invalid_rate=0.015)["arms"]["nightly"]["cases"][2]
-    worse = {row["metric"] for row in compare_case(baseline, sampled, alpha=0.001).worse}
+    worse = {row.metric for row in compare_case(baseline, sampled, alpha=0.001).worse}
     assert {"invalid_ids", "fallback_ids", "stray_per_1200"} <= worse
     healthy = night(3)["arms"]["nightly"]["cases"][2]
     assert compare_case(baseline, healthy, alpha=0.001).worse == []
@@ -248,8 +248,8 @@ def test_a_metric_whose_definition_changed_is_not_compared(store, monkeypatch):
     monkeypatch.setitem(baseline_module.METRIC_VERSIONS, "invalid_ids", 2)
     comparison = compare_case(baseline, night(2, invalid_rate=0.015)["arms"]["nightly"]["cases"][2], alpha=0.001)
     assert comparison.skipped == ["invalid_ids: stored as version 1, now version 2"]
-    assert "invalid_ids" not in {row["metric"] for row in comparison.rows}
-    assert "fallback_ids" in {row["metric"] for row in comparison.worse}
+    assert "invalid_ids" not in {row.metric for row in comparison.rows}
+    assert "fallback_ids" in {row.metric for row in comparison.worse}
 
 
 # ---------------------------------------------------------------- trends

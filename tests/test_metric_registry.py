@@ -13,6 +13,7 @@ from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY, SPREAD_R
 from harness.compare.verdicts import compare_arms, describe_run_level
 from harness.errors import SpecsuiteError
 from harness.history.metrics import DIRECTIONS, THRESHOLDS
+from harness.results.types import Comparison, ComparisonRow
 from reports import document
 from reports.document import ANALYSIS_KEY, build_document
 from tests.helpers.ab_results import arm_repeats, bench_run, make_results
@@ -37,43 +38,43 @@ def _results(candidate_invalid_rate: float) -> dict:
     return make_results({"candidate": _fallback_only(candidate), "fix": _fallback_only(baseline)})
 
 
-def _rows(analysis: dict, metric: str) -> dict[str, dict]:
-    return {row["case_id"]: row for row in analysis["comparisons"] if row["metric"] == metric}
+def _rows(analysis: Comparison, metric: str) -> dict[str, ComparisonRow]:
+    return {row.case_id: row for row in analysis.comparisons if row.metric == metric}
 
 
 @pytest.fixture(scope="module")
 def fallback_arm() -> dict:
     results = _results(0.015)
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 
 def test_higher_accept_length_with_fallback_ids_is_suspect_not_better(fallback_arm: dict) -> None:
-    analysis = fallback_arm[ANALYSIS_KEY]
-    assert _rows(analysis, "fallback_ids")[T1]["verdict"] == "worse"
-    assert all(_rows(analysis, name)[T1]["verdict"] != "worse" for name in ("invalid_ids", "padded_row_ids", "stray_per_1200"))
+    analysis = Comparison.from_dict(fallback_arm[ANALYSIS_KEY])  # the stored analysis, read typed
+    assert _rows(analysis, "fallback_ids")[T1].verdict == "worse"
+    assert all(_rows(analysis, name)[T1].verdict != "worse" for name in ("invalid_ids", "padded_row_ids", "stray_per_1200"))
     accept = _rows(analysis, "accept_length")
-    assert accept and {row["verdict"] for row in accept.values()} == {"suspect"}
+    assert accept and {row.verdict for row in accept.values()} == {"suspect"}
     row = accept[T1]
-    assert row["effect"]["ci"][0] > 0 and row["p_adjusted"] < 0.05  # it would have been "better"
-    assert row["suspect_because"] == {"fallback_ids": ["t=0.6-top_p=0.95", T1]}
-    assert "founding bug's signature" in row["note"] and "fallback_ids" in row["note"] and row["note"].count(". ") == 0
+    assert row.effect.ci[0] > 0 and row.p_adjusted < 0.05  # it would have been "better"
+    assert row.suspect_because == {"fallback_ids": ["t=0.6-top_p=0.95", T1]}
+    assert "founding bug's signature" in row.note and "fallback_ids" in row.note and row.note.count(". ") == 0
 
 
 def test_clean_candidate_with_higher_accept_length_is_still_better() -> None:
     analysis = compare_arms(_results(0.0))
-    assert {row["verdict"] for row in _rows(analysis, "accept_length").values()} == {"better"}
-    assert all(row.get("suspect_because") is None for row in analysis["comparisons"])
+    assert {row.verdict for row in _rows(analysis, "accept_length").values()} == {"better"}
+    assert all(not row.suspect_because for row in analysis.comparisons)
 
 
 def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> None:
     for rules in ("accept_length:suspect", "suspect"):
-        outcome = evaluate_fail_on(rules, fallback_arm[ANALYSIS_KEY])
+        outcome = evaluate_fail_on(rules, Comparison.from_dict(fallback_arm[ANALYSIS_KEY]))
         assert outcome.failed and outcome.triggered[0].rule == rules
         assert "suspect" in outcome.triggered[0].reason and "fallback_ids" in outcome.triggered[0].reason
     clean = evaluate_fail_on("accept_length:suspect", compare_arms(_results(0.0)))
     assert not clean.failed and not clean.unevaluated
-    assert not evaluate_fail_on("accept_length:worse", fallback_arm[ANALYSIS_KEY]).failed  # suspect is not worse
+    assert not evaluate_fail_on("accept_length:worse", Comparison.from_dict(fallback_arm[ANALYSIS_KEY])).failed  # suspect is not worse
     with pytest.raises(SpecsuiteError, match="'suspect' applies to accept_length"):
         parse_fail_on("invalid_ids:suspect")
 
@@ -133,7 +134,7 @@ def test_bench_rows_with_repeats_carry_the_rank_pair_and_read_as_one_line() -> N
             for name, itl in (("slow", 10.5), ("base", 10.0))}
     analysis = compare_arms(make_results(arms))
     row = _rows(analysis, "itl_median")["t=0-top_p=1"]
-    assert row["test"] == "Welch t on log run-level values + TOST" and row["rank"]["p_value"] is not None
-    assert BY_NAME["itl_median"].statistic == "run_level" and row["equivalence"]["ci"] is not None
+    assert row.test == "Welch t on log run-level values + TOST" and row.rank.p_value is not None
+    assert BY_NAME["itl_median"].statistic == "run_level" and row.equivalence.ci is not None
     text = describe_run_level(row)
-    assert text.startswith("itl_median t=0-top_p=1: +") and "rank-based: Hodges-Lehmann" in text and row["verdict"] in text
+    assert text.startswith("itl_median t=0-top_p=1: +") and "rank-based: Hodges-Lehmann" in text and row.verdict in text

@@ -22,7 +22,7 @@ MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 

@@ -37,7 +37,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def recorded() -> dict:
     """A recorded `specsuite run` (correctness only) with its analysis."""
     results = load_results(REAL)
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 
@@ -46,14 +46,14 @@ def full() -> dict:
     """Every family: correctness, GSM8K and the bench, two arms."""
     results = with_workloads(repeats=1)
     results.update(created_utc="2026-12-04T04:00:00Z", specsuite_version="9.9.9", run_id="full-run", side_by_side=True)
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 

@@ -25,7 +25,7 @@ RESOURCE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|ur
 
 
 def analysed(results: dict) -> dict:
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 

@@ -24,7 +24,6 @@ from harness.results.types import (
     SCHEMA_VERSION,
     BenchRun,
     Case,
-    Comparison,
     ComparisonRow,
     Document,
     Gsm8kRun,
@@ -112,12 +111,13 @@ def test_a_value_of_an_unexpected_shape_is_kept_as_written():
 
 def test_the_analysis_loads_as_comparison_rows():
     document = Document.from_dict(load_results(V2_RUN))
-    analysis = compare_arms(document.to_dict())
-    document.ab_compare = Comparison.from_dict(analysis)
-    assert document.analysis is document.ab_compare
+    analysis = compare_arms(document)
+    document.put(model.ANALYSIS_KEY, analysis)
+    assert document.analysis is document.ab_compare is analysis
     row = document.ab_compare.comparisons[0]
     assert isinstance(row, ComparisonRow) and row.candidate == "nofix" and row.baseline == "fix" and row.verdict
-    assert document.to_dict()[model.ANALYSIS_KEY] == analysis
+    assert document.to_dict()[model.ANALYSIS_KEY] == analysis.to_dict()
+    assert Document.from_dict(document.to_dict()).ab_compare == analysis  # loads back as the same typed rows
 
 
 def test_gsm8k_runs_are_typed_down_to_the_interval():

@@ -20,6 +20,7 @@ from harness.cli.run import exit_policy_line, run_verdict_lines, summary_documen
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
 from harness.compare.verdicts import compare_arms
 from harness.orchestration.runner import _outcome, session_reason
+from harness.results.types import Comparison
 from reports.document import ANALYSIS_KEY
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
@@ -29,7 +30,7 @@ BAD_TEMPERATURE = "--gsm8k-temperatures: a temperature must be >= 0, got '-1'"
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     return results
 
 
@@ -92,7 +93,7 @@ def test_summary_opens_with_the_verdict_lines(main_job: dict) -> None:
 def test_nightly_fails_a_worse_or_suspect_correctness_verdict_without_fail_on(main_job: dict) -> None:
     assert with_nightly_gate(None, "smoke") is None
     assert with_nightly_gate(None, "nightly") == NIGHTLY_FAIL_ON
-    outcome = evaluate_fail_on(with_nightly_gate(None, "nightly"), main_job[ANALYSIS_KEY])
+    outcome = evaluate_fail_on(with_nightly_gate(None, "nightly"), Comparison.from_dict(main_job[ANALYSIS_KEY]))
     fired = {trigger.rule for trigger in outcome.triggered}
     assert outcome.failed and {"invalid_ids:worse", "accept_length:suspect", "gsm8k_accuracy:worse"} <= fired
     assert not any(rule.startswith(("itl_median", "output_throughput")) for rule in fired)  # speed does not gate the nightly
@@ -104,8 +105,9 @@ def test_nightly_passes_two_correct_arms(main_job: dict) -> None:
     same = copy.deepcopy(main_job)
     same["arms"] = {"candidate": copy.deepcopy(main_job["arms"]["fix"]), "fix": main_job["arms"]["fix"]}
     same["arm_order"] = ["candidate", "fix"]
-    same[ANALYSIS_KEY] = compare_arms(same)
-    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, same[ANALYSIS_KEY])
+    analysis = compare_arms(same)
+    same[ANALYSIS_KEY] = analysis.to_dict()
+    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
     assert not outcome.failed, outcome.triggered
     assert exit_policy_line(argparse.Namespace(profile="nightly", fail_on=None), outcome).startswith("exit 0")
 

@@ -1,7 +1,7 @@
 """`specsuite report RESULTS.json --out DIR`: re-render a run's report without a server.
 
-Loads the results file (a run folder works too), recomputes the A/B analysis from the raw data
-with the default thresholds, stores it in the results dict under the report's key, and writes
+Loads the results file (a run folder works too) as the typed document, recomputes the A/B analysis
+from the raw data with the default thresholds, puts it in the document (``ab_compare``), and writes
 report.md, report.html, results.csv and the figures into DIR.  The results file itself is left
 untouched.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
-from harness.results.model import ANALYSIS_KEY
 from harness.results.store import load_results
+from harness.results.types import ANALYSIS_KEY, Document
 from reports.render import render_report
 
 EXIT_OK = 0
@@ -24,9 +24,9 @@ EXIT_ERROR = 2
 def command_report(results_path: str, out_dir: str) -> int:
     """Render the report; a missing or invalid file, or an unwritable folder, is one error line and exit 2."""
     try:
-        results = load_results(results_path)
-        results[ANALYSIS_KEY] = compare_arms(results)
-        written = render_report(results, Path(out_dir))
+        document = Document.of(load_results(results_path))
+        document.put(ANALYSIS_KEY, compare_arms(document))
+        written = render_report(document, Path(out_dir))
     except SpecsuiteError as exc:
         print(f"specsuite: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

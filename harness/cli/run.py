@@ -77,8 +77,9 @@ def command_run(args: argparse.Namespace) -> int:
         merged["error"] = sessions_error(merged)
     if not any(arm.get("identity") for arm in merged["arms"].values()):
         return _no_server_reached(merged, run_dir, started)
-    merged[ANALYSIS_KEY] = compare_arms(merged)
-    outcome = evaluate_fail_on(rules, merged[ANALYSIS_KEY]) if rules else None
+    analysis = compare_arms(merged)
+    merged[ANALYSIS_KEY] = analysis.to_dict()  # merged is the dict written as results.json below
+    outcome = evaluate_fail_on(rules, analysis) if rules else None
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
     merged["sessions_wall_time_s"] = time.perf_counter() - started
@@ -126,7 +127,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
               f"({run_dir.results_path})", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
-        merged[ANALYSIS_KEY] = compare_arms(merged)
+        merged[ANALYSIS_KEY] = compare_arms(merged).to_dict()  # written as results.json next
         run_dir.write_results(merged)
         written = load_results(run_dir.results_path)
         summary = summary_document(written, run_verdict_lines(written), "exit 130: interrupted; the verdicts cover what finished")

@@ -132,11 +132,10 @@ def _parse_term(term: str) -> FailOnRule:
     return FailOnRule(term, metric, "threshold", limit if sign == "+" else -limit)
 
 
-def evaluate_fail_on(expression: str | list[FailOnRule], comparison: dict[str, Any] | Comparison) -> FailOnOutcome:
-    """Evaluate rules against `compare_arms` output (its dict or the typed `Comparison`); fired rules come with a
-    one-line reason each."""
+def evaluate_fail_on(expression: str | list[FailOnRule], analysis: Comparison) -> FailOnOutcome:
+    """Evaluate rules against the A/B analysis (`compare_arms`' `Comparison`, or a stored one loaded as such);
+    fired rules come with a one-line reason each."""
     rules = parse_fail_on(expression) if isinstance(expression, str) else expression
-    analysis = comparison if isinstance(comparison, Comparison) else Comparison.from_dict(comparison)
     outcome = FailOnOutcome()
     for rule in rules:
         if rule.kind == "any":

@@ -23,7 +23,7 @@ from scipy import stats as scipy_stats
 from harness.compare.metric_registry import BY_NAME, METRICS, Metric
 from harness.errors import SpecsuiteError
 from harness.results.builder import bench_repeats, comparison_of
-from harness.results.types import Arm, BenchRun, Document, EstimateRow, Gsm8kRun, Repeat, Workloads
+from harness.results.types import Arm, BenchRun, Document, EstimateRow, Gsm8kRun, Repeat, SpreadEntry, Workloads
 from harness.stats import clopper_pearson
 from harness.workloads.correctness.workload import SamplingCase
 
@@ -226,9 +226,9 @@ def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[EstimateRo
     return rows
 
 
-def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, Any]:
-    """{metric: {case_id: {arm: {repeats, values, min, max, mean, sd}}}}; sd is None for one repeat."""
-    spread: dict[str, Any] = {}
+def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, dict[str, dict[str, SpreadEntry]]]:
+    """{metric: {case_id: {arm: SpreadEntry (repeats, values, min, max, mean, sd)}}}; sd is None for one repeat."""
+    spread: dict[str, dict[str, dict[str, SpreadEntry]]] = {}
     for metric in METRICS:
         for arm in order:
             for case_id, runs in sorted_cases(gathered[arm][BY_NAME[metric].source]):
@@ -236,12 +236,11 @@ def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, A
                 if not values:
                     continue
                 numbers = np.array([v for _, v in values])
-                spread.setdefault(metric, {}).setdefault(case_id, {})[arm] = {
-                    "temperature": runs.temperature, "top_p": runs.top_p, "unit": BY_NAME[metric].unit,
-                    "repeats": [n for n, _ in values], "values": numbers.tolist(),
-                    "min": float(numbers.min()), "max": float(numbers.max()), "mean": float(numbers.mean()),
-                    "sd": float(np.std(numbers, ddof=1)) if numbers.size >= 2 else None,
-                }
+                spread.setdefault(metric, {}).setdefault(case_id, {})[arm] = SpreadEntry.written(
+                    temperature=runs.temperature, top_p=runs.top_p, unit=BY_NAME[metric].unit,
+                    repeats=[n for n, _ in values], values=numbers.tolist(),
+                    min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
+                    sd=float(np.std(numbers, ddof=1)) if numbers.size >= 2 else None)
     return spread
 
 

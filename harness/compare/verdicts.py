@@ -1,7 +1,8 @@
 """A/B verdicts: every candidate arm of a merged results dict against the baseline arm.
 
 `compare_arms(results)` reads the merged `results.json` shape (`arms.<name>.repeats[].cases` and
-`.workloads`) and returns, JSON-ready (non-finite numbers become None):
+`.workloads`) and returns the typed `Comparison` (harness.results.types), JSON-ready through its
+``to_dict()`` (non-finite numbers become None):
 
 - `comparisons`: one row per (metric, sampling case, candidate) with both arms' values, the
   effect with its 95 % interval, the raw and Holm-adjusted p-value (Holm over every row that has
@@ -24,7 +25,7 @@ Each metric's test is its registry `statistic` (harness.compare.metric_registry)
 - `run_level` (`itl_median`, `output_throughput`): two or more repeats per arm: Welch's t on log
   run-level values, TOST within the practical threshold for "equivalent", and beside them the
   rank-based pair one disturbed run cannot swing (Mann–Whitney, Hodges–Lehmann shift of log
-  values; `row["rank"]`, not used by the verdict); one run with per-token ITLs: bootstrap interval
+  values; `row.rank`, not used by the verdict); one run with per-token ITLs: bootstrap interval
   of the relative median difference, Mann–Whitney p-value.  `compare_run_values` is the same
   engine for run values outside a results dict (the calibration scripts).
 
@@ -73,7 +74,17 @@ from harness.compare.metrics import (
     sorted_cases,
 )
 from harness.errors import SpecsuiteError
-from harness.results.types import Comparison, ComparisonRow, Document, Effect, MetricFacts
+from harness.results.types import (
+    ArmCounts,
+    Comparison,
+    ComparisonRow,
+    Document,
+    Effect,
+    Equivalence,
+    Mde,
+    MetricFacts,
+    RankPair,
+)
 from harness.stats import (
     EquivalenceResult,
     StatsInputError,
@@ -137,27 +148,27 @@ def robust_log_sd(*samples: Sequence[float]) -> float | None:
     return float(1.4826 * np.median(np.concatenate([np.abs(x - np.median(x)) for x in logs])))
 
 
-def _relative_mde(sd_log: float | None, n1: int, n2: int, target: float, repeats: bool) -> dict[str, Any]:
+def _relative_mde(sd_log: float | None, n1: int, n2: int, target: float, repeats: bool) -> Mde:
     """MDE at the sample size in hand; with repeats, also the repeats per arm `target` needs."""
-    mde: dict[str, Any] = {"scale": "relative", "value": None, "power": POWER, "note": None, "sd_log": None if sd_log is None else num(sd_log)}
+    mde = Mde.written(scale="relative", value=None, power=POWER, note=None, sd_log=None if sd_log is None else num(sd_log))
     if not sd_log or min(n1, n2) < 2:
-        mde["note"] = "no variation to scale it by" if not sd_log else "too few values"
+        mde.note = "no variation to scale it by" if not sd_log else "too few values"
         return mde
-    mde["value"] = num(math.expm1(mde_mean_diff(sd_log, n1, n2, alpha=1 - CONFIDENCE, power=POWER)))
+    mde.value = num(math.expm1(mde_mean_diff(sd_log, n1, n2, alpha=1 - CONFIDENCE, power=POWER)))
     if repeats and target > 0:
         try:
-            mde["repeats_needed"] = repeats_needed_for_mde(sd_log, target, alpha=1 - CONFIDENCE, power=POWER)
+            mde.put("repeats_needed", repeats_needed_for_mde(sd_log, target, alpha=1 - CONFIDENCE, power=POWER))
         except StatsInputError as exc:
-            mde["note"] = str(exc)
+            mde.note = str(exc)
     return mde
 
 
 def _base_row(name: str, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> ComparisonRow:
     metric = BY_NAME[name]
-    return ComparisonRow.from_dict({"metric": name, "label": metric.label, "case_id": case_id, "temperature": runs.temperature,
-            "top_p": runs.top_p, "candidate": candidate, "baseline": baseline, "unit": metric.unit,
-            "candidate_value": None, "baseline_value": None, "effect": None, "p_value": None, "mde": None,
-            "test": None, "n": None, "higher_is_better": metric.higher_is_better, "note": None})
+    return ComparisonRow.written(metric=name, label=metric.label, case_id=case_id, temperature=runs.temperature,
+                                 top_p=runs.top_p, candidate=candidate, baseline=baseline, unit=metric.unit,
+                                 candidate_value=None, baseline_value=None, effect=None, p_value=None, mde=None,
+                                 test=None, n=None, higher_is_better=metric.higher_is_better, note=None)
 
 
 def _pooled(candidate: list[tuple[int, int, float]], baseline: list[tuple[int, int, float]]) -> tuple[int, float, int, float] | None:
@@ -175,12 +186,12 @@ def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: flo
     res = rate_ratio_test(k1, e1, k2, e2, confidence=CONFIDENCE)
     row.update(candidate_value=k1 / e1 * metric.rate_scale, baseline_value=k2 / e2 * metric.rate_scale, p_value=res.p_value,
                test="exact conditional rate-ratio test (binomial)",
-               effect={"name": "rate ratio", "scale": "ratio", "value": num(res.rate_ratio),
-                       "ci": interval(res.rate_ratio_ci),
-                       "difference": num(res.rate_difference * metric.rate_scale),
-                       "difference_ci": interval(res.rate_difference_ci, metric.rate_scale)},
-               n={"candidate": e1, "baseline": e2, "unit": metric.exposure_unit},
-               events={"candidate": k1, "baseline": k2}, mde=_rate_mde(metric, k1, e1, k2, e2))
+               effect=Effect.written(name="rate ratio", scale="ratio", value=num(res.rate_ratio),
+                                     ci=interval(res.rate_ratio_ci),
+                                     difference=num(res.rate_difference * metric.rate_scale),
+                                     difference_ci=interval(res.rate_difference_ci, metric.rate_scale)),
+               n=ArmCounts.written(candidate=e1, baseline=e2, unit=metric.exposure_unit),
+               events=ArmCounts.written(candidate=k1, baseline=k2), mde=_rate_mde(metric, k1, e1, k2, e2))
     if k1 == 0 and k2 == 0:
         effect = 0.0
         row.update(note="no events in either arm")
@@ -193,17 +204,17 @@ def _compare_rate(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: flo
     return Pending(row, effect, (_log(res.rate_ratio_ci[0]), _log(res.rate_ratio_ci[1])), practical, metric.higher_is_better)
 
 
-def _rate_mde(metric: Metric, k1: int, e1: float, k2: int, e2: float) -> dict[str, Any]:
+def _rate_mde(metric: Metric, k1: int, e1: float, k2: int, e2: float) -> Mde:
     """Ratio detectable over a non-zero baseline; from zero, the smallest detectable rate."""
     if k2 > 0:
         value = mde_rate_ratio(e1, e2, k2 / e2, alpha=1 - CONFIDENCE, power=POWER)
-        return {"scale": "ratio", "value": num(value), "power": POWER, "note": None}
+        return Mde.written(scale="ratio", value=num(value), power=POWER, note=None)
     try:
         value = mde_two_proportions(max(1, round(e1)), max(1, round(e2)), 0.0, alpha=1 - CONFIDENCE, power=POWER)
     except StatsInputError as exc:
-        return {"scale": "absolute", "value": None, "power": POWER, "note": str(exc)}
-    return {"scale": "absolute", "value": num(value * metric.rate_scale), "power": POWER,
-            "note": f"smallest detectable rate ({metric.unit}) over a zero-event baseline"}
+        return Mde.written(scale="absolute", value=None, power=POWER, note=str(exc))
+    return Mde.written(scale="absolute", value=num(value * metric.rate_scale), power=POWER,
+                       note=f"smallest detectable rate ({metric.unit}) over a zero-event baseline")
 
 
 def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
@@ -213,7 +224,7 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
     if len(c_series) >= 2 and len(b_series) >= 2:
         a, b = run_level_medians([v for _, v in c_series]), run_level_medians([v for _, v in b_series])
         row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of run medians",
-                   n={"candidate": len(a), "baseline": len(b), "unit": "repeats"},
+                   n=ArmCounts.written(candidate=len(a), baseline=len(b), unit="repeats"),
                    mde=_relative_mde(log_sd(a, b), len(a), len(b), threshold, repeats=True))
         return _welch_pending(a, b, threshold, row, higher_is_better=metric.higher_is_better, equivalence_margin=None)
     a = np.concatenate([v for _, v in c_series])
@@ -222,15 +233,15 @@ def _compare_accept(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: f
     # The values a rank test compares are medians; the report's per-case tables show means of requests, and say so.
     row.update(candidate_value=float(np.median(a)), baseline_value=float(np.median(b)), value_statistic="median of requests",
                p_value=mann_whitney(a, b).p_value, test="Mann–Whitney U; Hodges–Lehmann relative shift",
-               effect={"name": "Hodges–Lehmann shift (relative)", "scale": "relative", "value": num(shift.estimate),
-                       "ci": interval(shift.ci)},
-               n={"candidate": int(a.size), "baseline": int(b.size), "unit": "requests"},
+               effect=Effect.written(name="Hodges–Lehmann shift (relative)", scale="relative", value=num(shift.estimate),
+                                     ci=interval(shift.ci)),
+               n=ArmCounts.written(candidate=int(a.size), baseline=int(b.size), unit="requests"),
                mde=_relative_mde(log_sd(a, b), int(a.size), int(b.size), threshold, repeats=False))
     return Pending(row, shift.estimate, shift.ci, threshold, metric.higher_is_better)
 
 
-def _equivalence_entry(margin: float, result: EquivalenceResult) -> dict[str, Any]:
-    return {"margin": margin, "p_value": result.p_value, "equivalent": result.equivalent, "ci": interval(result.ci)}
+def _equivalence_entry(margin: float, result: EquivalenceResult) -> Equivalence:
+    return Equivalence.written(margin=margin, p_value=result.p_value, equivalent=result.equivalent, ci=interval(result.ci))
 
 
 def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row: ComparisonRow, *,
@@ -242,15 +253,15 @@ def _welch_pending(a: Sequence[float], b: Sequence[float], threshold: float, row
     except StatsInputError as exc:
         same = list(a) == list(b)
         row.update(p_value=1.0 if same else None, note=None if same else str(exc),
-                   effect={"name": "relative difference", "scale": "relative",
-                           "value": num(float(np.mean(a)) / float(np.mean(b)) - 1.0), "ci": None})
+                   effect=Effect.written(name="relative difference", scale="relative",
+                                         value=num(float(np.mean(a)) / float(np.mean(b)) - 1.0), ci=None))
         return Pending(row, 0.0, (0.0, 0.0), threshold, higher_is_better) if same else None
     equivalence = None
     if equivalence_margin:
         equivalence = tost_equivalence(a, b, margin=equivalence_margin, relative=True, alpha=1 - CONFIDENCE)
         row.update(equivalence=_equivalence_entry(equivalence_margin, equivalence))
-    row.update(p_value=res.p_value, effect={"name": "ratio of geometric means - 1", "scale": "relative",
-                                            "value": num(res.estimate), "ci": interval(res.ci)})
+    row.update(p_value=res.p_value, effect=Effect.written(name="ratio of geometric means - 1", scale="relative",
+                                                          value=num(res.estimate), ci=interval(res.ci)))
     return Pending(row, res.estimate, res.ci, threshold, higher_is_better, equivalence)
 
 
@@ -274,22 +285,22 @@ def _compare_paired_questions(metric: Metric, cand: CaseRuns, base: CaseRuns, th
     p_base = float(np.mean(b_all))
     row.update(candidate_value=float(np.mean(a_all)), baseline_value=p_base, p_value=res.p_value,
                test="exact McNemar (paired by question)",
-               effect={"name": "accuracy difference", "scale": "difference", "value": res.difference,
-                       "ci": interval(res.difference_ci)},
-               n={"candidate": res.n_pairs, "baseline": res.n_pairs, "unit": "paired questions"},
-               events={"candidate": res.a_only, "baseline": res.b_only, "unit": "discordant pairs"},
+               effect=Effect.written(name="accuracy difference", scale="difference", value=res.difference,
+                                     ci=interval(res.difference_ci)),
+               n=ArmCounts.written(candidate=res.n_pairs, baseline=res.n_pairs, unit="paired questions"),
+               events=ArmCounts.written(candidate=res.a_only, baseline=res.b_only, unit="discordant pairs"),
                mde=_proportion_mde(res.n_pairs, res.n_pairs, min(p_base, 1.0 - p_base),
                                    "accuracy drop detectable (unpaired approximation, conservative)"))
     return Pending(row, res.difference, res.difference_ci, threshold, metric.higher_is_better)
 
 
-def _proportion_mde(n1: int, n2: int, p_base: float, note: str) -> dict[str, Any]:
+def _proportion_mde(n1: int, n2: int, p_base: float, note: str) -> Mde:
     # The arcsine scale is symmetric, so a drop from p equals a rise from 1 - p.
     try:
         value = mde_two_proportions(n1, n2, p_base, alpha=1 - CONFIDENCE, power=POWER)
     except StatsInputError as exc:
-        return {"scale": "difference", "value": None, "power": POWER, "note": str(exc)}
-    return {"scale": "difference", "value": num(value), "power": POWER, "note": note}
+        return Mde.written(scale="difference", value=None, power=POWER, note=str(exc))
+    return Mde.written(scale="difference", value=num(value), power=POWER, note=note)
 
 
 def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: float, row: ComparisonRow) -> Pending | None:
@@ -299,15 +310,15 @@ def _compare_proportions(metric: Metric, cand: CaseRuns, base: CaseRuns, thresho
     k1, n1, k2, n2 = (int(v) for v in pooled)
     res = fisher_exact_2x2(k1, n1, k2, n2, confidence=CONFIDENCE, odds_ratio_ci=False)
     row.update(candidate_value=k1 / n1, baseline_value=k2 / n2, p_value=res.p_value, test="Fisher's exact test",
-               effect={"name": "risk difference", "scale": "difference", "value": res.risk_difference,
-                       "ci": interval(res.risk_difference_ci)},
-               n={"candidate": n1, "baseline": n2, "unit": "answered questions"},
-               events={"candidate": k1, "baseline": k2},
+               effect=Effect.written(name="risk difference", scale="difference", value=res.risk_difference,
+                                     ci=interval(res.risk_difference_ci)),
+               n=ArmCounts.written(candidate=n1, baseline=n2, unit="answered questions"),
+               events=ArmCounts.written(candidate=k1, baseline=k2),
                mde=_proportion_mde(n1, n2, k2 / n2, "smallest detectable rise in the invalid rate"))
     return Pending(row, res.risk_difference, res.risk_difference_ci, 0.0 if k2 == 0 else threshold, metric.higher_is_better)
 
 
-def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> dict[str, Any]:
+def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> RankPair:
     """Mann–Whitney and the Hodges–Lehmann relative shift of run values, with its 95 % and TOST (90 %) intervals.
 
     A busy machine makes a run slower, never faster, so run values have a long one-sided tail;
@@ -319,11 +330,11 @@ def _rank_pair(a: Sequence[float], b: Sequence[float], margin: float) -> dict[st
         shift_tost = hodges_lehmann(a, b, confidence=1 - 2 * alpha, relative=True)
         p_value = mann_whitney(a, b).p_value
     except StatsInputError as exc:
-        return {"test": None, "note": str(exc)}
-    return {"test": "Mann–Whitney U; Hodges–Lehmann shift of log run values", "p_value": p_value,
-            "estimate": num(shift.estimate), "ci": interval(shift.ci), "confidence": shift.achieved_confidence,
-            "tost_ci": interval(shift_tost.ci), "margin": margin,
-            "equivalent": bool(margin) and -margin < shift_tost.ci[0] and shift_tost.ci[1] < margin}
+        return RankPair.written(test=None, note=str(exc))
+    return RankPair.written(test="Mann–Whitney U; Hodges–Lehmann shift of log run values", p_value=p_value,
+                            estimate=num(shift.estimate), ci=interval(shift.ci), confidence=shift.achieved_confidence,
+                            tost_ci=interval(shift_tost.ci), margin=margin,
+                            equivalent=bool(margin) and -margin < shift_tost.ci[0] and shift_tost.ci[1] < margin)
 
 
 def _run_level(a_runs: Sequence[float], b_runs: Sequence[float], threshold: float, row: ComparisonRow, *,
@@ -343,22 +354,22 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
         return None
     higher_is_better = metric.higher_is_better
     row.update(candidate_value=float(np.median(a_runs)), baseline_value=float(np.median(b_runs)),
-               n={"candidate": len(a_runs), "baseline": len(b_runs), "unit": "repeats"})
+               n=ArmCounts.written(candidate=len(a_runs), baseline=len(b_runs), unit="repeats"))
     if len(a_runs) >= 2 and len(b_runs) >= 2 and min(a_runs + b_runs) > 0:
         return _run_level(a_runs, b_runs, threshold, row, higher_is_better=higher_is_better)
     a_tokens, b_tokens = per_token_values(cand, metric), per_token_values(base, metric)
     if len(a_tokens) < 2 or len(b_tokens) < 2:
-        row.update(p_value=None, test="none", effect={"name": "relative difference", "scale": "relative",
-                                                      "value": num(row.candidate_value / row.baseline_value - 1.0)
-                                                      if row.baseline_value else None, "ci": None},
-                   mde={"scale": "relative", "value": None, "power": POWER, "note": "needs two or more repeats per arm"},
+        row.update(p_value=None, test="none", effect=Effect.written(name="relative difference", scale="relative",
+                                                                    value=num(row.candidate_value / row.baseline_value - 1.0)
+                                                                    if row.baseline_value else None, ci=None),
+                   mde=Mde.written(scale="relative", value=None, power=POWER, note="needs two or more repeats per arm"),
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
         return None
     zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
     if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
         row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
-                   effect={"name": "relative median difference", "scale": "relative", "value": None, "ci": None},
-                   mde={"scale": "relative", "value": None, "power": POWER, "note": "zero gaps"},
+                   effect=Effect.written(name="relative median difference", scale="relative", value=None, ci=None),
+                   mde=Mde.written(scale="relative", value=None, power=POWER, note="zero gaps"),
                    note=f"{zeros} zero inter-token gaps: a client that gave every event of one network read the same time "
                         "(results before ITL definition 2); rerun the benchmark for a test")
         return None
@@ -367,9 +378,9 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
     row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)),
                p_value=mann_whitney(a_tokens, b_tokens).p_value,
                test="Mann–Whitney U on per-token ITLs; bootstrap relative median difference" + (" + TOST" if equivalence else ""),
-               effect={"name": "relative median difference", "scale": "relative", "value": boot.estimate,
-                       "ci": interval(boot.ci)},
-               n={"candidate": len(a_tokens), "baseline": len(b_tokens), "unit": "inter-token gaps"},
+               effect=Effect.written(name="relative median difference", scale="relative", value=boot.estimate,
+                                     ci=interval(boot.ci)),
+               n=ArmCounts.written(candidate=len(a_tokens), baseline=len(b_tokens), unit="inter-token gaps"),
                mde=_relative_mde(log_sd(a_tokens, b_tokens), len(a_tokens), len(b_tokens), threshold, repeats=False),
                note="one run per arm: the p-value says these two runs differ")
     if equivalence is not None:
@@ -411,9 +422,10 @@ _ANALYSIS_KEYS = ("family_alpha", "correction", "confidence", "power", "baseline
 
 
 def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
-                 thresholds: dict[str, float] | None = None) -> dict[str, Any]:
+                 thresholds: dict[str, float] | None = None) -> Comparison:
     """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread.
-    Reads the typed document (a results dict is loaded as one); returns the typed `Comparison`'s dict."""
+    Reads the typed document (a results dict is loaded as one); returns the typed `Comparison`
+    (its ``to_dict()`` is what a results file holds under ``ab_compare``)."""
     if not isinstance(results, (dict, Document)):
         raise SpecsuiteError(f"compare_arms needs a results dict, got {type(results).__name__}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
@@ -451,7 +463,7 @@ def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
         estimates=estimates(order, gathered), repeat_spread=repeat_spread(order, gathered),
         metrics={name: MetricFacts.from_dict(facts) for name, facts in table["metrics"].items()},
         report_rows=table["report_rows"], spread_rows=table["spread_rows"], key_order=_ANALYSIS_KEYS)
-    return analysis.to_dict()
+    return analysis
 
 
 def _decide(pending: list[Pending], alpha: float) -> list[ComparisonRow]:
@@ -494,31 +506,31 @@ def _mark_suspect(rows: list[ComparisonRow]) -> list[ComparisonRow]:
 
 
 def compare_run_values(candidate: Sequence[float], baseline: Sequence[float], *, metric: str, threshold: float,
-                       higher_is_better: bool, target_effect: float | None = None) -> dict[str, Any]:
+                       higher_is_better: bool, target_effect: float | None = None) -> ComparisonRow:
     """The run-level engine of `compare_arms` on bare run values (one per repeat, each arm >= 2, all > 0).
 
     For the calibration scripts, whose run-summary fields (median TPOT, chunk gaps) are not registry
     metrics: the row `compare_arms` writes for a benchmark metric with repeats (Welch on log values,
     TOST within `threshold`, MDE, `mde.repeats_needed` for `target_effect` (default the threshold),
     the rank pair under `rank`), with a verdict on the unadjusted p-value (`p_adjusted` stays None:
-    there is no family here; Holm across several calls is the caller's).
+    there is no family here; Holm across several calls is the caller's).  The row is typed; ``to_dict()`` where it is written.
     """
     a, b = [float(v) for v in candidate], [float(v) for v in baseline]
     entry = BY_NAME.get(metric)
-    row = ComparisonRow.from_dict({"metric": metric, "label": entry.label if entry else metric, "unit": entry.unit if entry else "",
-                           "candidate_value": float(np.median(a)) if a else None, "baseline_value": float(np.median(b)) if b else None,
-                           "effect": None, "p_value": None, "p_adjusted": None, "mde": None, "test": None,
-                           "n": {"candidate": len(a), "baseline": len(b), "unit": "repeats"}, "higher_is_better": higher_is_better,
-                           "threshold": threshold, "note": None, "verdict": "inconclusive",
-                           "candidate_runs": a, "baseline_runs": b})
+    row = ComparisonRow.written(metric=metric, label=entry.label if entry else metric, unit=entry.unit if entry else "",
+                                candidate_value=float(np.median(a)) if a else None, baseline_value=float(np.median(b)) if b else None,
+                                effect=None, p_value=None, p_adjusted=None, mde=None, test=None,
+                                n=ArmCounts.written(candidate=len(a), baseline=len(b), unit="repeats"),
+                                higher_is_better=higher_is_better, threshold=threshold, note=None, verdict="inconclusive",
+                                candidate_runs=a, baseline_runs=b)
     if len(a) < 2 or len(b) < 2 or min(a + b) <= 0:
         row.update(note="needs two or more positive run values per arm")
-        return row.to_dict()
+        return row
     pending = _run_level(a, b, threshold, row, higher_is_better=higher_is_better, target_effect=target_effect)
     if pending is not None:
         row.update(verdict=verdict(row.p_value, pending.effect, pending.ci, threshold, higher_is_better,
                                   equivalence=pending.equivalence, alpha=1 - CONFIDENCE))
-    return row.to_dict()
+    return row
 
 
 def _signed(value: float | None) -> str:
@@ -538,19 +550,19 @@ def describe_run_level(row: dict[str, Any] | ComparisonRow) -> str:
     line = f"{name}: {_signed(effect.value)} [95% CI {_signed(low)}, {_signed(high)}], p={typed.p_value:.3g}"
     if typed.p_adjusted is not None:
         line += f" (Holm {typed.p_adjusted:.3g})"
-    equivalence = typed.extra.get("equivalence")
-    if equivalence:
-        tost_low, tost_high = equivalence["ci"]
+    equivalence = typed.equivalence
+    if equivalence is not None and equivalence.to_dict():
+        tost_low, tost_high = equivalence.ci
         line += (f", TOST 90% CI [{_signed(tost_low)}, {_signed(tost_high)}]: "
-                 f"{'equivalent' if equivalence['equivalent'] else 'not shown equivalent'} within ±{equivalence['margin']:.2%}")
-    n = typed.n or {}
-    line += f" -> {typed.verdict} (n={n['candidate']}+{n['baseline']} {n['unit']}"
+                 f"{'equivalent' if equivalence.equivalent else 'not shown equivalent'} within ±{equivalence.margin:.2%}")
+    n = typed.n or ArmCounts()
+    line += f" -> {typed.verdict} (n={n.candidate}+{n.baseline} {n.unit}"
     sd = typed.mde.sd_log if typed.mde is not None else None
     line += f", between-run sd {sd:.3%})" if sd else ")"
-    rank = typed.extra.get("rank") or {}
-    if rank.get("test"):
-        rank_low, rank_high = rank["ci"]
-        line += (f"\n    rank-based: Hodges-Lehmann {_signed(rank['estimate'])} [{rank['confidence']:.1%} CI {_signed(rank_low)}, "
-                 f"{_signed(rank_high)}], Mann-Whitney p={rank['p_value']:.3g}; "
-                 f"{'equivalent' if rank['equivalent'] else 'not shown equivalent'} within ±{rank['margin']:.2%}")
+    rank = typed.rank or RankPair()
+    if rank.test:
+        rank_low, rank_high = rank.ci
+        line += (f"\n    rank-based: Hodges-Lehmann {_signed(rank.estimate)} [{rank.confidence:.1%} CI {_signed(rank_low)}, "
+                 f"{_signed(rank_high)}], Mann-Whitney p={rank.p_value:.3g}; "
+                 f"{'equivalent' if rank.equivalent else 'not shown equivalent'} within ±{rank.margin:.2%}")
     return line

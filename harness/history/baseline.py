@@ -22,6 +22,7 @@ from harness.history.metrics import METRIC_VERSIONS, MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.store import HistoryStore
 from harness.results.model import comparison_document
+from harness.results.types import ComparisonRow
 
 LAST_GOOD = "last-good"
 TONIGHT = "tonight"
@@ -57,8 +58,8 @@ class HistoryBaseline:
 class NightlyComparison:
     """Tonight's case against the baseline: every comparison row, the worse ones, and what was skipped."""
 
-    rows: list[dict[str, Any]]
-    worse: list[dict[str, Any]]
+    rows: list[ComparisonRow]
+    worse: list[ComparisonRow]
     skipped: list[str] = field(default_factory=list)
 
 
@@ -98,8 +99,7 @@ def compare_case(baseline: HistoryBaseline, tonight_case: dict[str, Any], *, alp
     if not history_repeats:
         raise SpecsuiteError(f"baseline {baseline.describe()} has no case {case_id}")
     merged = comparison_document({TONIGHT: [{"repeat": 1, "cases": [tonight_case]}], HISTORY: history_repeats}, HISTORY)
-    rows = compare_arms(dict(merged), alpha=alpha)["comparisons"]
     stale = baseline.stale_metrics()
     skipped = [f"{name}: stored as version {version}, now version {METRIC_VERSIONS[name]}" for name, version in sorted(stale.items())]
-    rows = [row for row in rows if row["metric"] not in stale]
-    return NightlyComparison(rows=rows, worse=[row for row in rows if row["verdict"] == "worse"], skipped=skipped)
+    rows = [row for row in compare_arms(merged, alpha=alpha).comparisons if row.metric not in stale]
+    return NightlyComparison(rows=rows, worse=[row for row in rows if row.verdict == "worse"], skipped=skipped)

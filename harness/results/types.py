@@ -18,7 +18,8 @@ The levels (the writers are named in harness.results.builder):
   `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
 - `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list and
   its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict);
-- `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case.
+- `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
+  `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ _HIDDEN = ("extra", "key_order")
 class Record:
     """A JSON object with named fields; keys it does not name stay in ``extra``."""
 
-    # field name -> ("one" | "list" | "map", record class): values loaded as records, not dicts.
+    # field name -> (kind, record class): values loaded as records, not dicts.  kind: "one", "list" or "map"
+    # (name -> record); maps of maps are "map.map", "map.map.map" (the A/B spread: metric -> case -> arm -> entry).
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {}
 
     extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
@@ -71,6 +73,12 @@ class Record:
             else:
                 values[key] = loaded
         return cls(**values, extra=extra, key_order=tuple(data))
+
+    @classmethod
+    def written(cls: type[R], **values: Any) -> R:
+        """A record of these field values, each written (default or not) in the order given, as a dict literal
+        of them would be: the way a writer builds a record whose file has always carried every key."""
+        return cls(**values, key_order=tuple(values))
 
     def put(self, key: str, value: Any) -> None:
         """Set a key as ``dict[key] = value`` would: a new key goes last, a known one keeps its place (writers that
@@ -127,15 +135,28 @@ def _load(nested: tuple[str, type[Record]] | None, value: Any) -> Any:
     if nested is None or value is None:
         return value
     kind, record = nested
+    return _load_kind(kind, record, value)
+
+
+def _load_kind(kind: str, record: type[Record], value: Any) -> Any:
+    """``value`` loaded as ``kind`` of ``record``; _WRONG_SHAPE when any part of it is not of that shape."""
     if kind == "one":
-        return record.from_dict(value) if isinstance(value, dict) else _WRONG_SHAPE
+        return _load_one(record, value)
     if kind == "list":
-        if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-            return _WRONG_SHAPE
-        return [record.from_dict(item) for item in value]
-    if not isinstance(value, dict) or not all(isinstance(item, dict) for item in value.values()):
+        loaded = [_load_one(record, item) for item in value] if isinstance(value, list) else [_WRONG_SHAPE]
+        return _WRONG_SHAPE if any(item is _WRONG_SHAPE for item in loaded) else loaded
+    inner = kind.partition(".")[2] or "one"  # "map": name -> record; "map.map": name -> (name -> record); ...
+    if not isinstance(value, dict):
         return _WRONG_SHAPE
-    return {key: record.from_dict(item) for key, item in value.items()}
+    mapped = {key: _load_kind(inner, record, item) for key, item in value.items()}
+    return _WRONG_SHAPE if any(item is _WRONG_SHAPE for item in mapped.values()) else mapped
+
+
+def _load_one(record: type[Record], value: Any) -> Any:
+    """A dict as the record (a record of that class, as it is); anything else is of the wrong shape."""
+    if isinstance(value, record):
+        return value
+    return record.from_dict(value) if isinstance(value, dict) else _WRONG_SHAPE
 
 
 def _dump(value: Any) -> Any:
@@ -501,6 +522,58 @@ class Effect(Record):
     scale: str | None = None
     value: float | None = None
     ci: list[float | None] = field(default_factory=list)
+    difference: float | None = None  # rate rows: the rate difference (in the metric's unit) beside the ratio
+    difference_ci: list[float | None] | None = None
+
+
+@dataclass
+class ArmCounts(Record):
+    """A comparison's two sample sizes (``n``) or event counts (``events``), and what they count."""
+
+    candidate: float | None = None
+    baseline: float | None = None
+    unit: str | None = None
+
+
+@dataclass
+class Equivalence(Record):
+    """TOST within ``margin`` (relative): its p-value, whether equivalence was shown, and the 90 % interval."""
+
+    margin: float | None = None
+    p_value: float | None = None
+    equivalent: bool | None = None
+    ci: list[float | None] | None = None
+
+
+@dataclass
+class RankPair(Record):
+    """The rank-based pair beside a run-level Welch test (not in the verdict): Mann–Whitney and the
+    Hodges–Lehmann shift of log run values, its interval and TOST interval; ``test`` None with a ``note`` when untestable."""
+
+    test: str | None = None
+    note: str | None = None
+    p_value: float | None = None
+    estimate: float | None = None
+    ci: list[float | None] | None = None
+    confidence: float | None = None  # the interval's achieved confidence (rank intervals are discrete)
+    tost_ci: list[float | None] | None = None
+    margin: float | None = None
+    equivalent: bool | None = None
+
+
+@dataclass
+class SpreadEntry(Record):
+    """One arm's per-repeat values of one metric at one case (``repeat_spread.<metric>.<case>.<arm>``)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    unit: str | None = None
+    repeats: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    sd: float | None = None  # None for one repeat
 
 
 @dataclass
@@ -519,7 +592,9 @@ class Mde(Record):
 class ComparisonRow(Record):
     """One candidate against the baseline on one metric at one sampling case, with its verdict."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"effect": ("one", Effect), "mde": ("one", Mde)}
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "effect": ("one", Effect), "mde": ("one", Mde), "n": ("one", ArmCounts), "events": ("one", ArmCounts),
+        "equivalence": ("one", Equivalence), "rank": ("one", RankPair)}
 
     metric: str = ""
     label: str | None = None
@@ -536,20 +611,24 @@ class ComparisonRow(Record):
     p_adjusted: float | None = None
     mde: Mde | None = None
     test: str | None = None
-    n: dict[str, Any] | None = None
+    n: ArmCounts | None = None
     higher_is_better: bool | None = None
     note: str | None = None
     threshold: float | None = None
-    events: dict[str, Any] | None = None
+    events: ArmCounts | None = None
     verdict: str | None = None
     suspect_because: dict[str, list[str]] = field(default_factory=dict)  # "suspect" rows: metric -> cases the arm is worse in
     value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
+    equivalence: Equivalence | None = None  # TOST within the threshold (run-level and per-token ITL rows)
+    rank: RankPair | None = None  # run-level rows: the rank-based pair beside Welch
+    candidate_runs: list[float] = field(default_factory=list)  # compare_run_values: the run values it compared
+    baseline_runs: list[float] = field(default_factory=list)
 
     def shown_verdict(self) -> str:
         """The verdict as a report shows it: an event rate with no event in either arm is not
         "inconclusive" but "none in either arm" (nothing to compare, nothing wrong)."""
-        events = self.events or {}
-        if self.verdict == "inconclusive" and events and not events.get("candidate") and not events.get("baseline"):
+        events = self.events
+        if self.verdict == "inconclusive" and events is not None and events.to_dict() and not events.candidate and not events.baseline:
             return NONE_IN_EITHER
         return str(self.verdict)
 
@@ -579,7 +658,8 @@ class Comparison(Record):
     """The A/B analysis of a document (harness.compare.verdicts.compare_arms)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts)}
+        "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts),
+        "repeat_spread": ("map.map.map", SpreadEntry)}
 
     family_alpha: float | None = None
     correction: str | None = None
@@ -593,7 +673,7 @@ class Comparison(Record):
     notes: list[str] = field(default_factory=list)
     comparisons: list[ComparisonRow] = field(default_factory=list)
     estimates: list[EstimateRow] = field(default_factory=list)
-    repeat_spread: dict[str, Any] = field(default_factory=dict)
+    repeat_spread: dict[str, dict[str, dict[str, SpreadEntry]]] = field(default_factory=dict)  # metric -> case -> arm
     metrics: dict[str, MetricFacts] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
     report_rows: list[str] = field(default_factory=list)
     spread_rows: list[Any] = field(default_factory=list)

@@ -16,6 +16,6 @@ MAIN_JOB = Path(__file__).resolve().parents[1] / "data" / "ab_results" / "main_j
 def render_main_job_report(out: Path) -> Path:
     """Render the recorded run's report into `out` (report.md, report.html, figures); returns `out`."""
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results)
+    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
     render_report(results, out)
     return out

@@ -10,7 +10,6 @@ every metric.  Prints one line per seed and a total; exits 1 if any verdict is "
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
+from harness.results.store import load_document  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 
 
@@ -36,10 +36,10 @@ def main() -> int:
                        "--seed", str(seed), "--temperatures", "0,1.0", "--top-p", "0.95", "--results-dir", str(out), "--run-id", f"seed-{seed}",
                        "--no-report"]
             subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
-            results = json.loads((out / f"seed-{seed}" / "results.json").read_text())
-            comparisons = results["ab_compare"]["comparisons"]
-            worse = [f"{c['metric']}@{c['case_id']}" for c in comparisons if c["verdict"] == "worse"]
-            verdicts = sorted({c["verdict"] for c in comparisons})
+            analysis = load_document(out / f"seed-{seed}").analysis
+            comparisons = analysis.comparisons if analysis is not None else []
+            worse = [f"{c.metric}@{c.case_id}" for c in comparisons if c.verdict == "worse"]
+            verdicts = sorted({str(c.verdict) for c in comparisons})
             worse_total += len(worse)
             rows += len(comparisons)
             print(f"seed {seed:2d}: {len(comparisons)} comparisons, verdicts {verdicts}, worse: {worse or 'none'}", flush=True)

@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd  # noqa: E402
 from harness.errors import SpecsuiteError  # noqa: E402
+from harness.results.types import ComparisonRow  # noqa: E402
 from harness.server.counters import parse_prometheus  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 from harness.stats import holm, repeats_needed_for_mde  # noqa: E402
@@ -141,7 +142,7 @@ def interleave(arms: dict[str, float], runs: dict[str, list[dict[str, Any]]], di
 
 
 def compare_records(candidate: list[dict[str, Any]], baseline: list[dict[str, Any]], *, margin: float,
-                    target_effect: float) -> dict[str, dict[str, Any]]:
+                    target_effect: float) -> dict[str, ComparisonRow]:
     """The A/B engine's run-level comparison of each of METRICS over the runs' records."""
     return {key: compare_run_values([r[key] for r in candidate if r.get(key) is not None],
                                     [r[key] for r in baseline if r.get(key) is not None], metric=key, threshold=margin,
@@ -201,14 +202,20 @@ def experiment(label: str, arms: dict[str, float], target: float, args: argparse
         print(f"  WARNING: median chunk gap is {min(emulation):.2f}x the step time or more: the engine's own step is slower than "
               "--step-time-ms here, so the pad is inactive and both arms run at compute speed", flush=True)
     return {"label": label, "arms": arms, "runs": runs, "disturbed_runs": disturbed, "pilot": pilot, "sized_by": args.size_by,
-            "size_with": args.size_with, "repeats_needed": needed, "repeats_run": planned, "comparison": comparison, "holm": family,
-            "comparison_with_disturbed": with_disturbed, "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
+            "size_with": args.size_with, "repeats_needed": needed, "repeats_run": planned, "comparison": _written(comparison),
+            "holm": family, "comparison_with_disturbed": None if with_disturbed is None else _written(with_disturbed),
+            "emulation_inactive": inactive, "wall_s": time.monotonic() - started}
 
 
-def holm_across_metrics(comparison: dict[str, dict[str, Any]]) -> dict[str, dict[str, tuple[float, bool]]]:
+def _written(comparison: dict[str, ComparisonRow]) -> dict[str, dict[str, Any]]:
+    """The rows as the JSON output holds them."""
+    return {key: row.to_dict() for key, row in comparison.items()}
+
+
+def holm_across_metrics(comparison: dict[str, ComparisonRow]) -> dict[str, dict[str, tuple[float, bool]]]:
     """Holm-adjusted p-values across the metrics, separately for Welch and for Mann-Whitney."""
     family = {}
-    for test, p_of in (("Welch", lambda row: row.get("p_value")), ("Mann-Whitney", lambda row: (row.get("rank") or {}).get("p_value"))):
+    for test, p_of in (("Welch", lambda row: row.p_value), ("Mann-Whitney", lambda row: row.rank.p_value if row.rank is not None else None)):
         p_values = {key: p for key, row in comparison.items() if (p := p_of(row)) is not None}
         if p_values:
             family[test] = holm(p_values).by_name()

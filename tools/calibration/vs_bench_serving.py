@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from harness.compare.verdicts import compare_run_values  # noqa: E402
+from harness.results.types import Effect  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
@@ -92,16 +93,17 @@ def main(argv: list[str] | None = None) -> int:
         a = [r[key] for r in runs["specsuite"]]
         b = [r[key] for r in runs["bench_serving"]]
         row = compare_run_values(a, b, metric=key, threshold=args.tolerance, higher_is_better=key == "output_throughput")
-        effect = row["effect"] or {}
-        estimate, ci = effect.get("value"), effect.get("ci")
-        row["within_tolerance"] = estimate is not None and abs(estimate) <= args.tolerance
-        verdicts[key] = row
+        effect = row.effect or Effect()
+        estimate, ci = effect.value, effect.ci
+        within = estimate is not None and abs(estimate) <= args.tolerance
+        row.put("within_tolerance", within)
+        verdicts[key] = row.to_dict()  # written with --out
         if estimate is None or ci is None:
-            print(f"{key}: {row.get('note')}")
+            print(f"{key}: {row.note}")
             continue
         print(f"{key}: ours/theirs - 1 = {estimate:+.3%} [95% CI {ci[0]:+.3%}, {ci[1]:+.3%}]; "
-              f"{'within' if row['within_tolerance'] else 'OUTSIDE'} ±{args.tolerance:.0%}"
-              f"{'; TOST-equivalent' if (row.get('equivalence') or {}).get('equivalent') else ''}", flush=True)
+              f"{'within' if within else 'OUTSIDE'} ±{args.tolerance:.0%}"
+              f"{'; TOST-equivalent' if row.equivalence is not None and row.equivalence.equivalent else ''}", flush=True)
     load_end = os.getloadavg()
     print(f"load average at end: {load_end[0]:.2f} {load_end[1]:.2f} {load_end[2]:.2f}")
     if args.out:
