@@ -22,7 +22,7 @@ def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> dic
 
 
 def test_not_worse_than_baseline(specsuite, sampling_case):
-    if not specsuite.option("baseline_url"):
+    if not specsuite.run_config.baseline_url:
         pytest.skip("no --baseline-url: nothing to compare against")
     candidate = specsuite.case_result(sampling_case).to_dict()
     baseline = specsuite.baseline_case_result(sampling_case).to_dict()
