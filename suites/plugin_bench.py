@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 
-from harness.config.options import add_pytest_options, find_option
+from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 
-DEFAULT_FAIL_ON: str = find_option("--bench-fail-on").default
 BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
 # Run-summary fields compared beside the registry's bench metrics, for information (no rule reads them).
 INFORMATIONAL_FIELDS = ("median_tpot_ms",)
@@ -43,12 +42,13 @@ class BenchSuiteState:
 
 
 def bench_config(specsuite, base_url: str):
-    """The session's BenchConfig: the one builder (harness/session/bench.py), profile "suite"."""
+    """The session's BenchConfig: the one builder (harness/session/bench.py), profile "suite", from the run
+    configuration's bench section."""
     from harness.server.server_kind import kind_of
     from harness.session.bench import SUITE, build_bench_config, chosen_from_pytest
 
     options = specsuite.core.config.server
-    return build_bench_config(chosen_from_pytest(lambda name: specsuite.config.getoption(name, default=None)), SUITE, base_url=base_url,
+    return build_bench_config(chosen_from_pytest(specsuite.run_config.bench_options()), SUITE, base_url=base_url,
                               server_kind=kind_of(specsuite.server.client), api_key=options.api_key, admin_api_key=options.admin_api_key)
 
 
@@ -61,12 +61,7 @@ def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
     under_test = specsuite.server.server_under_test if base_url == specsuite.server.client.base_url else None
     record = run_benchmark(bench_config(specsuite, base_url), output_file=str(output), echo=lambda line: print(f"specsuite bench: {line}"),
                            server_under_test=under_test)
-    return session_summary(record, seed=specsuite.option("seed"))
-
-
-def fail_on_expression(config: pytest.Config) -> str:
-    """The bench's rules: --bench-fail-on (an empty value means the default)."""
-    return config.getoption("bench_fail_on") or DEFAULT_FAIL_ON
+    return session_summary(record, seed=specsuite.run_config.seed)
 
 
 @pytest.fixture(scope="session")
@@ -76,24 +71,24 @@ def bench_state(specsuite) -> BenchSuiteState:
     from harness.compare.metrics import bench_results_document
     from harness.compare.verdicts import compare_arms, compare_run_values
 
-    config = specsuite.config
-    state = BenchSuiteState(baseline_url=config.getoption("baseline_url", default=None))  # --bench-baseline-url is its old alias
+    settings = specsuite.run_config.bench
+    state = BenchSuiteState(baseline_url=specsuite.run_config.baseline_url)  # --bench-baseline-url is its old alias
     arm = specsuite.server.arm
     try:
-        rules = parse_fail_on(fail_on_expression(config)) if state.baseline_url else []
+        rules = parse_fail_on(settings.fail_on_rules) if state.baseline_url else []  # an empty --bench-fail-on: the default
         state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
         specsuite.workloads["bench"] = state.candidate[0]
         specsuite.write_results("running")
         if not state.baseline_url:
             return state
-        repeats = specsuite.option("bench_repeats")
+        repeats = settings.repeats
         if repeats < 1:
             raise SpecsuiteError(f"--bench-repeats must be at least 1, got {repeats}")
         for number in range(repeats):
             state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline"))
             if number + 1 < repeats:
                 state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
-        margin = specsuite.option("bench_margin")
+        margin = settings.margin
         document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
         shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})
         state.comparison = {

@@ -66,7 +66,8 @@ HISTORY_KEY = pytest.StashKey[HistoryState]()
 
 def _tonight(state: SpecsuiteSession) -> tuple[dict[str, Any], str]:
     assert state.server is not None
-    config = config_from_identity(state.server.identity.to_dict(), profile=state.option("profile"), accelerator=state.option("accelerator"))
+    run_config = state.run_config
+    config = config_from_identity(state.server.identity.to_dict(), profile=run_config.profile, accelerator=run_config.history.accelerator)
     return config, config_key(config)
 
 
@@ -78,14 +79,15 @@ def _wire_history(session: pytest.Session) -> None:
     config, key = _tonight(state)
     history = HistoryState(config, key)
     session.config.stash[HISTORY_KEY] = history
-    spec_text = state.option("compare_to")
+    settings = state.run_config.history
+    spec_text = settings.compare_to
     if not spec_text:
         return
     try:
-        if not state.option("results_db"):
+        if not settings.results_db:
             raise SpecsuiteError("--compare-to needs --results-db (the history to take the baseline from)")
         spec = parse_compare_to(spec_text)
-        with HistoryStore.open(state.option("results_db")) as store:
+        with HistoryStore.open(settings.results_db) as store:
             history.baseline = resolve_baseline(store, spec, config_key=key, config=config, arm=state.server.arm)
     except SpecsuiteError as exc:
         history.error = str(exc)  # reported at collection end, where pytest.exit still tears the server down
@@ -110,7 +112,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [f"specsuite config {history.config_key}; accelerator {history.config.get('accelerator') or 'unrecorded'}"]
     if history.baseline is not None:
         lines.append(f"specsuite history baseline: {history.baseline.describe()}")
-    elif config.getoption("compare_to") and not history.error:
+    elif specsuite_state(config).run_config.history.compare_to and not history.error:
         lines.append(f"specsuite history baseline: none ({history.missing_reason})")
     return lines
 
@@ -131,6 +133,7 @@ def identity_properties(state: SpecsuiteSession, history: HistoryState) -> dict[
     assert state.server is not None
     identity = state.server.identity
     spec = identity.speculative
+    run_config = state.run_config
     properties = {
         "server_url": identity.base_url, "server_version": identity.version, "model": identity.model_path,
         "tokenizer_length": identity.tokenizer_length, "vocab_size": identity.vocab_size, "cuda_graph": identity.cuda_graph,
@@ -140,8 +143,8 @@ def identity_properties(state: SpecsuiteSession, history: HistoryState) -> dict[
         "speculative_use_rejection_sampling": spec.get("speculative_use_rejection_sampling"),
         "embedded_reference": state.server.server_under_test.get("embedded_reference"),
         "reference_emulation": state.server.server_under_test.get("reference_emulation"),
-        "arm": state.server.arm, "build_hash": state.option("build_hash"), "accelerator": state.option("accelerator"),
-        "config_key": history.config_key, "profile": state.option("profile"), "seed": state.option("seed"),
+        "arm": state.server.arm, "build_hash": run_config.history.build_hash, "accelerator": run_config.history.accelerator,
+        "config_key": history.config_key, "profile": run_config.profile, "seed": run_config.seed,
         "results_run_id": state.run_dir.run_id if state.run_dir else None,
         "results_path": str(state.run_dir.results_path) if state.run_dir else None,
         "history_baseline_run": history.baseline.run.id if history.baseline else None,
@@ -171,7 +174,8 @@ def _say(session: pytest.Session, history: HistoryState, line: str) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = specsuite_state(session.config)
     history = session.config.stash.get(HISTORY_KEY, None)
-    url = state.option("results_db")
+    settings = state.run_config.history
+    url = settings.results_db
     if not url or history is None or state.server is None or state.run_dir is None:
         return
     outcome = STORED_EXIT_CODES.get(int(exitstatus))
@@ -180,7 +184,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     try:
         items = items_from_file(state.run_dir.results_path, arms=[state.server.arm], outcome=outcome,
-                                build_hash=state.option("build_hash"), accelerator=state.option("accelerator"))
+                                build_hash=settings.build_hash, accelerator=settings.accelerator)
         with HistoryStore.open(url) as store:
             for item in items:
                 stored = store.add(item)

@@ -68,11 +68,12 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.server is None:
         return
     recorder = IntegrityRecorder()
+    settings = state.run_config.integrity
     try:
-        for name in ("integrity_stop_offsets", "integrity_batch_size"):
-            if state.option(name) < 1:
-                raise SpecsuiteError(f"--{name.replace('_', '-')} must be at least 1, got {state.option(name)}")
-        state.server.client = checking_client(state.server, recorder, state.option("tokenizer"))
+        for flag, value in (("--integrity-stop-offsets", settings.stop_offsets), ("--integrity-batch-size", settings.batch_size)):
+            if value < 1:
+                raise SpecsuiteError(f"{flag} must be at least 1, got {value}")
+        state.server.client = checking_client(state.server, recorder, state.run_config.server.tokenizer)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
     session.config.stash[RECORDER_KEY] = recorder
@@ -171,7 +172,7 @@ class IntegrityProbe:
 
     def seeds_honoured(self) -> tuple[bool, str]:
         """Whether sampling_seed makes sampling repeatable here, and why we think so."""
-        if self.specsuite.option("assume_deterministic"):
+        if self.specsuite.run_config.integrity.assume_deterministic:
             return True, "--assume-deterministic"
         if self.on_vllm:  # a seeded request gets its own generator: vllm/sampling_params.py:322, v1/worker/gpu_model_runner.py:1257-1264
             return True, "vLLM seeds each request's own generator"

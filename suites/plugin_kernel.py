@@ -31,6 +31,7 @@ from harness.kernels.suite import KernelSuiteRun
 from harness.results.store import RunDirectory
 
 if TYPE_CHECKING:
+    from harness.session.config import RunConfig
     from suites.pytest_plugin import SpecsuiteSession
 
 KERNEL_MARKER = "kernel"
@@ -57,19 +58,19 @@ def _specsuite_state(config: pytest.Config) -> SpecsuiteSession:
     return specsuite_session(config)
 
 
-def _shape(config: pytest.Config) -> KernelShape:
-    vocab = config.getoption("kernel_vocab")
-    tokenizer = config.getoption("tokenizer_vocab")
-    return KernelShape(batch=config.getoption("kernel_batch"), steps=config.getoption("kernel_steps"),
-                       kernel_vocab=vocab, tokenizer_vocab=vocab if tokenizer is None else tokenizer)
+def _shape(run_config: RunConfig) -> KernelShape:
+    kernel = run_config.kernel
+    tokenizer = kernel.tokenizer_vocab
+    return KernelShape(batch=kernel.batch, steps=kernel.steps, kernel_vocab=kernel.vocab,
+                       tokenizer_vocab=kernel.vocab if tokenizer is None else tokenizer)
 
 
-def _load(config: pytest.Config) -> KernelSession:
+def _load(run_config: RunConfig) -> KernelSession:
     from harness.kernels.loader import load_kernel  # torch is imported only when a kernel test runs
 
-    source = config.getoption("kernel")
-    shape = _shape(config)  # bad shapes fail before anything is loaded
-    rows = config.getoption("kernel_dist_rows")
+    source = run_config.kernel.source
+    shape = _shape(run_config)  # bad shapes fail before anything is loaded
+    rows = run_config.kernel.dist_rows
     if rows < 1:
         raise SpecsuiteError(f"--kernel-dist-rows must be at least 1, got {rows}")
     if source is None:
@@ -77,16 +78,15 @@ def _load(config: pytest.Config) -> KernelSession:
             return KernelSession(skip_reason="no --kernel given and no SGLang installed: pass --kernel sglang==VERSION, a file, or refserver")
         source = "installed"
     kernel = load_kernel(source)
-    seed = config.getoption("kernel_seed")
-    run = KernelSuiteRun(kernel, shape, seed=config.getoption("seed") if seed is None else seed,
-                         alpha=config.getoption("alpha"), distribution_rows=rows)
+    seed = run_config.kernel.seed
+    run = KernelSuiteRun(kernel, shape, seed=run_config.seed if seed is None else seed, alpha=run_config.alpha, distribution_rows=rows)
     return KernelSession(run=run)
 
 
 def _kernel_asked_for(config: pytest.Config, items: list[pytest.Item]) -> bool:
     """Whether the user asked for the kernel suite: `-m kernel` (in any expression), or only kernel tests selected.
     A plain `pytest suites/` collects the kernel tests too; announcing their skip there on every run is noise."""
-    markexpr = config.getoption("markexpr", "") or ""
+    markexpr = config.getoption("markexpr", "") or ""  # pytest's own -m, not a specsuite option
     return KERNEL_MARKER in markexpr.replace("not kernel", "") or all(item.get_closest_marker(KERNEL_MARKER) for item in items)
 
 
@@ -105,10 +105,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if config.option.collectonly or not any(item.get_closest_marker(KERNEL_MARKER) for item in session.items):
         return
     try:
-        kernel_session = _load(config)
         state = _specsuite_state(config)
+        kernel_session = _load(state.run_config)
         if kernel_session.run is not None and state.run_dir is None:
-            state.run_dir = RunDirectory(state.option("results_dir"), run_id=state.option("run_id"))
+            state.run_dir = RunDirectory(state.run_config.results_dir, run_id=state.run_config.run_id)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
     config.stash[KERNEL_KEY] = kernel_session

@@ -9,11 +9,11 @@ Results go to `specsuite.workloads["lossless"]`, written to results.json after e
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.config.options import add_pytest_options, parse_option
+from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server.secrets import load_api_key
 from harness.server.server_kind import VLLM, kind_of
@@ -21,31 +21,24 @@ from harness.workloads.lossless.directed import acceptance_betting_test, top_tok
 from harness.workloads.lossless.reference import ReferenceServer, open_reference
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 
+if TYPE_CHECKING:
+    from harness.session.config import RunConfig
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (harness/config/options.py)
 
 
-def lossless_config(config: pytest.Config) -> LosslessConfig:
-    """The workload config from the command line; bad values raise a one-line SpecsuiteError."""
-    option = config.getoption
-    result = LosslessConfig(
-        settings=tuple(parse_option("--lossless-temperatures", option("lossless_temperatures"))),
-        pit_requests=option("lossless_samples"),
-        pit_max_new_tokens=option("lossless_max_new_tokens"),
-        top_k=option("lossless_top_k"),
-        two_sample_prompts=option("lossless_two_sample_prompts"),
-        two_sample_size=option("lossless_two_sample_size"),
-        greedy_prompts=option("lossless_greedy_prompts"),
-        greedy_max_new_tokens=option("lossless_greedy_tokens"),
-        greedy_concurrencies=parse_option("--lossless-concurrencies", option("lossless_concurrencies")),
-        numerics_gap=option("lossless_numerics_gap"),
-        concurrency=option("lossless_concurrency"),
-        alpha=option("alpha"),
-        seed=option("seed"),
-    )
-    result.check()
-    return result
+def run_config_of(config: pytest.Config) -> RunConfig:
+    # Imported late, as the other plugins do: an early import of suites.pytest_plugin defeats its assertion rewriting.
+    from suites.pytest_plugin import specsuite_session
+
+    return specsuite_session(config).run_config
+
+
+def lossless_config(run_config: RunConfig) -> LosslessConfig:
+    """The workload config from the run configuration's lossless section; bad values raise a one-line SpecsuiteError."""
+    return run_config.lossless.workload_config(alpha=run_config.alpha, seed=run_config.seed)
 
 
 class LosslessSession:
@@ -148,22 +141,23 @@ def _config_dict(config: LosslessConfig) -> dict[str, Any]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "lossless_setting" in metafunc.fixturenames:
         try:
-            settings = parse_option("--lossless-temperatures", metafunc.config.getoption("lossless_temperatures"))
+            settings = list(run_config_of(metafunc.config).lossless.settings)
         except SpecsuiteError:
             settings = []  # reported once, by the lossless fixture
         metafunc.parametrize("lossless_setting", settings, ids=[s.key for s in settings])
 
 
 @pytest.fixture(scope="session")
-def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSession]:
+def lossless(specsuite: Any) -> Iterator[LosslessSession]:
     """The session's lossless workload; the embedded reference is stopped at the end."""
     problem = None
     try:
-        config = lossless_config(pytestconfig)
+        run_config = specsuite.run_config
+        config = lossless_config(run_config)
         reference = open_reference(
-            reference_url=pytestconfig.getoption("lossless_reference_url"), api_key=load_api_key(),
+            reference_url=run_config.lossless.reference_url, api_key=load_api_key(),
             test_model_path=specsuite.server.identity.model_path, log_dir=specsuite.run_dir.path,
-            ready_timeout_s=pytestconfig.getoption("launch_timeout"),
+            ready_timeout_s=run_config.server.ready_timeout_s,
         )
     except SpecsuiteError as exc:
         problem = str(exc)

@@ -24,12 +24,13 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.config.options import add_pytest_options, check_values, deprecation_notes, parse_option
+from harness.config.options import add_pytest_options, check_values, deprecation_notes
 from harness.errors import SpecsuiteError
 from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
@@ -73,11 +74,10 @@ class SpecsuiteSession:
     sections: dict[str, Any] = field(default_factory=dict)  # other top-level results sections (the kernel suite's)
     _core: RunSession | None = None
 
-    def option(self, name: str) -> Any:
-        return self.config.getoption(name)
-
+    @cached_property
     def run_config(self) -> RunConfig:
-        """The typed run configuration from pytest's options (the same function builds the CLI's)."""
+        """The typed run configuration from pytest's options (the same function builds the CLI's), built once; the
+        suites read their settings here (`specsuite.run_config.lossless.pit_requests`), never by option name."""
         return run_config_from_options(lambda name: self.config.getoption(name, default=None), front_end="pytest",
                                        api_key=load_api_key(), admin_api_key=load_admin_api_key())
 
@@ -85,7 +85,7 @@ class SpecsuiteSession:
     def core(self) -> RunSession:
         """The session that knows nothing of pytest; built on first use (after the options were checked)."""
         if self._core is None:
-            self._core = RunSession(self.run_config(), document=self._document, after_workload=self._stop_pytest_if_guard_stopped)
+            self._core = RunSession(self.run_config, document=self._document, after_workload=self._stop_pytest_if_guard_stopped)
         return self._core
 
     # What the suites' plugins read and write, kept on the RunSession.
@@ -106,7 +106,8 @@ class SpecsuiteSession:
 
     def targets_suites(self) -> bool:
         """True when the run collects from suites/ or names a server."""
-        if self.option("server_url") or self.option("launch"):
+        server = self.run_config.server
+        if server.server_url or server.launch:
             return True
         for arg in self.config.args:
             path = _argument_path(arg.split("::")[0], self.config)
@@ -116,16 +117,17 @@ class SpecsuiteSession:
 
     @property
     def grid(self) -> list[SamplingCase]:
-        return sampling_grid(parse_option("--temperatures", self.option("temperatures")), parse_option("--top-p", self.option("top_p")))
+        grid = self.run_config.correctness
+        return sampling_grid(list(grid.temperatures), list(grid.top_p))
 
     @property
     def profile(self):
-        return PROFILES[self.option("profile")]
+        return PROFILES[self.run_config.profile]
 
     def start(self) -> ServerUnderTest:
         """Resolve, reach and identify the server; open the results folder."""
         server = self.core.start()
-        self.prompts = load_prompts(self.option("prompts"))
+        self.prompts = load_prompts(self.run_config.prompts)
         self.write_results("running")
         return server
 
@@ -136,7 +138,7 @@ class SpecsuiteSession:
             with self._watch(f"case {case.case_id}"):
                 self.cases[case.case_id] = run_case(
                     self.server.client, self.server.vocab, case, self.prompts, self.profile,
-                    seed=self.option("seed"), record_sink=self.writer.write if self.writer else None, guard=self.guard,
+                    seed=self.run_config.seed, record_sink=self.writer.write if self.writer else None, guard=self.guard,
                 )
             self.write_results("running")
         return self.cases[case.case_id]
@@ -153,14 +155,14 @@ class SpecsuiteSession:
         """The same case on the --baseline-url server (connected on first use)."""
         if self.baseline is None:
             options = self.core.config.server
-            self.baseline = open_server(ServerOptions(server_url=self.option("baseline_url"), arm="baseline", tokenizer=options.tokenizer,
+            self.baseline = open_server(ServerOptions(server_url=self.run_config.baseline_url, arm="baseline", tokenizer=options.tokenizer,
                                                       vocab_size=options.vocab_size, api_key=options.api_key,
                                                       admin_api_key=options.admin_api_key), self.run_dir.path)
         if case.case_id not in self.baseline_cases:
             writer = self.run_dir.record_writer("baseline")
             with self._watch(f"baseline case {case.case_id}"):
                 self.baseline_cases[case.case_id] = run_case(self.baseline.client, self.baseline.vocab, case, self.prompts, self.profile,
-                                                             seed=self.option("seed"), record_sink=writer.write, guard=self.guard)
+                                                             seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
             self.write_results("running")
         return self.baseline_cases[case.case_id]
 
@@ -170,7 +172,7 @@ class SpecsuiteSession:
 
     @property
     def gsm8k_temperatures(self) -> list[float]:
-        return parse_option("--gsm8k-temperatures", self.option("gsm8k_temperatures"))
+        return list(self.run_config.gsm8k.temperatures)
 
     def warnings(self) -> list[str]:
         """Every warning the workloads collected so far, in run order."""
@@ -186,14 +188,14 @@ class SpecsuiteSession:
             self.core.write_results(status)
 
     def _document(self, status: str) -> Document:
-        seed = self.option("seed")
+        seed = self.run_config.seed
         arms = {} if self.server is None else {  # a kernel-only session has no server
             self.server.arm: measured_arm(self.server, [result.to_dict() for result in self.cases.values()], self.workloads, seed)}
         if self.baseline is not None:
             arms["baseline"] = measured_arm(self.baseline, [result.to_dict() for result in self.baseline_cases.values()], {}, seed)
         return session_document(
             status=status, server_under_test=self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
-            warnings=self.warnings(), seed=seed, profile=self.option("profile"), command=" ".join(sys.argv),
+            warnings=self.warnings(), seed=seed, profile=self.run_config.profile, command=" ".join(sys.argv),
             faults=self.guard.summary() if self.guard is not None else None, arms=arms, sections=self.sections)
 
     def finish(self, exitstatus: int) -> None:
@@ -262,9 +264,9 @@ def needs_server(items: list[pytest.Item]) -> bool:
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection; the other plugins wire up in pytest_collection_finish
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = specsuite_session(config)
-    if not state.targets_suites() or not needs_server(items):
-        return
     try:
+        if not state.targets_suites() or not needs_server(items):
+            return
         state.start()
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
@@ -289,7 +291,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     if state.server is None:
         return []
     lines = [f"specsuite {describe_server_under_test(state.server.server_under_test)}", *state.server.identity.header_lines()]
-    lines.append(f"specsuite arm: {state.server.arm}; profile {state.option('profile')}; results {state.run_dir.path if state.run_dir else '-'}")
+    lines.append(f"specsuite arm: {state.server.arm}; profile {state.run_config.profile}; results {state.run_dir.path if state.run_dir else '-'}")
     return lines
 
 

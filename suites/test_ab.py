@@ -22,11 +22,11 @@ def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> dic
 
 
 def test_not_worse_than_baseline(specsuite, sampling_case):
-    if not specsuite.option("baseline_url"):
+    if not specsuite.run_config.baseline_url:
         pytest.skip("no --baseline-url: nothing to compare against")
     candidate = specsuite.case_result(sampling_case).to_dict()
     baseline = specsuite.baseline_case_result(sampling_case).to_dict()
-    analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.option("alpha"))
+    analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.run_config.alpha)
     worse = [row for row in analysis.comparisons if row.verdict == "worse"]
     # A suspect row comes only with a worse one; it is quoted so the failure names the founding bug's signature.
     quoted = worse + [row for row in analysis.comparisons if row.verdict == "suspect"]

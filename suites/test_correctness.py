@@ -102,7 +102,7 @@ def _rate_not_above_control(specsuite, case: SamplingCase, detector: str, what: 
     if k1 == 0 or n1 == 0 or n0 == 0:
         return
     test = rate_ratio_test(k1, n1, k0, n0, alternative="greater")
-    alpha = specsuite.option("alpha")
+    alpha = specsuite.run_config.alpha
     assert test.p_value >= alpha, (
         _describe(result, detector, what)
         + f"; greedy control {k0} in {n0}; exact rate-ratio test p={test.p_value:.2e} < alpha {alpha}")
@@ -110,7 +110,7 @@ def _rate_not_above_control(specsuite, case: SamplingCase, detector: str, what: 
 
 def test_stray_rate_not_above_greedy_control(specsuite, sampled_case):
     """Stray `!` (token 0's text, which SGLang prints for out-of-range ids) against T=0."""
-    _rate_not_above_control(specsuite, sampled_case, "stray_char", "stray characters", specsuite.option("max_stray_per_1200"))
+    _rate_not_above_control(specsuite, sampled_case, "stray_char", "stray characters", specsuite.run_config.correctness.max_stray_per_1200)
 
 
 def test_replacement_chars_not_above_greedy_control(specsuite, sampled_case):
@@ -127,7 +127,7 @@ def test_repetition_loops_not_above_greedy_control(specsuite, sampled_case):
     if k1 == 0 or not n1 or not n0:
         return
     test = fisher_exact_2x2(k1, n1, k0, n0, alternative="greater")
-    alpha = specsuite.option("alpha")
+    alpha = specsuite.run_config.alpha
     assert test.p_value >= alpha, (f"repetition loops at {sampled_case.case_id}: {k1} of {n1} responses vs greedy control {k0} of {n0}; "
                                    f"Fisher p={test.p_value:.2e} < alpha {alpha}; example: {result.example('repetition_loop')}")
 
@@ -154,7 +154,7 @@ def test_acceptance_does_not_rise_with_temperature(specsuite, sampled_case):
     result, control = specsuite.case_result(sampled_case), _control(specsuite, sampled_case)
     if len(result.accept_lengths) < 5 or len(control.accept_lengths) < 5:
         pytest.skip("too few requests with spec statistics")
-    trend = acceptance_rises_with_temperature(control.accept_lengths, result.accept_lengths, alpha=specsuite.option("alpha"))
+    trend = acceptance_rises_with_temperature(control.accept_lengths, result.accept_lengths, alpha=specsuite.run_config.alpha)
     assert not trend.rises, (f"acceptance rises with temperature at {sampled_case.case_id}: accept length "
                              f"median {trend.median_sampled:.3f} vs greedy {trend.median_greedy:.3f}, one-sided Mann-Whitney p={trend.p_value:.2e}")
 

@@ -26,7 +26,7 @@ def test_gsm8k_requests_succeed(specsuite, gsm8k_temperature):
 def test_gsm8k_accuracy(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
     accuracy = _sglang_definition(result)["accuracy"]
-    floor = specsuite.option("gsm8k_min_accuracy")
+    floor = specsuite.run_config.gsm8k.min_accuracy
     summary = (f"GSM8K accuracy at t={gsm8k_temperature:g}: {accuracy['value']:.3f} ({accuracy['k']}/{accuracy['n']}, "
                f"95% CI {accuracy['ci_exact'][0]:.3f}-{accuracy['ci_exact'][1]:.3f}), accept length {result['accept_length']}")
     print(summary)
@@ -37,7 +37,7 @@ def test_gsm8k_accuracy(specsuite, gsm8k_temperature):
 def test_gsm8k_invalid_fraction(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
     invalid = _sglang_definition(result)["invalid"]
-    cap = specsuite.option("gsm8k_max_invalid")
+    cap = specsuite.run_config.gsm8k.max_invalid
     if cap is not None:
         assert invalid["value"] <= cap, (f"GSM8K invalid fraction at t={gsm8k_temperature:g}: {invalid['value']:.3f} "
                                          f"({invalid['k']}/{invalid['n']}) exceeds --gsm8k-max-invalid {cap}")

@@ -91,7 +91,7 @@ def test_stop_string_at_token_offsets(integrity_probe, prompt):
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     reference = probe.reference(prompt)
     cases = []
-    for number, offset in enumerate(_offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids))):
+    for number, offset in enumerate(_offsets(probe.specsuite.run_config.integrity.stop_offsets, len(reference.ids))):
         before, upto = reference.prefix_texts[offset - 1], reference.prefix_texts[offset]
         if len(upto) <= len(before) or not reference.text.startswith(upto):
             continue  # token adds no visible text (special, partial character): no string ends there
@@ -139,7 +139,7 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
     workloads.integrity.divergences (and warned), not failed."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     reference = probe.reference(prompt)
-    offsets = _offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids))
+    offsets = _offsets(probe.specsuite.run_config.integrity.stop_offsets, len(reference.ids))
     stops = []
     for offset in offsets:
         upto = reference.prefix_texts[offset]
@@ -189,7 +189,7 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
 def _stop_id_offsets(probe, reference) -> list[tuple[int, int]]:
     """(count, id): ids of the reference that first occur at position count-1 and are no EOS/special."""
     skipped = probe.client.context.eos_ids | probe.client.context.skipped_ids
-    wanted = set(_offsets(probe.specsuite.option("integrity_stop_offsets"), len(reference.ids)))
+    wanted = set(_offsets(probe.specsuite.run_config.integrity.stop_offsets, len(reference.ids)))
     found = []
     for position, token in enumerate(reference.ids):
         if position + 1 in wanted and token not in skipped and reference.ids.index(token) == position:
@@ -259,7 +259,7 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
             cases.append((f"stop id {token} at token {count}, max_new_tokens {budget}",
                            greedy_payload(prompt, budget, stop_token_ids=[token]), min(budget, count), expected))
 
-    for count in (c for c in _offsets(probe.specsuite.option("integrity_stop_offsets"), natural) if 2 <= c <= 2 * k + 3):
+    for count in (c for c in _offsets(probe.specsuite.run_config.integrity.stop_offsets, natural) if 2 <= c <= 2 * k + 3):
         upto = reference.prefix_texts[count]
         if len(upto) <= len(reference.prefix_texts[count - 1]) or not reference.text.startswith(upto):
             continue
@@ -333,15 +333,15 @@ def test_stream_reassembles_with_seeded_sampling(integrity_probe, specsuite, tem
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     _require_seeds(probe)
     prompts = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts[:3]]
-    seed = specsuite.option("seed")
+    seed = specsuite.run_config.seed
     payloads = [_sampled_payload(prompt, temperature, seed * 1000 + i) for i, prompt in enumerate(prompts)]
     _fail_on(probe, f"stream_reassembly_seeded[t={temperature:g}]", len(payloads) * 2, _reassembly_failures(probe, payloads), mark)
 
 
 def _canary_batch(probe, specsuite) -> tuple[list[str], dict[str, Any]]:
     """A mixed batch: one canary per prompt, greedy and sampled, short and long, some with stops."""
-    size = specsuite.option("integrity_batch_size")
-    canaries = make_canaries(size, seed=specsuite.option("seed"))
+    size = specsuite.run_config.integrity.batch_size
+    canaries = make_canaries(size, seed=specsuite.run_config.seed)
     bases = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts]
     prompts = [f"Remember the code {canary} and repeat it at the end. {bases[i % len(bases)]}" for i, canary in enumerate(canaries)]
     params = []
@@ -350,7 +350,7 @@ def _canary_batch(probe, specsuite) -> tuple[list[str], dict[str, Any]]:
         if i % 5 == 0:
             entry["stop"] = ["\n\n"]
         if entry["temperature"] > 0:
-            entry["sampling_seed"] = specsuite.option("seed") * 1000 + i
+            entry["sampling_seed"] = specsuite.run_config.seed * 1000 + i
         params.append(entry)
     return canaries, {"text": prompts, "sampling_params": params, "return_logprob": True}
 
@@ -373,7 +373,7 @@ def test_seeded_request_same_alone_and_in_batch(integrity_probe, specsuite):
     and while other requests run concurrently."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     _require_seeds(probe)
-    seed = specsuite.option("seed")
+    seed = specsuite.run_config.seed
     target = _sampled_payload(REPETITIVE_PROMPTS[0], 1.0, seed * 1000 + 77)
     noise = [_sampled_payload(p.prompt, (0.0, 0.7, 1.0)[i % 3], seed * 1000 + i, max_new_tokens=(16, 48, 96)[i % 3])
              for i, p in enumerate(specsuite.prompts[:15])]
@@ -393,7 +393,7 @@ def test_different_seeds_give_different_outputs(integrity_probe, specsuite):
     """Four seeds, same prompt, T=1: four different answers (a server that drops or mixes up seeds
     gives repeats)."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
-    seeds = [specsuite.option("seed") * 1000 + s for s in (11, 12, 13, 14)]
+    seeds = [specsuite.run_config.seed * 1000 + s for s in (11, 12, 13, 14)]
     answers = probe.map(lambda s: probe.client.generate(_sampled_payload(REPETITIVE_PROMPTS[0], 1.0, s)), seeds)
     failures = [f"seeds {seeds[i]} and {seeds[j]} gave the same {len(answers[i]['output_ids'])} ids"
                 for i in range(len(seeds)) for j in range(i + 1, len(seeds)) if answers[i]["output_ids"] == answers[j]["output_ids"]]
@@ -412,13 +412,13 @@ def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, spe
     rule, harness.workloads.lossless.greedy): batch-variant numerics may flip a near-tie on a
     correct GPU server. Ids outside the tokenizer fail at any position."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
-    vocab, gap = specsuite.server.vocab, specsuite.option("lossless_numerics_gap")
+    vocab, gap = specsuite.server.vocab, specsuite.run_config.lossless.numerics_gap
     greedy = [{**greedy_payload(prompt, 48), "top_logprobs_num": 2} for prompt in REPETITIVE_PROMPTS] * MIXED_GREEDY_COPIES
     alone = [probe.client.generate(payload) for payload in greedy[:len(REPETITIVE_PROMPTS)]] * MIXED_GREEDY_COPIES
     references = [ReferenceOutput(a["output_ids"], [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]]
                                                    for entry in a["meta_info"].get("output_top_logprobs") or []]) for a in alone]
     neighbours = [{"text": p.prompt, "sampling_params": {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 96,
-                                                         "sampling_seed": specsuite.option("seed") * 1000 + i}, "return_logprob": True}
+                                                         "sampling_seed": specsuite.run_config.seed * 1000 + i}, "return_logprob": True}
                   for i, p in enumerate(specsuite.prompts[:MIXED_NEIGHBOURS])]
     half = MIXED_NEIGHBOURS // 2
     mixed = probe.map(probe.client.generate, neighbours[:half] + greedy + neighbours[half:])[half:half + len(greedy)]

@@ -34,8 +34,10 @@ class _SpecOnly:
 
 
 def _engine_spec(config: pytest.Config) -> KernelSpec | None:
-    source = config.getoption("kernel", None)
+    from suites.pytest_plugin import specsuite_session  # the run configuration's kernel section
+
     try:
+        source = specsuite_session(config).run_config.kernel.source
         return KernelSpec.parse(source) if source else None
     except SpecsuiteError:
         return None  # reported as one line when the kernel is loaded

@@ -31,7 +31,7 @@ def test_not_worse_than_history_baseline(specsuite, history_baseline, sampling_c
     if not history_baseline.case_runs(sampling_case.case_id):
         pytest.skip(f"baseline {history_baseline.describe()} did not run {sampling_case.case_id}")
     tonight = specsuite.case_result(sampling_case).to_dict()
-    comparison = compare_case(history_baseline, tonight, alpha=specsuite.option("alpha"))
+    comparison = compare_case(history_baseline, tonight, alpha=specsuite.run_config.alpha)
     lines = [f"{row.label}: {row.candidate_value:.4g} tonight vs {row.baseline_value:.4g} ({row.unit}), {_effect(row)}, "
              f"{row.test}, p_adj={row.p_adjusted:.2e}" for row in comparison.worse]
     skipped = f" (not compared: {'; '.join(comparison.skipped)})" if comparison.skipped else ""

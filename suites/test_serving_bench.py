@@ -18,14 +18,15 @@ def test_bench_requests_succeed(bench_state, specsuite):
     print(f"bench: median ITL {run['median_itl_ms']:.3f} ms, median TPOT {run['median_tpot_ms']:.3f} ms, "
           f"output {run['output_throughput']:.1f} tok/s, accept length {run['accept_length']}")
     assert run["failed"] == 0, f"{run['failed']} of {run['failed'] + run['completed']} benchmark requests failed"
-    assert run["completed"] == specsuite.option("bench_num_prompts")
+    assert run["completed"] == specsuite.run_config.bench.num_prompts
 
 
 def test_bench_output_lengths_match_request(bench_state, specsuite):
     """With ignore_eos every request must produce exactly the tokens it asked for."""
-    if specsuite.option("bench_range_ratio") != 1.0 or specsuite.option("bench_dataset") == "sharegpt":
+    settings = specsuite.run_config.bench
+    if settings.range_ratio != 1.0 or settings.dataset == "sharegpt":
         pytest.skip("output lengths vary with this dataset or range ratio")
-    wanted = specsuite.option("bench_output_len")
+    wanted = settings.output_len
     short = [n for n in bench_state.candidate[0]["output_lens"] if n != wanted]
     assert not short, f"{len(short)} requests did not produce {wanted} tokens with ignore_eos: {short[:5]}"
 
@@ -46,7 +47,7 @@ def test_bench_accept_length_consistent(bench_state, specsuite):
         pytest.skip("; ".join(run.get("warnings") or ["the server refused /flush_cache"]))
     if run["accept_length"] is None or not pairs:
         pytest.skip("the server reports no accept length (not speculative?)")
-    if specsuite.option("bench_no_flush"):
+    if specsuite.run_config.bench.no_flush:
         pytest.skip("without the flush the server-wide value includes earlier traffic")
     per_request = sum(n for n, _ in pairs) / sum(v for _, v in pairs)
     server = run["accept_length"]

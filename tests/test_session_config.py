@@ -1,22 +1,26 @@
 """The CLI and pytest build equal configurations from equal options: the run configuration (server, results, seed,
-GSM8K) of `specsuite gsm8k` and of a pytest session, and the serving benchmark's BenchConfig of `specsuite bench` and
-of `pytest -m perf`; and each front end's defaults are its named profile's (harness/config/bench_profiles.py)."""
+GSM8K) of `specsuite gsm8k` and of a pytest session, its correctness grid of `specsuite run`, its history labels of
+`specsuite history ingest`, and the serving benchmark's BenchConfig of `specsuite bench` and of `pytest -m perf`; each
+front end's defaults are its named profile's (harness/config/bench_profiles.py); and every option pytest offers is a
+field of the run configuration (or is listed, with its reason, as not a run setting)."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import importlib
+import math
 from typing import Any
 
 import pytest
 from _pytest.config.argparsing import Parser
 
 from harness.cli.main import build_parser
+from harness.config import options as table
 from harness.config.bench_profiles import BENCH_SERVING, SUITE
 from harness.server.session import ServerOptions
 from harness.session.bench import build_bench_config, chosen_from_cli, chosen_from_pytest
-from harness.session.config import RunConfig, run_config_from_options
+from harness.session.config import NOT_RUN_SETTINGS, RunConfig, mapped_options, run_config_from_options
 
 PLUGINS = ("suites.plugin", "suites.pytest_plugin", "suites.plugin_integrity", "suites.plugin_lossless", "suites.plugin_bench",
            "suites.plugin_history", "suites.plugin_kernel")
@@ -46,6 +50,7 @@ SHARED_RUN_OPTIONS = ["--server-url", "http://node:30000", "--tokenizer", "/mode
 
 
 def test_the_cli_and_pytest_build_equal_run_configurations() -> None:
+    """Every section: those `specsuite gsm8k` has no options for take the table's defaults on both sides."""
     from_pytest = run_config_from_options(getter(pytest_options(SHARED_RUN_OPTIONS)), front_end="pytest", api_key="k")
     from_cli = run_config_from_options(getter(cli_options(["gsm8k", *SHARED_RUN_OPTIONS])), front_end="gsm8k", api_key="k")
     assert from_pytest == from_cli
@@ -70,8 +75,120 @@ def test_the_require_options_refuse_the_fallback_alike() -> None:
 
 
 def test_the_keys_stay_out_of_the_configuration_repr() -> None:
-    config = run_config_from_options(getter(pytest_options([])), front_end="pytest", api_key="sk-secret", admin_api_key="adm-secret")
+    config = run_config_from_options(getter(pytest_options(["--results-db", "postgresql://u:db-secret@db:5432/h"])), front_end="pytest",
+                                     api_key="sk-secret", admin_api_key="adm-secret")
+    assert config.history.results_db == "postgresql://u:db-secret@db:5432/h"
     assert "secret" not in repr(config)
+
+
+# `specsuite run` gives its sessions the correctness grid, profile, seed and run id as these same options.
+RUN_OPTIONS = ["--server-url", "http://node:30000", "--baseline-url", "http://base:30000", "--temperatures", "0,0.7", "--top-p", "0.9",
+               "--profile", "nightly", "--seed", "3", "--run-id", "r1", "--vocab-size", "1000", "--results-dir", "out"]
+
+
+def test_specsuite_run_and_pytest_build_equal_run_configurations() -> None:
+    """Everything but GSM8K (`specsuite run` has no GSM8K options: its sessions get the main job's) is equal."""
+    from_pytest = run_config_from_options(getter(pytest_options(RUN_OPTIONS)), front_end="pytest")
+    from_cli = run_config_from_options(getter(cli_options(["run", *RUN_OPTIONS])), front_end="run")
+    assert dataclasses.replace(from_cli, gsm8k=from_pytest.gsm8k) == from_pytest
+    assert (from_cli.correctness.temperatures, from_cli.correctness.top_p, from_cli.baseline_url) == ((0.0, 0.7), (0.9,), "http://base:30000")
+    assert from_cli.server.require_server_url and from_cli.profile == "nightly"
+
+
+def test_the_history_labels_are_read_alike_under_pytest_and_history_ingest() -> None:
+    """`history ingest` stores --accelerator under another dest (beside `history list`'s filter of that name): read by
+    the option, not by the dest, both front ends label the run the same."""
+    labels = ["--build-hash", "abc123", "--accelerator", "MI355X", "--results-db", "h.sqlite"]
+    from_pytest = run_config_from_options(getter(pytest_options(labels)), front_end="pytest").history
+    from_cli = run_config_from_options(getter(cli_options(["history", "ingest", "r.json", *labels])), front_end="history ingest").history
+    assert from_pytest == from_cli
+    assert (from_cli.build_hash, from_cli.accelerator, from_cli.results_db) == ("abc123", "MI355X", "h.sqlite")
+
+
+def test_a_verbs_flag_of_the_same_name_is_not_read_as_the_suites_option() -> None:
+    """`specsuite bench --top-p` is one number and `specsuite history --alpha` a step test's level: neither is the suites'."""
+    bench = run_config_from_options(getter(cli_options(["bench", "--top-p", "0.5"])), front_end="bench")
+    assert bench.correctness.top_p == RunConfig().correctness.top_p
+    history = run_config_from_options(getter(cli_options(["history", "--alpha", "0.05"])), front_end="history")
+    assert history.alpha == RunConfig().alpha == 0.001
+
+
+# ---------------------------------------------------------------- every pytest option is a run setting
+
+PYTEST_FLAGS = [option.flag for option in table.options_for("pytest")]
+SAMPLE_LISTS = {table.temperature_list: "0.3", table.top_p_list: "0.5", table.count_list: "3", table.lossless_settings: "0.5:0.8"}
+
+
+def off_default(option: table.Option) -> list[str]:
+    """A command line that gives this option a value other than its default."""
+    default = option.resolved_default()
+    if option.action == "store_true":
+        return [option.flag]
+    if option.choices:
+        value: Any = next(choice for choice in option.choices if choice != default)
+    elif option.parse is not None:
+        value = SAMPLE_LISTS[option.parse]
+    elif option.type is int:
+        value = (default or 0) + 1
+    elif option.type is float:
+        value = 0.5 if default is None or not math.isfinite(default) or default == 0.5 else default / 2
+    else:
+        value = "http://elsewhere:1" if default != "http://elsewhere:1" else "x"
+    return [option.flag, str(value)]
+
+
+def field_at(config: RunConfig, path: str) -> Any:
+    value: Any = config
+    for name in path.split("."):
+        value = getattr(value, name)
+    return value
+
+
+@pytest.mark.parametrize("flag", PYTEST_FLAGS)
+def test_every_pytest_option_is_a_run_setting(flag: str) -> None:
+    """Each option pytest offers sets a RunConfig field (given off its default, the field changes), or is listed as not
+    a run setting: a new option that nobody maps fails here."""
+    mapped = mapped_options()
+    assert flag in mapped or flag in NOT_RUN_SETTINGS, (
+        f"{flag} is offered to pytest but RunConfig has no field for it: add one (harness/session/config.py `setting`), or list it "
+        "in NOT_RUN_SETTINGS with the reason")
+    if flag in NOT_RUN_SETTINGS:
+        return
+    path = mapped[flag]
+    given = run_config_from_options(getter(pytest_options(off_default(table.find_option(flag)))), front_end="pytest")
+    default = run_config_from_options(getter(pytest_options([])), front_end="pytest")
+    assert field_at(given, path) != field_at(default, path), f"{flag} given {off_default(table.find_option(flag))} left {path} unchanged"
+
+
+def test_the_mapping_names_only_pytest_options_and_real_fields() -> None:
+    mapped = mapped_options()
+    assert set(mapped) <= set(PYTEST_FLAGS), "a RunConfig field names an option pytest does not offer"
+    assert not set(mapped) & set(NOT_RUN_SETTINGS), "an option is both mapped and listed as not a run setting"
+    config = RunConfig()
+    for path in mapped.values():
+        field_at(config, path)  # an AttributeError names a stale path
+
+
+def test_the_defaults_are_the_option_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RunConfig() and a pytest session given nothing agree field by field (the table is the one source of defaults);
+    only GSM8K's temperatures differ, as before: none in RunConfig(), the table's "0" in a session."""
+    monkeypatch.delenv("SPECSUITE_SERVER_URL", raising=False)
+    parsed = run_config_from_options(getter(pytest_options([])), front_end="pytest")
+    built = RunConfig()
+    assert dataclasses.replace(parsed, gsm8k=dataclasses.replace(parsed.gsm8k, temperatures=())) == built
+    assert parsed.gsm8k.temperatures == (0.0,)
+    for section in ("correctness", "integrity", "lossless", "kernel", "history", "bench"):
+        assert getattr(parsed, section) == getattr(built, section), section
+    assert parsed.alpha == built.alpha == table.find_option("--alpha").default
+    assert built.lossless.pit_requests == table.find_option("--lossless-samples").resolved_default()
+
+
+def test_the_lossless_section_gives_the_workloads_config() -> None:
+    config = run_config_from_options(getter(pytest_options(["--lossless-temperatures", "0.5:0.8", "--lossless-concurrencies", "1,4",
+                                                            "--alpha", "0.01", "--seed", "9"])), front_end="pytest")
+    workload = config.lossless.workload_config(alpha=config.alpha, seed=config.seed)
+    assert ([s.key for s in workload.settings], workload.greedy_concurrencies, workload.alpha, workload.seed) == (
+        ["t=0.5-top_p=0.8"], (1, 4), 0.01, 9)
 
 
 # The same benchmark asked of each front end, under its own flag names.
@@ -89,6 +206,8 @@ def _bench(chosen: dict[str, Any], profile, **kwargs: Any):
 
 def test_the_cli_and_pytest_build_equal_bench_configurations() -> None:
     from_pytest = _bench(chosen_from_pytest(getter(pytest_options(BENCH_PYTEST))), SUITE, server_kind="sglang")
+    run_config = run_config_from_options(getter(pytest_options(BENCH_PYTEST)), front_end="pytest")
+    assert chosen_from_pytest(run_config.bench_options()) == chosen_from_pytest(getter(pytest_options(BENCH_PYTEST)))  # what the suite's bench reads
     from_cli = _bench(chosen_from_cli(getter(cli_options(BENCH_CLI))), BENCH_SERVING)
     assert from_pytest == from_cli
     assert (from_cli.num_prompts, from_cli.random_input_len, from_cli.max_concurrency, from_cli.seed, from_cli.flush_cache) == (16, 64, 2, 5, True)
@@ -101,6 +220,8 @@ def test_the_text_and_flush_switches_mean_the_same_on_both_sides(pytest_extra: l
         cli.append("--flush-cache")
     from_pytest = _bench(chosen_from_pytest(getter(pytest_options(BENCH_PYTEST + pytest_extra))), SUITE, server_kind="sglang")
     assert from_pytest == _bench(chosen_from_cli(getter(cli_options(cli))), BENCH_SERVING)
+    run_config = run_config_from_options(getter(pytest_options(BENCH_PYTEST + pytest_extra)), front_end="pytest")
+    assert _bench(chosen_from_pytest(run_config.bench_options()), SUITE, server_kind="sglang") == from_pytest
 
 
 def test_each_front_end_defaults_to_its_named_profile() -> None:

@@ -4,12 +4,18 @@ Both front ends read their options through the option table's names (harness/con
 `run_config_from_options` takes a getter: pytest's `config.getoption`, or the CLI's `getattr(args, ...)`. An option a
 front end does not have reads as None and takes the table's default here; equal options give equal configurations
 (tests/test_session_config.py).
+
+Every option pytest offers is a field here: a section's field names its flag in its metadata (`setting(flag)`), takes
+its default from the option table and its value through the table's parser; the server's options go to ServerOptions
+(`SERVER_OPTIONS`). `mapped_options()` lists them all, and tests/test_session_config.py fails on a pytest option that
+is neither mapped nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.
+pit_requests`), not pytest's options by name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from harness.config.options import find_option, parse_option
@@ -18,41 +24,235 @@ from harness.server.session import ServerOptions
 
 OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8k_num_questions`), None when absent
 
+OPTION = "specsuite_option"  # a field's metadata: the option-table flag it is read from
+SECTION = "specsuite_section"  # a RunConfig field's metadata: a section of settings
+
+# The options that set ServerOptions' fields (a harness/server type, so its fields carry no metadata of ours).
+SERVER_OPTIONS: Mapping[str, str] = {
+    "--server-url": "server_url", "--launch": "launch", "--launch-url": "launch_url", "--launch-timeout": "ready_timeout_s",
+    "--server-kind": "server_kind", "--arm-name": "arm", "--tokenizer": "tokenizer", "--vocab-size": "vocab_size",
+    "--require-server-url": "require_server_url",
+}
+
+# pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. None today: every option
+# pytest offers sets something a suite reads. Adding one here needs a reason a reviewer can check.
+NOT_RUN_SETTINGS: Mapping[str, str] = {}
+
 
 def _default(flag: str) -> Any:
     return find_option(flag).default
 
 
+def _typed(flag: str, value: Any) -> Any:
+    """A value through the option table's parser (comma lists parsed, as tuples); other options come typed already."""
+    parsed = parse_option(flag, value)
+    return tuple(parsed) if isinstance(parsed, list) else parsed
+
+
+def table_default(flag: str) -> Any:
+    """The option's default as every front end's parser resolves it (its environment variable, its computed default)."""
+    return _typed(flag, find_option(flag).resolved_default())
+
+
+def setting(flag: str, *, shown: bool = True) -> Any:
+    """A field read from this option: the table's default, the table's parser (`shown`: in the repr)."""
+    return field(default_factory=lambda: table_default(flag), metadata={OPTION: flag}, repr=shown)
+
+
+def _declared(flag: str, default: Any) -> Any:
+    """A field that `run_config_from_options` reads by name, as it did before the sections (the top-level fields and
+    GSM8K's); its default is the table's (tests/test_session_config.py), but for GSM8K's temperatures: none unless given."""
+    return field(default=default, metadata={OPTION: flag})
+
+
+def section(cls: type) -> Any:
+    return field(default_factory=cls, metadata={SECTION: cls})
+
+
 @dataclass(frozen=True)
 class GSM8KSettings:
-    """One GSM8K run per temperature: the data set and how it is asked."""
+    """One GSM8K run per temperature: the data set and how it is asked; and the suite's pass thresholds."""
 
-    path: str = field(default_factory=lambda: _default("--gsm8k-path"))
-    num_questions: int = field(default_factory=lambda: _default("--gsm8k-num-questions"))
-    num_shots: int = field(default_factory=lambda: _default("--gsm8k-num-shots"))
-    parallel: int = field(default_factory=lambda: _default("--gsm8k-parallel"))
-    shots_from_eval: bool = False
-    temperatures: tuple[float, ...] = ()
+    path: str = field(default_factory=lambda: _default("--gsm8k-path"), metadata={OPTION: "--gsm8k-path"})
+    num_questions: int = field(default_factory=lambda: _default("--gsm8k-num-questions"), metadata={OPTION: "--gsm8k-num-questions"})
+    num_shots: int = field(default_factory=lambda: _default("--gsm8k-num-shots"), metadata={OPTION: "--gsm8k-num-shots"})
+    parallel: int = field(default_factory=lambda: _default("--gsm8k-parallel"), metadata={OPTION: "--gsm8k-parallel"})
+    shots_from_eval: bool = _declared("--gsm8k-shots-from-eval", False)
+    temperatures: tuple[float, ...] = _declared("--gsm8k-temperatures", ())
+    min_accuracy: float | None = setting("--gsm8k-min-accuracy")  # the suite's floor (SGLang's last-integer rule); None: none
+    max_invalid: float | None = setting("--gsm8k-max-invalid")  # the suite's cap on unparsable answers; None: none
+
+
+@dataclass(frozen=True)
+class CorrectnessSettings:
+    """The correctness suites' sampling grid (every temperature with every top_p) and the optional stray cap."""
+
+    temperatures: tuple[float, ...] = setting("--temperatures")
+    top_p: tuple[float, ...] = setting("--top-p")
+    max_stray_per_1200: float | None = setting("--max-stray-per-1200")
+
+
+@dataclass(frozen=True)
+class IntegritySettings:
+    """The integrity suite: whether sampling_seed is trusted, and its probe sizes."""
+
+    assume_deterministic: bool = setting("--assume-deterministic")
+    stop_offsets: int = setting("--integrity-stop-offsets")
+    batch_size: int = setting("--integrity-batch-size")
+
+
+@dataclass(frozen=True)
+class LosslessSettings:
+    """The losslessness suite: its speculation-off reference and the workload's sizes (LosslessConfig's names)."""
+
+    reference_url: str | None = setting("--lossless-reference-url")
+    settings: tuple[Any, ...] = setting("--lossless-temperatures")  # SamplingSetting, T or T:TOP_P
+    pit_requests: int = setting("--lossless-samples")
+    pit_max_new_tokens: int = setting("--lossless-max-new-tokens")
+    top_k: int = setting("--lossless-top-k")
+    two_sample_prompts: int = setting("--lossless-two-sample-prompts")
+    two_sample_size: int = setting("--lossless-two-sample-size")
+    greedy_prompts: int = setting("--lossless-greedy-prompts")
+    greedy_max_new_tokens: int = setting("--lossless-greedy-tokens")
+    greedy_concurrencies: tuple[int, ...] = setting("--lossless-concurrencies")
+    concurrency: int = setting("--lossless-concurrency")
+    numerics_gap: float = setting("--lossless-numerics-gap")
+
+    def workload_config(self, *, alpha: float, seed: int):
+        """The workload's LosslessConfig, with the run's significance level and seed (checked: one line when bad)."""
+        from harness.workloads.lossless.workload import LosslessConfig  # numpy and scipy load only when the suite runs
+
+        sizes = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "reference_url"}
+        config = LosslessConfig(**sizes, alpha=alpha, seed=seed)
+        config.check()
+        return config
+
+
+@dataclass(frozen=True)
+class KernelSettings:
+    """The kernel suite (no server): the sampler under test and its input shapes. None: the option's stated fallback
+    (tokenizer_vocab: the kernel vocab; seed: the run's seed; source: the installed SGLang, else the suite skips)."""
+
+    source: str | None = setting("--kernel")
+    vocab: int = setting("--kernel-vocab")
+    tokenizer_vocab: int | None = setting("--tokenizer-vocab")
+    batch: int = setting("--kernel-batch")
+    steps: int = setting("--kernel-steps")
+    seed: int | None = setting("--kernel-seed")
+    dist_rows: int = setting("--kernel-dist-rows")
+
+
+@dataclass(frozen=True)
+class HistorySettings:
+    """The nightly history: where the session is stored, the baseline to take from it, and the labels stored with it."""
+
+    results_db: str | None = setting("--results-db", shown=False)  # a postgresql:// URL may hold a password
+    compare_to: str | None = setting("--compare-to")
+    build_hash: str | None = setting("--build-hash")
+    accelerator: str | None = setting("--accelerator")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """The suites' serving benchmark: what its --bench-* options chose (profile "suite" supplies the rest, through the one
+    BenchConfig builder, harness/session/bench.py) and its A/B against the baseline: repeats, TOST margin, fail-on rules."""
+
+    backend: str | None = setting("--bench-backend")
+    dataset: str = setting("--bench-dataset")
+    dataset_path: str | None = setting("--bench-dataset-path")
+    num_prompts: int = setting("--bench-num-prompts")
+    input_len: int = setting("--bench-input-len")
+    output_len: int = setting("--bench-output-len")
+    range_ratio: float = setting("--bench-range-ratio")
+    max_concurrency: int = setting("--bench-max-concurrency")
+    request_rate: float = setting("--bench-request-rate")
+    warmup: int = setting("--bench-warmup")
+    no_flush: bool = setting("--bench-no-flush")
+    text_prompts: bool = setting("--bench-text-prompts")
+    repeats: int = setting("--bench-repeats")
+    margin: float = setting("--bench-margin")
+    fail_on: str = setting("--bench-fail-on")  # empty: the table's default rules
+
+    @property
+    def fail_on_rules(self) -> str:
+        return self.fail_on or _default("--bench-fail-on")
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs that is not a workload's own setting: the server, where results go, the seed, the
-    profile, the fault policy and the GSM8K settings."""
+    profile, the fault policy, the significance level; and one section per suite."""
 
     server: ServerOptions = field(default_factory=ServerOptions)
-    baseline_url: str | None = None
-    results_dir: str = RESULTS_DIR
-    run_id: str | None = None
-    seed: int = 0
-    profile: str = "smoke"
-    fault_policy: str | None = None  # None (or pytest's empty default): the fault policy's defaults
-    prompts: str | None = None
-    gsm8k: GSM8KSettings = field(default_factory=GSM8KSettings)
+    baseline_url: str | None = _declared("--baseline-url", None)
+    results_dir: str = _declared("--results-dir", RESULTS_DIR)
+    run_id: str | None = _declared("--run-id", None)
+    seed: int = _declared("--seed", 0)
+    profile: str = _declared("--profile", "smoke")
+    fault_policy: str | None = _declared("--fault-policy", None)  # None (or pytest's empty default): the fault policy's defaults
+    prompts: str | None = _declared("--prompts", None)
+    alpha: float = setting("--alpha")  # every suite's statistical checks: correctness, lossless, kernel, A/B, nightly regression
+    gsm8k: GSM8KSettings = section(GSM8KSettings)
+    correctness: CorrectnessSettings = section(CorrectnessSettings)
+    integrity: IntegritySettings = section(IntegritySettings)
+    lossless: LosslessSettings = section(LosslessSettings)
+    kernel: KernelSettings = section(KernelSettings)
+    history: HistorySettings = section(HistorySettings)
+    bench: BenchSettings = section(BenchSettings)
+
+    def bench_options(self) -> OptionGetter:
+        """The suites' benchmark options by name, as typed here, for the one BenchConfig builder's `chosen_from_pytest`
+        (harness/session/bench.py, which imports this module)."""
+        values = {find_option(flag).key: value for flag, value in option_values(self.bench).items()}
+        values.update(tokenizer=self.server.tokenizer, seed=self.seed)
+        return values.get
+
+
+def option_values(settings: Any) -> dict[str, Any]:
+    """A section's values by the flag each is read from."""
+    return {item.metadata[OPTION]: getattr(settings, item.name) for item in fields(settings) if OPTION in item.metadata}
+
+
+def mapped_options() -> dict[str, str]:
+    """Every option a RunConfig field is read from, with the field's dotted path (`--lossless-samples`:
+    `lossless.pit_requests`)."""
+    found = {flag: f"server.{name}" for flag, name in SERVER_OPTIONS.items()}
+    for item in fields(RunConfig):
+        if OPTION in item.metadata:
+            found[item.metadata[OPTION]] = item.name
+        elif SECTION in item.metadata:
+            found.update({inner.metadata[OPTION]: f"{item.name}.{inner.name}" for inner in fields(item.metadata[SECTION])
+                          if OPTION in inner.metadata})
+    return found
 
 
 def _or(value: Any, default: Any) -> Any:
     return default if value is None else value
+
+
+def _given(get: OptionGetter, flag: str, front_end: str) -> Any:
+    """The option's value on this front end, None where the front end does not carry it (a verb's flag of the same name
+    can mean something else: `specsuite bench --top-p` is one number, `specsuite history --alpha` another test's)."""
+    option = find_option(flag)
+    if front_end != "pytest" and front_end not in option.front_ends:
+        return None
+    return get(option.dest_for(front_end))
+
+
+def _read(get: OptionGetter, flag: str, front_end: str) -> Any:
+    """One option's typed value on this front end; the table's default where it is not given."""
+    value = _given(get, flag, front_end)
+    return table_default(flag) if value is None else _typed(flag, value)
+
+
+def _section(cls: type, get: OptionGetter, front_end: str) -> Any:
+    """A section from the options its fields name; an option not given keeps the table's default."""
+    values = {}
+    for item in fields(cls):
+        value = _given(get, item.metadata[OPTION], front_end) if OPTION in item.metadata else None
+        if value is not None:
+            values[item.name] = _typed(item.metadata[OPTION], value)
+    return cls(**values)
 
 
 def require_reason(get: OptionGetter) -> str | None:
@@ -83,7 +283,11 @@ def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str |
         parallel=_or(get("gsm8k_parallel"), _default("--gsm8k-parallel")),
         shots_from_eval=bool(get("gsm8k_shots_from_eval")),
         temperatures=tuple(parse_option("--gsm8k-temperatures", temperatures, front_end)) if temperatures is not None else (),
+        min_accuracy=_read(get, "--gsm8k-min-accuracy", front_end), max_invalid=_read(get, "--gsm8k-max-invalid", front_end),
     )
     return RunConfig(server=server, baseline_url=get("baseline_url"), results_dir=_or(get("results_dir"), RESULTS_DIR),
                      run_id=get("run_id"), seed=_or(get("seed"), 0), profile=_or(get("profile"), "smoke"),
-                     fault_policy=get("fault_policy") or None, prompts=get("prompts"), gsm8k=gsm8k)
+                     fault_policy=get("fault_policy") or None, prompts=get("prompts"),
+                     alpha=_read(get, "--alpha", front_end), gsm8k=gsm8k,
+                     **{item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig)
+                        if SECTION in item.metadata and item.name != "gsm8k"})
