@@ -41,26 +41,15 @@ class BenchSuiteState:
     comparison: dict[str, Any] | None = None
 
 
-def bench_config(specsuite, base_url: str):
-    """The session's BenchConfig: the one builder (harness/session/bench.py), profile "suite", from the run
-    configuration's bench section."""
-    from harness.server.server_kind import kind_of
-    from harness.session.bench import SUITE, build_bench_config, chosen_from_pytest
-
-    options = specsuite.core.config.server
-    return build_bench_config(chosen_from_pytest(specsuite.run_config.bench_options()), SUITE, base_url=base_url,
-                              server_kind=kind_of(specsuite.server.client), api_key=options.api_key, admin_api_key=options.admin_api_key)
-
-
-def _run(specsuite, base_url: str, arm: str) -> dict[str, Any]:
+def _run(specsuite, base_url: str | None, arm: str) -> dict[str, Any]:
+    """One benchmark run through the session's one driver (RunSession.serving_benchmark, `specsuite bench`'s too),
+    profile "suite", from the run configuration's bench section; `base_url` None: the session's own server."""
+    from harness.session.bench import SUITE, chosen_from_pytest
     from harness.workloads.serving.record import session_summary
-    from harness.workloads.serving.runner import run_benchmark
 
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
-    # The session's own server carries how it was chosen; the bench baseline is always a URL.
-    under_test = specsuite.server.server_under_test if base_url == specsuite.server.client.base_url else None
-    record = run_benchmark(bench_config(specsuite, base_url), output_file=str(output), echo=lambda line: print(f"specsuite bench: {line}"),
-                           server_under_test=under_test)
+    record = specsuite.core.serving_benchmark(chosen_from_pytest(specsuite.run_config.bench_options()), SUITE, output_file=str(output),
+                                              base_url=base_url, echo=lambda line: print(f"specsuite bench: {line}"))
     return session_summary(record, seed=specsuite.run_config.seed)
 
 
@@ -76,7 +65,7 @@ def bench_state(specsuite) -> BenchSuiteState:
     arm = specsuite.server.arm
     try:
         rules = parse_fail_on(settings.fail_on_rules) if state.baseline_url else []  # an empty --bench-fail-on: the default
-        state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
+        state.candidate.append(_run(specsuite, None, arm))
         specsuite.workloads["bench"] = state.candidate[0]
         specsuite.write_results("running")
         if not state.baseline_url:
@@ -87,7 +76,7 @@ def bench_state(specsuite) -> BenchSuiteState:
         for number in range(repeats):
             state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline"))
             if number + 1 < repeats:
-                state.candidate.append(_run(specsuite, specsuite.server.client.base_url, arm))
+                state.candidate.append(_run(specsuite, None, arm))
         margin = settings.margin
         document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
         shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})

@@ -99,20 +99,31 @@ class RunSession:
                                      reference_api_key=options.api_key)
         return self.endpoint
 
-    def serving_benchmark(self, chosen: Mapping[str, Any], profile: BenchProfile, *, output_file: str | None, progress: bool = False) -> dict[str, Any]:
-        """bench_serving's benchmark against the started server: the BenchConfig from the one builder
-        (harness/session/bench.py: `chosen` over `profile`); the record is appended to `output_file` when it ends, and on
-        Ctrl-C the finished requests are saved first (harness/workloads/serving/runner.py), then the interrupt goes on."""
+    def serving_benchmark(self, chosen: Mapping[str, Any], profile: BenchProfile, *, output_file: str | None, progress: bool = False,
+                          base_url: str | None = None, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
+        """bench_serving's benchmark, the one driver of `specsuite bench` and `pytest suites -m perf`: the BenchConfig from
+        the one builder (harness/session/bench.py: `chosen` over `profile`; an identified server's kind picks vLLM's
+        backend), against the started server or `base_url` (the suites' bench baseline). The record is appended to
+        `output_file` when it ends; on Ctrl-C the finished requests are saved first (harness/workloads/serving/runner.py),
+        then the interrupt goes on."""
+        from harness.server.server_kind import kind_of
         from harness.session.bench import build_bench_config
         from harness.workloads.serving.runner import run_benchmark
 
         if self.endpoint is None:
             raise SpecsuiteError("the serving benchmark needs a started session (no server under test yet)")
         options = self.config.server
-        config = build_bench_config(chosen, profile, base_url=self.endpoint.url, api_key=options.api_key, admin_api_key=options.admin_api_key)
-        under_test = self.server.server_under_test if self.server is not None else self.endpoint.server_under_test
+        own_url = self.server.client.base_url if self.server is not None else self.endpoint.url  # the client's normal form
+        url = base_url or own_url
+        config = build_bench_config(chosen, profile, base_url=url, api_key=options.api_key, admin_api_key=options.admin_api_key,
+                                    server_kind=kind_of(self.server.client) if self.server is not None else None)
+        # The session's own server carries how it was chosen; another URL (a bench baseline) is described by the record.
+        under_test = None
+        if url == own_url:
+            under_test = self.server.server_under_test if self.server is not None else self.endpoint.server_under_test
+        extra = {"echo": echo} if echo is not None else {}
         with self.watch("bench"):
-            return run_benchmark(config, progress=progress, output_file=output_file, server_under_test=under_test)
+            return run_benchmark(config, progress=progress, output_file=output_file, server_under_test=under_test, **extra)
 
     @contextmanager
     def watch(self, what: str) -> Iterator[None]:
