@@ -34,7 +34,7 @@ from harness.config.options import add_pytest_options, check_values, deprecation
 from harness.errors import SpecsuiteError
 from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
-from harness.results.types import Document
+from harness.results.types import Document, Gsm8kRun
 from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
@@ -166,7 +166,7 @@ class SpecsuiteSession:
             self.write_results("running")
         return self.baseline_cases[case.case_id]
 
-    def gsm8k_result(self, temperature: float) -> dict[str, Any]:
+    def gsm8k_result(self, temperature: float) -> Gsm8kRun:
         """Run GSM8K once per session and temperature (the RunSession's driver, as `specsuite gsm8k`'s)."""
         return self.core.gsm8k_result(temperature)
 

@@ -14,39 +14,34 @@ import pytest
 pytestmark = pytest.mark.gsm8k
 
 
-def _sglang_definition(result: dict) -> dict:
-    return result["definitions"]["sglang"]
-
-
 def test_gsm8k_requests_succeed(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
-    assert result["n_errors"] == 0, f"{result['n_errors']} of {result['n_questions']} GSM8K requests failed: {result['errors'][:1]}"
+    assert result.n_errors == 0, f"{result.n_errors} of {result.n_questions} GSM8K requests failed: {result.errors[:1]}"
 
 
 def test_gsm8k_accuracy(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
-    accuracy = _sglang_definition(result)["accuracy"]
+    accuracy = result.scoring("sglang").accuracy  # SGLang's few_shot_gsm8k rule: the last integer
     floor = specsuite.run_config.gsm8k.min_accuracy
-    summary = (f"GSM8K accuracy at t={gsm8k_temperature:g}: {accuracy['value']:.3f} ({accuracy['k']}/{accuracy['n']}, "
-               f"95% CI {accuracy['ci_exact'][0]:.3f}-{accuracy['ci_exact'][1]:.3f}), accept length {result['accept_length']}")
+    summary = (f"GSM8K accuracy at t={gsm8k_temperature:g}: {accuracy.value:.3f} ({accuracy.k}/{accuracy.n}, "
+               f"95% CI {accuracy.ci_exact[0]:.3f}-{accuracy.ci_exact[1]:.3f}), accept length {result.accept_length}")
     print(summary)
     if floor is not None:
-        assert accuracy["value"] >= floor, f"{summary} is below --gsm8k-min-accuracy {floor}"
+        assert accuracy.value >= floor, f"{summary} is below --gsm8k-min-accuracy {floor}"
 
 
 def test_gsm8k_invalid_fraction(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
-    invalid = _sglang_definition(result)["invalid"]
+    invalid = result.scoring("sglang").invalid
     cap = specsuite.run_config.gsm8k.max_invalid
     if cap is not None:
-        assert invalid["value"] <= cap, (f"GSM8K invalid fraction at t={gsm8k_temperature:g}: {invalid['value']:.3f} "
-                                         f"({invalid['k']}/{invalid['n']}) exceeds --gsm8k-max-invalid {cap}")
+        assert invalid.value <= cap, (f"GSM8K invalid fraction at t={gsm8k_temperature:g}: {invalid.value:.3f} "
+                                      f"({invalid.k}/{invalid.n}) exceeds --gsm8k-max-invalid {cap}")
 
 
 def test_gsm8k_answers_hold_no_invalid_ids(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
-    detectors = result["detectors"]
     for name in ("invalid_id", "fallback_id"):
-        entry = detectors.get(name, {"count": 0, "total": 0, "upper95": 1.0})
+        entry = result.detectors.get(name, {"count": 0, "total": 0, "upper95": 1.0})
         assert entry["count"] == 0, (f"GSM8K answers at t={gsm8k_temperature:g}: {entry['count']} {name} in {entry['total']} "
                                      f"tokens (95% upper bound {entry['upper95']:.3%})")

@@ -105,7 +105,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     try:
         for temperature in config.gsm8k.temperatures:
             result = session.gsm8k_result(temperature, progress=sys.stderr.isatty())
-            for line in result.get("warnings") or []:
+            for line in result.warnings:
                 warnings.append(line)
                 print(f"specsuite: {line}", file=sys.stderr, flush=True)
             session.write_results("running")

@@ -29,7 +29,7 @@ from typing import Any
 from harness.config.bench_profiles import BenchProfile
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter, RunDirectory
-from harness.results.types import Document
+from harness.results.types import Document, Gsm8kRun
 from harness.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from harness.server.secrets import load_secrets
 from harness.server.session import ServerEndpoint, ServerUnderTest, check_server_given, identify_server, start_server
@@ -145,8 +145,9 @@ class RunSession:
         if self.run_dir is not None and self.document is not None:
             self.run_dir.write_results(self.document(status))
 
-    def gsm8k_result(self, temperature: float, *, progress: bool = False) -> dict[str, Any]:
-        """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish."""
+    def gsm8k_result(self, temperature: float, *, progress: bool = False) -> Gsm8kRun:
+        """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish. The typed run is
+        returned; the stored dict (`gsm8k_runs`, results.json's workloads.gsm8k) is what the results builder writes."""
         from harness.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
         key = temperature_key(temperature)
@@ -166,7 +167,7 @@ class RunSession:
                 runs[key]["source"] = settings.path  # the report says when it was the synthetic set
             self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
             self.write_results("running")
-        return runs[key]
+        return Gsm8kRun.from_dict(runs[key])
 
     def close(self) -> None:
         """Close the run folder and stop the server (a launched one too); safe to call more than once."""
