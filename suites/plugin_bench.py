@@ -15,12 +15,16 @@ the merged results itself.)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
+from harness.results.types import ComparisonRow
+
+if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads
+    from harness.compare.fail_on import FailOnOutcome
 
 BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
 # Run-summary fields compared beside the registry's bench metrics, for information (no rule reads them).
@@ -38,7 +42,9 @@ class BenchSuiteState:
     candidate: list[dict[str, Any]] = field(default_factory=list)
     baseline: list[dict[str, Any]] = field(default_factory=list)
     baseline_url: str | None = None
-    comparison: dict[str, Any] | None = None
+    comparison: dict[str, Any] | None = None  # as results.json stores it (workloads.bench_ab)
+    rows: list[ComparisonRow] = field(default_factory=list)  # the typed rows the rules read, then the informational ones
+    outcome: FailOnOutcome | None = None  # the --bench-fail-on rules on those rows
 
 
 def _run(specsuite, base_url: str | None, arm: str) -> dict[str, Any]:
@@ -80,13 +86,16 @@ def bench_state(specsuite) -> BenchSuiteState:
         margin = settings.margin
         document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
         shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})
+        ruled = [row for row in shared.comparisons if row.metric in BENCH_FAIL_ON_METRICS]
+        informational = [compare_run_values([r[key] for r in state.candidate if r.get(key)], [r[key] for r in state.baseline if r.get(key)],
+                                            metric=key, threshold=margin, higher_is_better=False) for key in INFORMATIONAL_FIELDS]
+        state.rows, state.outcome = ruled + informational, evaluate_fail_on(rules, shared)
         state.comparison = {
             "baseline_url": state.baseline_url,
             "margin": margin,
-            "comparisons": [row.to_dict() for row in shared.comparisons if row.metric in BENCH_FAIL_ON_METRICS],
-            "informational": [compare_run_values([r[key] for r in state.candidate if r.get(key)], [r[key] for r in state.baseline if r.get(key)],
-                                                 metric=key, threshold=margin, higher_is_better=False).to_dict() for key in INFORMATIONAL_FIELDS],
-            "fail_on": evaluate_fail_on(rules, shared).to_dict() | {"rules": [r.text for r in rules]},
+            "comparisons": [row.to_dict() for row in ruled],
+            "informational": [row.to_dict() for row in informational],
+            "fail_on": state.outcome.to_dict() | {"rules": [r.text for r in rules]},
             "baseline_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.baseline],
             "candidate_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.candidate],
         }

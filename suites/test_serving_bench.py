@@ -60,12 +60,11 @@ def test_bench_against_baseline(bench_state):
     """TOST equivalence and --fail-on rules against the baseline server: the rows printed are the rows the rules read."""
     from harness.compare.verdicts import describe_run_level
 
-    if bench_state.comparison is None:
+    outcome = bench_state.outcome
+    if outcome is None:
         pytest.skip("no baseline server: pass --baseline-url")
-    comparison = bench_state.comparison
-    for row in comparison["comparisons"] + comparison["informational"]:
+    for row in bench_state.rows:
         print(describe_run_level(row))
-    outcome = comparison["fail_on"]
-    for line in outcome["unevaluated"]:
+    for line in outcome.unevaluated:
         print(f"not evaluated: {line}")
-    assert not outcome["triggered"], "; ".join(f"{t['rule']}: {t['reason']}" for t in outcome["triggered"])
+    assert not outcome.triggered, "; ".join(f"{t.rule}: {t.reason}" for t in outcome.triggered)

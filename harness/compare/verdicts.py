@@ -537,9 +537,8 @@ def _signed(value: float | None) -> str:
     return "∞" if value is None else f"{value:+.3%}"
 
 
-def describe_run_level(row: dict[str, Any] | ComparisonRow) -> str:
+def describe_run_level(typed: ComparisonRow) -> str:
     """One comparison row of a run-level metric in words: effect, 95 % CI, p, TOST, then the rank pair."""
-    typed = row if isinstance(row, ComparisonRow) else ComparisonRow.from_dict(row)
     name = f"{typed.metric}" + (f" {typed.case_id}" if typed.case_id else "")
     effect = typed.effect or Effect()
     if typed.p_value is None:
