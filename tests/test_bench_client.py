@@ -196,7 +196,7 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
     code = (
         "from harness.workloads.serving.runner import BenchConfig, run_benchmark\n"
         f"config = BenchConfig(base_url={refserver.base_url!r}, dataset_name='random-ids', num_prompts=400, random_input_len=32, "
-        "random_output_len=96, random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=1, post_warmup_sleep_s=0.0)\n"
+        "random_output_len=960, random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=1, post_warmup_sleep_s=0.0)\n"
         "print('started', flush=True)\n"
         f"run_benchmark(config, output_file={str(out_file)!r})\n"
     )
@@ -204,6 +204,8 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "started"
+        # 400 requests of 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens
+        # the run ended within the 4 s on one: CI, 2026-12-05).
         time.sleep(4.0)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=30)
