@@ -10,6 +10,7 @@ plugin moves to the end of the run.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
@@ -20,6 +21,7 @@ from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 from harness.server.generated_text import text_context
+from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
 from harness.server.server_kind import VLLM, kind_of
 from harness.workloads.integrity.recorder import (
     CheckingClient,
@@ -188,7 +190,7 @@ class IntegrityProbe:
     def reference(self, prompt: str) -> Reference:
         """The prompt's T=0 answer (REFERENCE_LENGTH ids at most) and its prefix texts, cached."""
         if prompt not in self.references:
-            answer = self.client.generate(greedy_payload(prompt, REFERENCE_LENGTH))
+            answer = self.generate(greedy_request(prompt, REFERENCE_LENGTH))
             ids = answer["output_ids"]
             # SGLang's text is decoded in context; /detokenize of the ids alone can differ (a
             # SentencePiece tokenizer drops the first word's space), so decode with the context.
@@ -212,8 +214,18 @@ class IntegrityProbe:
             return count
         return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None
 
-    def both_ways(self, payload: dict[str, Any]) -> tuple[Any, list[dict[str, Any] | None]]:
-        """The non-streamed answer and what the streamed answer adds up to, per result."""
+    def generate(self, request: GenerationRequest) -> Any:
+        """The server's native answer to one typed request (the protocol writes the /generate body)."""
+        return self.client.generate(native_payload(request))
+
+    def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[dict[str, Any]]:
+        """The answers to one native batch request of these members (`batch_payload`)."""
+        return self.client.generate(batch_payload(requests))
+
+    def both_ways(self, probe: GenerationRequest | Sequence[GenerationRequest]) -> tuple[Any, list[dict[str, Any] | None]]:
+        """The non-streamed answer and what the streamed answer adds up to, per result, for one
+        request or one native batch of them (`batch_payload`)."""
+        payload = native_payload(probe) if isinstance(probe, GenerationRequest) else batch_payload(probe)
         plain = self.client.generate(payload)
         chunks = list(self.client.generate_stream(payload))
         return plain, stream_finals(payload, chunks, self.client.context.incremental_streaming)
@@ -235,8 +247,21 @@ class IntegrityProbe:
         self.specsuite.write_results("running")
 
 
+def greedy_request(prompt: str, max_new_tokens: int, **sampling: Any) -> GenerationRequest:
+    """T=0 with the sampled ids' logprobs; `sampling`: more `Sampling` fields (stop, stop_token_ids, ...)."""
+    return GenerationRequest(prompt=prompt, sampling=Sampling(temperature=0, max_new_tokens=max_new_tokens, **sampling), logprobs=True)
+
+
 def greedy_payload(prompt: str, max_new_tokens: int, **params: Any) -> dict[str, Any]:
-    return {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens, **params}, "return_logprob": True}
+    """`greedy_request`'s /generate body, for callers that name the params as SGLang does (the tests)."""
+    sampling = Sampling.from_params({"temperature": 0, "max_new_tokens": max_new_tokens, **params})
+    return native_payload(GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True))
+
+
+def batch_payload(requests: Sequence[GenerationRequest]) -> dict[str, Any]:
+    """One native batch of these requests, each with its own sampling params (SGLang's per-prompt
+    list, even where they agree): the batch probes test the per-prompt path."""
+    return native_batch_payload(requests, per_prompt_sampling=True)
 
 
 def stream_problems(plain: dict[str, Any], streamed: dict[str, Any] | None) -> list[str]:

@@ -10,13 +10,15 @@ stop or a smaller budget must be an exact prefix of it, cut exactly where the ru
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from harness.server.protocol import GenerationRequest, Sampling
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from harness.workloads.lossless.greedy import ReferenceOutput, compare_greedy
-from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
+from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_request, stream_problems
 
 pytestmark = pytest.mark.integrity
 
@@ -77,9 +79,9 @@ def _past_reference(reference) -> int:
     return len(reference.ids) + 8
 
 
-def _checked_case(probe, label: str, payload: dict[str, Any], expect) -> list[str]:
+def _checked_case(probe, label: str, request: GenerationRequest, expect) -> list[str]:
     """Send non-streamed and streamed; both must meet `expect(answer)` and match each other."""
-    plain, finals = probe.both_ways(payload)
+    plain, finals = probe.both_ways(request)
     problems = [f"non-stream: {p}" for p in expect(plain)] + stream_problems(plain, finals[0])
     return [f"{label}: {p}" for p in problems]
 
@@ -106,9 +108,9 @@ def test_stop_string_at_token_offsets(integrity_probe, prompt):
         position = reference.text.find(stop)
         count = probe.stop_ends_at(reference, stop)
         text = reference.text[: position + (len(stop) if keep else 0)]
-        payload = greedy_payload(prompt, _past_reference(reference), stop=[stop], no_stop_trim=keep)
+        request = greedy_request(prompt, _past_reference(reference), stop=(stop,), no_stop_trim=keep)
         finish = {"type": "stop", "matched": stop}
-        return _checked_case(probe, f"stop {stop!r} ending at token {offset} (no_stop_trim={keep})", payload,
+        return _checked_case(probe, f"stop {stop!r} ending at token {offset} (no_stop_trim={keep})", request,
                              lambda answer: _expect_prefix(answer, reference, count, text, finish))
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
@@ -169,7 +171,7 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
 
     def run(case) -> list[str]:
         stop_list, expected, gap = case
-        payload = greedy_payload(prompt, _past_reference(reference), stop=stop_list)
+        request = greedy_request(prompt, _past_reference(reference), stop=tuple(stop_list))
 
         def expect(answer: dict[str, Any]) -> list[str]:
             got = answer["meta_info"].get("finish_reason")
@@ -180,7 +182,7 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
                                    f"{expected['earliest'][0]} ids")
             return _expect_prefix(answer, reference, count, text, finish)
 
-        return _checked_case(probe, f"stops {stop_list!r}", payload, expect)
+        return _checked_case(probe, f"stops {stop_list!r}", request, expect)
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
     _fail_on(probe, f"multi_stop[{_prompt_id(prompt)}]", len(cases), failures, mark, divergences)
@@ -209,16 +211,16 @@ def test_stop_token_ids(integrity_probe, prompt):
     def run(case: tuple[int, int]) -> list[str]:
         count, token = case
         problems = _checked_case(
-            probe, f"stop_token_ids [{token}] first at token {count}", greedy_payload(prompt, _past_reference(reference), stop_token_ids=[token]),
+            probe, f"stop_token_ids [{token}] first at token {count}", greedy_request(prompt, _past_reference(reference), stop_token_ids=(token,)),
             lambda answer: _expect_prefix(answer, reference, count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token}))
         budget = min(count + 3, len(reference.ids) - 1)
         if budget > count:
-            payload = greedy_payload(prompt, budget, stop_token_ids=[token], ignore_eos=True)
+            request = greedy_request(prompt, budget, stop_token_ids=(token,), ignore_eos=True)
             if probe.on_vllm:
                 expect_ignored = (count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token})
             else:
                 expect_ignored = (budget, reference.prefix_texts[budget], {"type": "length", "length": budget})
-            problems += _checked_case(probe, f"ignore_eos with stop_token_ids [{token}]", payload,
+            problems += _checked_case(probe, f"ignore_eos with stop_token_ids [{token}]", request,
                                       lambda answer: _expect_prefix(answer, reference, *expect_ignored))
         return problems
 
@@ -236,14 +238,14 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
     reference = probe.reference(prompt)
     natural = len(reference.ids)
     ref_finish = reference.answer["meta_info"]["finish_reason"]
-    cases: list[tuple[str, dict[str, Any], int, list[tuple[Any, str]]]] = []
+    cases: list[tuple[str, GenerationRequest, int, list[tuple[Any, str]]]] = []
     for budget in probe.max_new_tokens_sweep:
         if budget < natural or ref_finish.get("type") == "length":
             count, finish = min(budget, natural), {"type": "length", "length": budget}
         else:
             count, finish = natural, ref_finish
         shown = reference.text if count == natural else reference.prefix_texts[count]
-        cases.append((f"max_new_tokens {budget}", greedy_payload(prompt, budget), count, [(finish, shown)]))
+        cases.append((f"max_new_tokens {budget}", greedy_request(prompt, budget), count, [(finish, shown)]))
     k = probe.num_draft_tokens
     for count, token in [(c, t) for c, t in _stop_id_offsets(probe, reference) if 2 <= c <= 2 * k + 3][:3]:
         stop = {"type": "stop", "matched": token}
@@ -257,7 +259,7 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
             else:  # the stop id is also the last budgeted token: SGLang checks stop ids before the budget
                 expected = [(stop, reference.prefix_texts[count - 1])]
             cases.append((f"stop id {token} at token {count}, max_new_tokens {budget}",
-                           greedy_payload(prompt, budget, stop_token_ids=[token]), min(budget, count), expected))
+                           greedy_request(prompt, budget, stop_token_ids=(token,)), min(budget, count), expected))
 
     for count in (c for c in _offsets(probe.specsuite.run_config.integrity.stop_offsets, natural) if 2 <= c <= 2 * k + 3):
         upto = reference.prefix_texts[count]
@@ -276,37 +278,34 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
             else:  # the stop string is completed by the last budgeted token: stop strings come first
                 expected = [(stop, trimmed)]
             cases.append((f"stop {stop_text!r} ending at token {count}, max_new_tokens {budget}",
-                          greedy_payload(prompt, budget, stop=[stop_text]), min(budget, count), expected))
+                          greedy_request(prompt, budget, stop=(stop_text,)), min(budget, count), expected))
 
     def run(case) -> list[str]:
-        label, payload, count, expected = case
+        label, request, count, expected = case
 
         def expect(answer: dict[str, Any]) -> list[str]:
             finish, shown = next((e for e in expected if e[0] == answer["meta_info"].get("finish_reason")), expected[0])
             return _expect_prefix(answer, reference, count, shown, finish)
 
-        return _checked_case(probe, label, payload, expect)
+        return _checked_case(probe, label, request, expect)
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
     _fail_on(probe, f"max_new_tokens_sweep[{_prompt_id(prompt)}]", len(cases), failures, mark)
 
 
-def _sampled_payload(prompt: str, temperature: float, seed: int | None, max_new_tokens: int = SEEDED_LENGTH) -> dict[str, Any]:
-    params = {"temperature": temperature, "top_p": 1.0, "max_new_tokens": max_new_tokens, "ignore_eos": True}
-    if seed is not None:
-        params["sampling_seed"] = seed
-    return {"text": prompt, "sampling_params": params, "return_logprob": True}
+def _sampled_request(prompt: str, temperature: float, seed: int | None, max_new_tokens: int = SEEDED_LENGTH) -> GenerationRequest:
+    sampling = Sampling(temperature=temperature, top_p=1.0, max_new_tokens=max_new_tokens, ignore_eos=True, seed=seed)
+    return GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True)
 
 
-def _reassembly_failures(probe, payloads: list[dict[str, Any]]) -> list[str]:
-    """Each payload sent both ways, alone and as one batch stream; every stream must reassemble
+def _reassembly_failures(probe, requests: list[GenerationRequest]) -> list[str]:
+    """Each request sent both ways, alone and as one batch stream; every stream must reassemble
     byte for byte into the non-streamed answer."""
     failures = []
-    for number, payload in enumerate(payloads):
-        plain, finals = probe.both_ways(payload)
+    for number, request in enumerate(requests):
+        plain, finals = probe.both_ways(request)
         failures += [f"request {number}: {p}" for p in stream_problems(plain, finals[0])]
-    batch = {"text": [p["text"] for p in payloads], "sampling_params": [p["sampling_params"] for p in payloads], "return_logprob": True}
-    plain, finals = probe.both_ways(batch)
+    plain, finals = probe.both_ways(requests)
     for number, (answer, streamed) in enumerate(zip(plain, finals, strict=False)):
         failures += [f"batch stream, index {number}: {p}" for p in stream_problems(answer, streamed)]
     return failures
@@ -317,8 +316,8 @@ def test_stream_reassembles_at_greedy(integrity_probe, specsuite):
     rewritten and exactly one chunk finishes (checked on every stream by the checking client)."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     prompts = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts[:3]]
-    payloads = [greedy_payload(prompt, 96) for prompt in prompts]
-    _fail_on(probe, "stream_reassembly_greedy", len(payloads) * 2, _reassembly_failures(probe, payloads), mark)
+    requests = [greedy_request(prompt, 96) for prompt in prompts]
+    _fail_on(probe, "stream_reassembly_greedy", len(requests) * 2, _reassembly_failures(probe, requests), mark)
 
 
 def _require_seeds(probe) -> None:
@@ -334,35 +333,32 @@ def test_stream_reassembles_with_seeded_sampling(integrity_probe, specsuite, tem
     _require_seeds(probe)
     prompts = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts[:3]]
     seed = specsuite.run_config.seed
-    payloads = [_sampled_payload(prompt, temperature, seed * 1000 + i) for i, prompt in enumerate(prompts)]
-    _fail_on(probe, f"stream_reassembly_seeded[t={temperature:g}]", len(payloads) * 2, _reassembly_failures(probe, payloads), mark)
+    requests = [_sampled_request(prompt, temperature, seed * 1000 + i) for i, prompt in enumerate(prompts)]
+    _fail_on(probe, f"stream_reassembly_seeded[t={temperature:g}]", len(requests) * 2, _reassembly_failures(probe, requests), mark)
 
 
-def _canary_batch(probe, specsuite) -> tuple[list[str], dict[str, Any]]:
+def _canary_batch(probe, specsuite) -> tuple[list[str], list[GenerationRequest]]:
     """A mixed batch: one canary per prompt, greedy and sampled, short and long, some with stops."""
     size = specsuite.run_config.integrity.batch_size
     canaries = make_canaries(size, seed=specsuite.run_config.seed)
     bases = list(REPETITIVE_PROMPTS) + [p.prompt for p in specsuite.prompts]
     prompts = [f"Remember the code {canary} and repeat it at the end. {bases[i % len(bases)]}" for i, canary in enumerate(canaries)]
-    params = []
-    for i in range(size):
-        entry: dict[str, Any] = {"temperature": (0.0, 0.7, 1.0)[i % 3], "max_new_tokens": (16, 48, 96, 7)[i % 4]}
-        if i % 5 == 0:
-            entry["stop"] = ["\n\n"]
-        if entry["temperature"] > 0:
-            entry["sampling_seed"] = specsuite.run_config.seed * 1000 + i
-        params.append(entry)
-    return canaries, {"text": prompts, "sampling_params": params, "return_logprob": True}
+    requests = []
+    for i, prompt in enumerate(prompts):
+        temperature = (0.0, 0.7, 1.0)[i % 3]
+        sampling = Sampling(temperature=temperature, max_new_tokens=(16, 48, 96, 7)[i % 4], stop=("\n\n",) if i % 5 == 0 else None,
+                            seed=specsuite.run_config.seed * 1000 + i if temperature > 0 else None)
+        requests.append(GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True))
+    return canaries, requests
 
 
 def test_batch_isolation_with_canaries(integrity_probe, specsuite):
     """A unique canary per prompt in a mixed batch (one native batch request, then the same
     requests concurrently): no request's output holds another request's canary."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
-    canaries, batch = _canary_batch(probe, specsuite)
-    batched = probe.client.generate(batch)
-    singles = probe.map(lambda i: probe.client.generate({"text": batch["text"][i], "sampling_params": batch["sampling_params"][i],
-                                                         "return_logprob": True}), range(len(canaries)))
+    canaries, requests = _canary_batch(probe, specsuite)
+    batched = probe.generate_batch(requests)
+    singles = probe.map(probe.generate, requests)
     failures = [f"native batch: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in batched])]
     failures += [f"concurrent requests: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in singles])]
     _fail_on(probe, "batch_isolation", 2 * len(canaries), failures, mark)
@@ -374,15 +370,14 @@ def test_seeded_request_same_alone_and_in_batch(integrity_probe, specsuite):
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     _require_seeds(probe)
     seed = specsuite.run_config.seed
-    target = _sampled_payload(REPETITIVE_PROMPTS[0], 1.0, seed * 1000 + 77)
-    noise = [_sampled_payload(p.prompt, (0.0, 0.7, 1.0)[i % 3], seed * 1000 + i, max_new_tokens=(16, 48, 96)[i % 3])
+    target = _sampled_request(REPETITIVE_PROMPTS[0], 1.0, seed * 1000 + 77)
+    noise = [_sampled_request(p.prompt, (0.0, 0.7, 1.0)[i % 3], seed * 1000 + i, max_new_tokens=(16, 48, 96)[i % 3])
              for i, p in enumerate(specsuite.prompts[:15])]
-    alone = probe.client.generate(target)
-    again = probe.client.generate(target)
+    alone = probe.generate(target)
+    again = probe.generate(target)
     members = noise[:5] + [target] + noise[5:]
-    batch = {"text": [m["text"] for m in members], "sampling_params": [m["sampling_params"] for m in members], "return_logprob": True}
-    in_batch = probe.client.generate(batch)[5]
-    concurrent = probe.map(probe.client.generate, members)[5]
+    in_batch = probe.generate_batch(members)[5]
+    concurrent = probe.map(probe.generate, members)[5]
     failures = []
     for label, answer in (("repeated alone", again), ("in a native batch", in_batch), ("among concurrent requests", concurrent)):
         failures += [f"{label}: {d}" for d in compare_answers(alone, answer)]
@@ -394,7 +389,7 @@ def test_different_seeds_give_different_outputs(integrity_probe, specsuite):
     gives repeats)."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     seeds = [specsuite.run_config.seed * 1000 + s for s in (11, 12, 13, 14)]
-    answers = probe.map(lambda s: probe.client.generate(_sampled_payload(REPETITIVE_PROMPTS[0], 1.0, s)), seeds)
+    answers = probe.map(lambda s: probe.generate(_sampled_request(REPETITIVE_PROMPTS[0], 1.0, s)), seeds)
     failures = [f"seeds {seeds[i]} and {seeds[j]} gave the same {len(answers[i]['output_ids'])} ids"
                 for i in range(len(seeds)) for j in range(i + 1, len(seeds)) if answers[i]["output_ids"] == answers[j]["output_ids"]]
     _fail_on(probe, "different_seeds_differ", len(seeds) * (len(seeds) - 1) // 2, failures, mark)  # the cases are the pairs
@@ -413,15 +408,15 @@ def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, spe
     correct GPU server. Ids outside the tokenizer fail at any position."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     vocab, gap = specsuite.server.vocab, specsuite.run_config.lossless.numerics_gap
-    greedy = [{**greedy_payload(prompt, 48), "top_logprobs_num": 2} for prompt in REPETITIVE_PROMPTS] * MIXED_GREEDY_COPIES
-    alone = [probe.client.generate(payload) for payload in greedy[:len(REPETITIVE_PROMPTS)]] * MIXED_GREEDY_COPIES
+    greedy = [replace(greedy_request(prompt, 48), top_logprobs=2) for prompt in REPETITIVE_PROMPTS] * MIXED_GREEDY_COPIES
+    alone = [probe.generate(request) for request in greedy[:len(REPETITIVE_PROMPTS)]] * MIXED_GREEDY_COPIES
     references = [ReferenceOutput(a["output_ids"], [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]]
                                                    for entry in a["meta_info"].get("output_top_logprobs") or []]) for a in alone]
-    neighbours = [{"text": p.prompt, "sampling_params": {"temperature": 1.0, "top_p": 0.95, "max_new_tokens": 96,
-                                                         "sampling_seed": specsuite.run_config.seed * 1000 + i}, "return_logprob": True}
+    neighbours = [GenerationRequest(prompt=p.prompt, sampling=Sampling(temperature=1.0, top_p=0.95, max_new_tokens=96,
+                                                                       seed=specsuite.run_config.seed * 1000 + i), logprobs=True)
                   for i, p in enumerate(specsuite.prompts[:MIXED_NEIGHBOURS])]
     half = MIXED_NEIGHBOURS // 2
-    mixed = probe.map(probe.client.generate, neighbours[:half] + greedy + neighbours[half:])[half:half + len(greedy)]
+    mixed = probe.map(probe.generate, neighbours[:half] + greedy + neighbours[half:])[half:half + len(greedy)]
     outputs = [answer["output_ids"] for answer in mixed]
     compared = compare_greedy(len(mixed), outputs, references, gap)
     failures = [f"greedy request {d.prompt_index}: position {d.position}: {d.test_token} where alone {d.reference_token} ({d.reason}); "

@@ -37,6 +37,8 @@ def test_a_native_batch_needs_one_kind_of_request() -> None:
         native_batch_payload([REQUEST, ids])
     shared = native_batch_payload([REQUEST, GenerationRequest(prompt="Yo", sampling=REQUEST.sampling, logprobs=True)])
     assert shared["text"] == ["Hi", "Yo"] and shared["sampling_params"] == REQUEST.sampling.params()
+    listed = native_batch_payload([REQUEST, GenerationRequest(prompt="Yo", sampling=REQUEST.sampling, logprobs=True)], per_prompt_sampling=True)
+    assert listed["sampling_params"] == [REQUEST.sampling.params()] * 2  # the integrity probes' batches: one entry per prompt
 
 
 def test_every_client_meets_its_protocol() -> None:

@@ -31,7 +31,9 @@ from typing import Any, Protocol, runtime_checkable
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation
 
-# The order the fields go on the wire (the old payload builders' order: tests/data/protocol_wire/).
+# The order the fields go on the wire (the old payload builders' order: tests/data/protocol_wire/). SGLang reads
+# sampling_params as keyword arguments (SGLang 0.5.23 srt/managers/tokenizer_manager.py:1550-1565,
+# `self.sampling_params_class(**sampling_kwargs)`), so the order keeps the recorded bytes stable and means nothing more.
 PARAM_ORDER = ("temperature", "top_p", "top_k", "min_p", "max_new_tokens", "min_new_tokens", "sampling_seed",
                "stop", "stop_token_ids", "ignore_eos", "n", "no_stop_trim")
 
@@ -246,9 +248,12 @@ def request_record(request: GenerationRequest) -> dict[str, Any]:
     return native_payload(request)
 
 
-def native_batch_payload(requests: Sequence[GenerationRequest]) -> dict[str, Any]:
+def native_batch_payload(requests: Sequence[GenerationRequest], *, per_prompt_sampling: bool = False) -> dict[str, Any]:
     """One /generate body for several prompts of one kind (all text or all ids) and the same logprob
-    flags; shared sampling goes once, differing sampling as SGLang's per-prompt list."""
+    flags; shared sampling goes once, differing sampling as SGLang's per-prompt list.
+    `per_prompt_sampling`: always the per-prompt list, even where every request samples alike (the
+    integrity probes of batches: each member carries its own sampling, so the server's per-prompt
+    path is the one tested, and vLLM's native adapter sends such a batch as one request per prompt)."""
     if not requests:
         raise SpecsuiteError("a batch needs at least one request")
     first = requests[0]
@@ -259,5 +264,5 @@ def native_batch_payload(requests: Sequence[GenerationRequest]) -> dict[str, Any
     key = "text" if first.prompt is not None else "input_ids"
     payload[key] = [r.prompt_value for r in requests]
     params = [r.sampling.params() for r in requests]
-    payload["sampling_params"] = params[0] if all(p == params[0] for p in params) else params
+    payload["sampling_params"] = params[0] if not per_prompt_sampling and all(p == params[0] for p in params) else params
     return payload
