@@ -7,16 +7,12 @@ and exits 130.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
-import sys
-import time
 import urllib.request
 from pathlib import Path
 
 from harness.cli import main as cli
+from tests.helpers.interrupt import interrupt_mid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["--num-prompts", "4", "--random-input-len", "32", "--random-output-len", "16", "--max-concurrency", "1", "--disable-tqdm"]
@@ -62,24 +58,13 @@ def test_bench_appends_one_line_prints_the_table_and_stops_its_server(tmp_path, 
 
 def test_ctrl_c_saves_the_finished_requests_and_stops_the_server(tmp_path) -> None:
     results, output = tmp_path / "results", tmp_path / "bench.jsonl"
-    command = [sys.executable, "-m", "harness.cli.main", "bench", "--results-dir", str(results), "--output-file", str(output),
+    command = ["-m", "harness.cli.main", "bench", "--results-dir", str(results), "--output-file", str(output),
                "--num-prompts", "400", "--random-input-len", "32", "--random-output-len", "960", "--max-concurrency", "1", "--disable-tqdm"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while not _ready(results) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        # The server is up; let the benchmark load its tokenizer, warm up and finish some requests.
-        # 400 prompts of up to 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens
-        # the run took 8.4 s there and could end before it).
-        time.sleep(6.0)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, stderr
+    # Once the server is up, let the benchmark load its tokenizer, warm up and finish some requests. 400 prompts of up
+    # to 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens the run took 8.4 s
+    # there and could end before it).
+    code, stderr = interrupt_mid_run(command, cwd=tmp_path, ready=lambda proc: _ready(results), settle_s=6.0)
+    assert code == 130, stderr
     assert "finished requests saved" in stderr and stderr.rstrip().endswith("specsuite: interrupted"), stderr
     assert "Traceback" not in stderr, stderr
     record = json.loads(output.read_text().splitlines()[-1])

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -24,6 +20,7 @@ from harness.server.launcher import find_free_port, launch_reference_server
 from harness.workloads.serving.client import RequestSettings, send_request
 from harness.workloads.serving.datasets import DatasetRow
 from harness.workloads.serving.runner import BenchConfig, run_benchmark
+from tests.helpers.interrupt import interrupt_mid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = DatasetRow([1, 2, 3], 3, 4)
@@ -200,19 +197,11 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
         "print('started', flush=True)\n"
         f"run_benchmark(config, output_file={str(out_file)!r})\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "started"
-        # 400 requests of 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens
-        # the run ended within the 4 s on one: CI, 2026-12-05).
-        time.sleep(4.0)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode != 0 and "KeyboardInterrupt" in stderr
+    # 400 requests of 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens
+    # the run ended within the 4 s on one: CI, 2026-12-05).
+    code_returned, stderr = interrupt_mid_run(["-c", code], cwd=ROOT, ready=lambda proc: proc.stdout.readline().strip() == "started",
+                                              settle_s=4.0)
+    assert code_returned != 0 and "KeyboardInterrupt" in stderr
     line = json.loads(out_file.read_text().splitlines()[-1])
     assert line["status"] == "interrupted"
     assert 1 <= line["completed"] < 400 and line["duration"] > 0
