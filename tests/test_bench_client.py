@@ -20,7 +20,7 @@ from harness.server.launcher import find_free_port, launch_reference_server
 from harness.workloads.serving.client import RequestSettings, send_request
 from harness.workloads.serving.datasets import DatasetRow
 from harness.workloads.serving.runner import BenchConfig, run_benchmark
-from tests.helpers.interrupt import interrupt_mid_run
+from tests.helpers.interrupt import after_finished, interrupt_mid_run
 
 ROOT = Path(__file__).resolve().parents[1]
 ROW = DatasetRow([1, 2, 3], 3, 4)
@@ -194,13 +194,11 @@ def test_ctrl_c_saves_finished_requests(refserver, tmp_path):
         "from harness.workloads.serving.runner import BenchConfig, run_benchmark\n"
         f"config = BenchConfig(base_url={refserver.base_url!r}, dataset_name='random-ids', num_prompts=400, random_input_len=32, "
         "random_output_len=960, random_range_ratio=1.0, tokenize_prompt=True, max_concurrency=1, post_warmup_sleep_s=0.0)\n"
-        "print('started', flush=True)\n"
         f"run_benchmark(config, output_file={str(out_file)!r})\n"
     )
-    # 400 requests of 960 tokens take minutes, so the signal lands mid-run on an idle machine too (with 96 tokens
-    # the run ended within the 4 s on one: CI, 2026-12-05).
-    code_returned, stderr = interrupt_mid_run(["-c", code], cwd=ROOT, ready=lambda proc: proc.stdout.readline().strip() == "started",
-                                              settle_s=4.0)
+    # The signal goes once the server has finished the warmup and two measured requests; 400 requests of 960 tokens
+    # take minutes, so it lands mid-run.
+    code_returned, stderr = interrupt_mid_run(["-c", code], cwd=ROOT, ready=after_finished(lambda: refserver.base_url, 3))
     assert code_returned != 0 and "KeyboardInterrupt" in stderr
     line = json.loads(out_file.read_text().splitlines()[-1])
     assert line["status"] == "interrupted"
