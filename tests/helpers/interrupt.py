@@ -54,7 +54,10 @@ def interrupt_mid_run(command: Sequence[str], *, cwd: Path, ready: Callable[[sub
     """Start `command` (Python, this checkout first on the path), wait until `ready`, let it run `settle_s` more, send
     SIGINT as a terminal would to the process, and return its exit code and stderr (it is killed if it hangs)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # SIGINT back to its default in the child: a runner started in the background by a non-interactive shell ignores
+    # SIGINT, children inherit that, and Python then installs no KeyboardInterrupt handler (the run went on to its end).
+    proc = subprocess.Popen([sys.executable, *command], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not ready(proc) and proc.poll() is None and time.monotonic() < deadline:
