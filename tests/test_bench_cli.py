@@ -55,9 +55,11 @@ def test_ctrl_c_saves_the_finished_requests_and_stops_the_server(tmp_path) -> No
     results, output = tmp_path / "results", tmp_path / "bench.jsonl"
     command = ["-m", "harness.cli.main", "bench", "--results-dir", str(results), "--output-file", str(output),
                "--num-prompts", "400", "--random-input-len", "32", "--random-output-len", "960", "--max-concurrency", "1", "--disable-tqdm"]
-    # The signal goes once the launched server has finished the warmup and two measured requests; 400 prompts of up
-    # to 960 tokens take minutes, so it lands mid-run.
-    code, stderr = interrupt_mid_run(command, cwd=tmp_path, ready=after_finished(lambda: _served_url(results), 3))
+    # The signal goes once the launched server has finished four requests after the first look at its counter: at most
+    # its own startup warmup (SGLang's, counted; the first look can come before it) and the benchmark's warmup, then
+    # two or more measured ones, the first of them answered and saved, since one runs at a time. 400 prompts of up to
+    # 960 tokens take minutes, so it lands mid-run.
+    code, stderr = interrupt_mid_run(command, cwd=tmp_path, ready=after_finished(lambda: _served_url(results), 4))
     assert code == 130, stderr
     assert "finished requests saved" in stderr and stderr.rstrip().endswith("specsuite: interrupted"), stderr
     assert "Traceback" not in stderr, stderr

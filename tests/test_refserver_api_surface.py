@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from harness.server.counters import parse_prometheus
 from harness.server.launcher import launch_reference_server
 from tests.helpers.http_sessions import http_session
 
@@ -120,6 +121,32 @@ def test_health_without_generation_is_a_plain_200(tmp_path, monkeypatch):
         started = time.monotonic()
         assert http.get(f"{server.base_url}/health_generate", timeout=TIMEOUT_S).status_code == 200
         assert time.monotonic() - started >= 0.9
+
+
+REQUEST_COUNTERS = ("sglang:num_requests_total", "sglang:prompt_tokens_total", "sglang:generation_tokens_total")
+
+
+def request_counters(http: requests.Session, url: str) -> dict[str, float]:
+    values = parse_prometheus(http.get(f"{url}/metrics", timeout=TIMEOUT_S).text)
+    return {name: values[name] for name in REQUEST_COUNTERS}
+
+
+def test_health_checks_and_log_metrics_false_are_in_no_request_counter(http, url):
+    """The health check's generation is sent with log_metrics=False (srt/entrypoints/http_server.py:757-761), and
+    the tokenizer manager collects a request's metrics only when log_metrics is true (srt/managers/
+    tokenizer_manager.py:2788), so /health polls, like a /generate that sends log_metrics false, leave SGLang's
+    request counters (num_requests, prompt and generation tokens: metrics_collector.py:2109-2136) alone."""
+    before = request_counters(http, url)
+    for path in ("/health", "/health_generate"):
+        assert http.get(f"{url}{path}", timeout=TIMEOUT_S).status_code == 200
+    unlogged = generate(http, url, {"text": PROMPT_B, "sampling_params": GREEDY, "log_metrics": False})
+    assert unlogged.status_code == 200 and unlogged.json()["meta_info"]["completion_tokens"] >= 1
+    assert request_counters(http, url) == before
+    logged = generate(http, url, {"text": PROMPT_B, "sampling_params": GREEDY}).json()["meta_info"]
+    after = request_counters(http, url)
+    assert after["sglang:num_requests_total"] == before["sglang:num_requests_total"] + 1
+    assert after["sglang:prompt_tokens_total"] == before["sglang:prompt_tokens_total"] + logged["prompt_tokens"]
+    assert after["sglang:generation_tokens_total"] == before["sglang:generation_tokens_total"] + logged["completion_tokens"]
 
 
 # --------------------------------------------------------------------------- n > 1

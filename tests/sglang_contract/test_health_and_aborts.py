@@ -33,6 +33,20 @@ def test_health_generates_one_token_polled_once_a_second(sglang_source):
     assert f'HEALTH_CHECK_RID_PREFIX = "{server.HEALTH_CHECK_RID_PREFIX}"' in constants
 
 
+def test_health_checks_are_left_out_of_the_request_metrics(sglang_source):
+    """The health check's request carries log_metrics=False (srt/entrypoints/http_server.py:757-761; the field
+    defaults to true, srt/managers/io_struct.py:258), and the tokenizer manager collects a request's metrics only
+    when it is true (srt/managers/tokenizer_manager.py:2788); the reference server leaves such requests out of
+    sglang:num_requests_total and the token counters, as tests/test_refserver_api_surface.py checks over HTTP."""
+    handler = _function_source(sglang_source("srt/entrypoints/http_server.py"), "health_generate")
+    assert "log_metrics=False" in handler
+    assert re.search(r"class GenerateReqInput\b.*?\n    log_metrics: bool = True\n", sglang_source("srt/managers/io_struct.py"), re.S)
+    manager = sglang_source("srt/managers/tokenizer_manager.py")
+    assert re.search(r"if self\.enable_metrics and state\.obj\.log_metrics:\s+self\.collect_metrics\(", manager)
+    finished = _function_source(sglang_source("srt/observability/metrics_collector.py"), "observe_one_finished_request")
+    assert "self.num_requests_total.labels(" in finished and "self.generation_tokens_total.labels(" in finished
+
+
 def test_non_stream_aborts_with_a_status_raise(sglang_source):
     """An abort with status_code in [400, 600) fails a non-stream request: ValueError for 400,
     HTTPException otherwise; without a status it is returned (srt/managers/tokenizer_manager.py:
