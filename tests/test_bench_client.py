@@ -174,13 +174,20 @@ def test_oai_sampling_sends_the_flags_on_the_openai_backends(refserver):
 def test_the_cli_flag_reaches_the_config():
     import argparse
 
-    from harness.cli.bench import add_bench_arguments, config_from_args
+    from harness.cli.bench import add_bench_arguments
+    from harness.session.bench import BENCH_SERVING, build_bench_config, chosen_from_cli
 
     parser = argparse.ArgumentParser()
     add_bench_arguments(parser)
-    config = config_from_args(parser.parse_args(["--backend", "sglang-oai", "--oai-sampling", "--temperature", "0.6"]), "http://h:1", None)
+
+    def config_for(argv: list[str]):
+        """The BenchConfig `specsuite bench` builds from these flags (harness/cli/bench.py: the one builder)."""
+        args = parser.parse_args(argv)
+        return build_bench_config(chosen_from_cli(lambda name: getattr(args, name, None)), BENCH_SERVING, base_url="http://h:1")
+
+    config = config_for(["--backend", "sglang-oai", "--oai-sampling", "--temperature", "0.6"])
     assert config.oai_sampling is True and config.temperature == 0.6
-    assert config_from_args(parser.parse_args([]), "http://h:1", None).oai_sampling is False
+    assert config_for([]).oai_sampling is False
 
 
 def test_chat_backend_refuses_token_id_prompts(refserver):

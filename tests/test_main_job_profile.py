@@ -30,16 +30,16 @@ def test_the_cli_reads_the_same_argv_into_the_same_settings() -> None:
 
 def test_every_setting_round_trips_also_off_its_default() -> None:
     changed = GSM8KSettings(path="/data/gsm8k.jsonl", num_questions=13, num_shots=2, parallel=3, shots_from_eval=True,
-                            temperatures=(0.0, 0.7, 1.25))
+                            temperatures=(0.0, 0.7, 1.25), min_accuracy=0.5, max_invalid=0.25)
     argv = gsm8k_argv(changed)
     assert session_gsm8k(argv) == changed
-    assert {"--gsm8k-num-shots", "--gsm8k-parallel", "--gsm8k-shots-from-eval"} <= set(argv)
+    assert {"--gsm8k-num-shots", "--gsm8k-parallel", "--gsm8k-shots-from-eval", "--gsm8k-min-accuracy", "--gsm8k-max-invalid"} <= set(argv)
 
 
 def test_the_round_trip_is_not_vacuous() -> None:
     """A session given a different argv builds different settings, field by field."""
     for name, value in (("num_questions", 199), ("temperatures", (0.0,)), ("path", "hf"), ("num_shots", 4), ("parallel", 1),
-                        ("shots_from_eval", True)):
+                        ("shots_from_eval", True), ("min_accuracy", 0.75), ("max_invalid", 0.1)):
         other = dataclasses.replace(MAIN.gsm8k, **{name: value})
         assert session_gsm8k(gsm8k_argv(other)) == other != MAIN.gsm8k
 

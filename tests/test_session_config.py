@@ -170,13 +170,12 @@ def test_the_mapping_names_only_pytest_options_and_real_fields() -> None:
 
 
 def test_the_defaults_are_the_option_tables(monkeypatch: pytest.MonkeyPatch) -> None:
-    """RunConfig() and a pytest session given nothing agree field by field (the table is the one source of defaults);
-    only GSM8K's temperatures differ, as before: none in RunConfig(), the table's "0" in a session."""
+    """RunConfig() and a pytest session given nothing agree field by field: the table is the one source of defaults."""
     monkeypatch.delenv("SPECSUITE_SERVER_URL", raising=False)
     parsed = run_config_from_options(getter(pytest_options([])), front_end="pytest")
     built = RunConfig()
-    assert dataclasses.replace(parsed, gsm8k=dataclasses.replace(parsed.gsm8k, temperatures=())) == built
-    assert parsed.gsm8k.temperatures == (0.0,)
+    assert parsed == built
+    assert built.gsm8k.temperatures == (0.0,) and built.seed == 0 and built.profile == "smoke"
     for section in ("correctness", "integrity", "lossless", "kernel", "history", "bench"):
         assert getattr(parsed, section) == getattr(built, section), section
     assert parsed.alpha == built.alpha == table.find_option("--alpha").default

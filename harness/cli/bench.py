@@ -38,14 +38,6 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     add_arguments(parser, "bench", groups={BENCH_SERVING: group}, only_group=BENCH_SERVING)
 
 
-def config_from_args(args: argparse.Namespace, base_url: str, api_key: str | None, admin_api_key: str | None = None):
-    """A BenchConfig from parsed flags: the one builder (harness/session/bench.py), profile "bench_serving"."""
-    from harness.session.bench import BENCH_SERVING, build_bench_config, chosen_from_cli
-
-    return build_bench_config(chosen_from_cli(lambda name: getattr(args, name, None)), BENCH_SERVING, base_url=base_url,
-                              api_key=api_key, admin_api_key=admin_api_key)
-
-
 def default_output_file(args: argparse.Namespace) -> Path:
     """bench_serving's automatic name, inside --results-dir."""
     day = datetime.now().strftime("%m%d")

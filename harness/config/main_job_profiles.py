@@ -14,14 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.config.options import find_option
-from harness.session.config import GSM8KSettings
+from harness.session.config import GSM8KSettings, option_values, table_default
 
-# The GSM8K fields the main job always states in argv, whatever the table's default (a session's results record the
-# options it was given, so the job's data set, size and temperatures read from them); the other fields are written
-# only where a profile differs from the option table's default.
-PINNED = ("path", "num_questions", "temperatures")
-_FLAGS = {"path": "--gsm8k-path", "num_questions": "--gsm8k-num-questions", "temperatures": "--gsm8k-temperatures",
-          "num_shots": "--gsm8k-num-shots", "parallel": "--gsm8k-parallel", "shots_from_eval": "--gsm8k-shots-from-eval"}
+# The GSM8K options the main job always states in argv, whatever the table's default (a session's results record the
+# options it was given, so the job's data set, size and temperatures read from them); the others are written only
+# where a profile differs from the option table's default.
+PINNED = ("--gsm8k-path", "--gsm8k-num-questions", "--gsm8k-temperatures")
 
 
 @dataclass(frozen=True)
@@ -45,16 +43,16 @@ def _number(value: float) -> str:
 
 
 def gsm8k_argv(settings: GSM8KSettings) -> tuple[str, ...]:
-    """GSM8K settings as pytest options: the PINNED fields always, the others where they differ from the table."""
+    """GSM8K settings as pytest options, each under the flag its field is read from (harness/session/config.py): the
+    PINNED ones always, the others where they differ from the table."""
     argv: list[str] = []
-    for name, flag in _FLAGS.items():
-        value = getattr(settings, name)
-        if name not in PINNED and value == (find_option(flag).default or False):
+    for flag, value in option_values(settings).items():
+        if flag not in PINNED and value == table_default(flag):
             continue
-        if name == "shots_from_eval":
+        if find_option(flag).action == "store_true":
             argv += [flag] if value else []
-        elif name == "temperatures":
-            argv += [flag, ",".join(_number(t) for t in value)]
+        elif isinstance(value, tuple):
+            argv += [flag, ",".join(_number(item) for item in value)]
         else:
             argv += [flag, str(value)]
     return tuple(argv)

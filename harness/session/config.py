@@ -5,11 +5,11 @@ Both front ends read their options through the option table's names (harness/con
 front end does not have reads as None and takes the table's default here; equal options give equal configurations
 (tests/test_session_config.py).
 
-Every option pytest offers is a field here: a section's field names its flag in its metadata (`setting(flag)`), takes
-its default from the option table and its value through the table's parser; the server's options go to ServerOptions
-(`SERVER_OPTIONS`). `mapped_options()` lists them all, and tests/test_session_config.py fails on a pytest option that
-is neither mapped nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.
-pit_requests`), not pytest's options by name.
+Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
+metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
+read one way (`_section`); the server's options go to ServerOptions (`SERVER_OPTIONS`). `mapped_options()` lists them
+all, and tests/test_session_config.py fails on a pytest option that is neither mapped nor listed in `NOT_RUN_SETTINGS`.
+The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not pytest's options by name.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from harness.config.options import find_option, parse_option
-from harness.project_paths import RESULTS_DIR
 from harness.server.session import ServerOptions
 
 OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8k_num_questions`), None when absent
@@ -39,10 +38,6 @@ SERVER_OPTIONS: Mapping[str, str] = {
 NOT_RUN_SETTINGS: Mapping[str, str] = {}
 
 
-def _default(flag: str) -> Any:
-    return find_option(flag).default
-
-
 def _typed(flag: str, value: Any) -> Any:
     """A value through the option table's parser (comma lists parsed, as tuples); other options come typed already."""
     parsed = parse_option(flag, value)
@@ -59,12 +54,6 @@ def setting(flag: str, *, shown: bool = True) -> Any:
     return field(default_factory=lambda: table_default(flag), metadata={OPTION: flag}, repr=shown)
 
 
-def _declared(flag: str, default: Any) -> Any:
-    """A field that `run_config_from_options` reads by name, as it did before the sections (the top-level fields and
-    GSM8K's); its default is the table's (tests/test_session_config.py), but for GSM8K's temperatures: none unless given."""
-    return field(default=default, metadata={OPTION: flag})
-
-
 def section(cls: type) -> Any:
     return field(default_factory=cls, metadata={SECTION: cls})
 
@@ -73,12 +62,12 @@ def section(cls: type) -> Any:
 class GSM8KSettings:
     """One GSM8K run per temperature: the data set and how it is asked; and the suite's pass thresholds."""
 
-    path: str = field(default_factory=lambda: _default("--gsm8k-path"), metadata={OPTION: "--gsm8k-path"})
-    num_questions: int = field(default_factory=lambda: _default("--gsm8k-num-questions"), metadata={OPTION: "--gsm8k-num-questions"})
-    num_shots: int = field(default_factory=lambda: _default("--gsm8k-num-shots"), metadata={OPTION: "--gsm8k-num-shots"})
-    parallel: int = field(default_factory=lambda: _default("--gsm8k-parallel"), metadata={OPTION: "--gsm8k-parallel"})
-    shots_from_eval: bool = _declared("--gsm8k-shots-from-eval", False)
-    temperatures: tuple[float, ...] = _declared("--gsm8k-temperatures", ())
+    path: str = setting("--gsm8k-path")
+    num_questions: int = setting("--gsm8k-num-questions")
+    num_shots: int = setting("--gsm8k-num-shots")
+    parallel: int = setting("--gsm8k-parallel")
+    shots_from_eval: bool = setting("--gsm8k-shots-from-eval")
+    temperatures: tuple[float, ...] = setting("--gsm8k-temperatures")
     min_accuracy: float | None = setting("--gsm8k-min-accuracy")  # the suite's floor (SGLang's last-integer rule); None: none
     max_invalid: float | None = setting("--gsm8k-max-invalid")  # the suite's cap on unparsable answers; None: none
 
@@ -175,7 +164,7 @@ class BenchSettings:
 
     @property
     def fail_on_rules(self) -> str:
-        return self.fail_on or _default("--bench-fail-on")
+        return self.fail_on or find_option("--bench-fail-on").default
 
 
 @dataclass(frozen=True)
@@ -184,13 +173,13 @@ class RunConfig:
     profile, the fault policy, the significance level; and one section per suite."""
 
     server: ServerOptions = field(default_factory=ServerOptions)
-    baseline_url: str | None = _declared("--baseline-url", None)
-    results_dir: str = _declared("--results-dir", RESULTS_DIR)
-    run_id: str | None = _declared("--run-id", None)
-    seed: int = _declared("--seed", 0)
-    profile: str = _declared("--profile", "smoke")
-    fault_policy: str | None = _declared("--fault-policy", None)  # None (or pytest's empty default): the fault policy's defaults
-    prompts: str | None = _declared("--prompts", None)
+    baseline_url: str | None = setting("--baseline-url")
+    results_dir: str = setting("--results-dir")
+    run_id: str | None = setting("--run-id")
+    seed: int = setting("--seed")  # the suites' seed; `specsuite bench`'s own --seed (bench_serving's) is its BenchConfig's
+    profile: str = setting("--profile")
+    fault_policy: str = setting("--fault-policy")  # empty: the fault policy's defaults
+    prompts: str | None = setting("--prompts")
     alpha: float = setting("--alpha")  # every suite's statistical checks: correctness, lossless, kernel, A/B, nightly regression
     gsm8k: GSM8KSettings = section(GSM8KSettings)
     correctness: CorrectnessSettings = section(CorrectnessSettings)
@@ -239,15 +228,10 @@ def _given(get: OptionGetter, flag: str, front_end: str) -> Any:
     return get(option.dest_for(front_end))
 
 
-def _read(get: OptionGetter, flag: str, front_end: str) -> Any:
-    """One option's typed value on this front end; the table's default where it is not given."""
-    value = _given(get, flag, front_end)
-    return table_default(flag) if value is None else _typed(flag, value)
-
-
-def _section(cls: type, get: OptionGetter, front_end: str) -> Any:
-    """A section from the options its fields name; an option not given keeps the table's default."""
-    values = {}
+def _section(cls: type, get: OptionGetter, front_end: str, **built: Any) -> Any:
+    """`cls` from the options its fields name (an option not given keeps the table's default), and the fields `built`
+    already."""
+    values = dict(built)
     for item in fields(cls):
         value = _given(get, item.metadata[OPTION], front_end) if OPTION in item.metadata else None
         if value is not None:
@@ -270,24 +254,10 @@ def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str |
     reason = require_reason(get)
     server = ServerOptions(
         server_url=get("server_url"), launch=get("launch"), launch_url=get("launch_url"),
-        ready_timeout_s=float(_or(get("launch_timeout"), _default("--launch-timeout"))), arm=get("arm_name"),
+        ready_timeout_s=float(_or(get("launch_timeout"), table_default("--launch-timeout"))), arm=get("arm_name"),
         reference_arm=_or(get("reference_arm"), "fix"), tokenizer=get("tokenizer"), vocab_size=get("vocab_size"),
-        server_kind=_or(get("server_kind"), _default("--server-kind")), require_server_url=reason is not None,
+        server_kind=_or(get("server_kind"), table_default("--server-kind")), require_server_url=reason is not None,
         require_reason=reason or "--require-server-url", api_key=api_key, admin_api_key=admin_api_key,
     )
-    temperatures = get("gsm8k_temperatures")
-    gsm8k = GSM8KSettings(
-        path=_or(get("gsm8k_path"), _default("--gsm8k-path")),
-        num_questions=_or(get("gsm8k_num_questions"), _default("--gsm8k-num-questions")),
-        num_shots=_or(get("gsm8k_num_shots"), _default("--gsm8k-num-shots")),
-        parallel=_or(get("gsm8k_parallel"), _default("--gsm8k-parallel")),
-        shots_from_eval=bool(get("gsm8k_shots_from_eval")),
-        temperatures=tuple(parse_option("--gsm8k-temperatures", temperatures, front_end)) if temperatures is not None else (),
-        min_accuracy=_read(get, "--gsm8k-min-accuracy", front_end), max_invalid=_read(get, "--gsm8k-max-invalid", front_end),
-    )
-    return RunConfig(server=server, baseline_url=get("baseline_url"), results_dir=_or(get("results_dir"), RESULTS_DIR),
-                     run_id=get("run_id"), seed=_or(get("seed"), 0), profile=_or(get("profile"), "smoke"),
-                     fault_policy=get("fault_policy") or None, prompts=get("prompts"),
-                     alpha=_read(get, "--alpha", front_end), gsm8k=gsm8k,
-                     **{item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig)
-                        if SECTION in item.metadata and item.name != "gsm8k"})
+    sections = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
+    return _section(RunConfig, get, front_end, server=server, **sections)
