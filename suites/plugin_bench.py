@@ -76,9 +76,7 @@ def bench_state(specsuite) -> BenchSuiteState:
         specsuite.write_results("running")
         if not state.baseline_url:
             return state
-        repeats = settings.repeats
-        if repeats < 1:
-            raise SpecsuiteError(f"--bench-repeats must be at least 1, got {repeats}")
+        repeats = settings.repeats  # at least 1: range-checked at session start (options.BOUNDS)
         for number in range(repeats):
             state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline"))
             if number + 1 < repeats:

@@ -70,11 +70,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.server is None:
         return
     recorder = IntegrityRecorder()
-    settings = state.run_config.integrity
-    try:
-        for flag, value in (("--integrity-stop-offsets", settings.stop_offsets), ("--integrity-batch-size", settings.batch_size)):
-            if value < 1:
-                raise SpecsuiteError(f"{flag} must be at least 1, got {value}")
+    try:  # --integrity-stop-offsets and --integrity-batch-size were range-checked at session start (options.BOUNDS)
         state.server.client = checking_client(state.server, recorder, state.run_config.server.tokenizer)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
