@@ -16,7 +16,6 @@ import pytest
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.server.secrets import load_api_key
-from harness.server.server_kind import VLLM, kind_of
 from harness.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
 from harness.workloads.lossless.reference import ReferenceServer, open_reference
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
@@ -49,7 +48,7 @@ class LosslessSession:
         self.specsuite = specsuite
         self.reference = reference
         self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
-                                         draft_steps_of(server.identity.speculative))
+                                         draft_steps_of(server.identity.speculative), vocab_size=server.vocab.vocab_size)
         self.results: dict[str, Any] = specsuite.workloads.setdefault("lossless", {})
         self.results.update({"config": _config_dict(config), "reference": reference.description,
                              "draft_steps": self.workload.draft_steps, "pit": {}, "two_sample": {}})
@@ -67,12 +66,6 @@ class LosslessSession:
             pytest.skip(self.reference.unavailable_reason or "no reference server")
 
     def pit(self, setting: SamplingSetting) -> dict[str, Any]:
-        if kind_of(self.specsuite.server.client) == VLLM and setting.temperature != 1.0:
-            # The PIT needs the target's distribution at the sampling temperature; vLLM scores prompt
-            # positions from the raw logits whatever the request's temperature or --logprobs-mode
-            # (v1/worker/gpu_model_runner.py:5375-5389), and top-K alone cannot be re-tempered exactly.
-            pytest.skip(f"PIT at {setting.key} on vLLM: its prompt logprobs are at temperature 1 only; "
-                        "the two-sample tests cover this setting")
         if setting.key not in self.results["pit"]:
             index = self.workload.config.settings.index(setting)
             self._store("pit", setting.key, self.workload.pit(setting, index))
@@ -86,10 +79,8 @@ class LosslessSession:
         return self.results["two_sample"][setting.key]
 
     def directed_settings(self) -> list[SamplingSetting]:
-        """Settings whose scoring gives the distribution the server samples from: top_p 1, and on vLLM
-        temperature 1 only (its prompt logprobs are raw, see `pit`)."""
-        vllm = kind_of(self.specsuite.server.client) == VLLM
-        return [s for s in self.workload.config.settings if s.top_p == 1.0 and (not vllm or s.temperature == 1.0)]
+        """Settings whose tempered scoring is the distribution the server samples from: top_p 1."""
+        return [s for s in self.workload.config.settings if s.top_p == 1.0]
 
     def directed(self) -> dict[str, Any]:
         """The tests aimed at over-acceptance (harness/workloads/lossless/directed.py), pooled over the
@@ -97,7 +88,7 @@ class LosslessSession:
         if "directed" not in self.results:
             settings = self.directed_settings()
             if not settings:
-                pytest.skip("no lossless setting with top_p 1 (and, on vLLM, temperature 1): nothing exact to test the mode rate on")
+                pytest.skip("no lossless setting with top_p 1: nothing exact to test the mode rate on")
             for setting in settings:
                 self.pit(setting)
                 if self.reference.client is not None:

@@ -1,7 +1,9 @@
 """Losslessness suite: speculative sampling must leave the target distribution unchanged.
 
 - PIT calibration: tokens at positions >= 2, scored by a prefill request on the server under
-  test, must have uniform randomized PITs (KS + binned chi-square, Bonferroni).
+  test (raw logprobs, tempered by the harness), must have uniform randomized PITs (KS + binned
+  chi-square, Bonferroni); at T != 1 given the top-K, with the tail tokens counted against the
+  bounds of the tail's mass.
 - Two-sample: the same prompts on a speculation-off reference; chi-square homogeneity of the tokens
   at positions 2..k+2, and a log-likelihood calibration z.
 - Greedy equality: T=0 outputs equal to the reference's at several concurrencies; a divergence at a
@@ -30,6 +32,10 @@ def test_pit_calibration(lossless, lossless_setting):
                f"over n={test['n']} positions >= 2 from {result['requests']} requests; {_top_bins(test)}; "
                f"{result['outside_support']} tokens outside the nucleus; MDE (TV, 80% power) body {test['mde_tv_body']:.4f}, "
                f"tail {test['mde_tv_tail']:.5f}")
+    tail = result.get("tail")
+    if tail:
+        summary += (f"; given the top-K (T != 1): {tail['draws']} tail tokens drawn where the target gives "
+                    f"[{tail['expected_low']:.2f}, {tail['expected_high']:.2f}], p={tail['p_value']:.3g}")
     print(summary)
     assert result["passed"], f"not calibrated to the target: {summary} < alpha {test['alpha']:g}"
 

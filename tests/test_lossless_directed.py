@@ -17,6 +17,7 @@ from harness.workloads.lossless.directed import (
     top_token_rate_test,
 )
 from harness.workloads.lossless.scoring import ScoredPosition
+from harness.workloads.lossless.tempering import tempered
 
 VOCAB = 40
 DRAFTS = 3
@@ -83,13 +84,25 @@ def test_roles_from_vllm_per_step_stats():
 
 
 def test_positions_from_a_scored_answer():
-    scored = [None, ScoredPosition(7, (7, 9), (math.log(0.6), math.log(0.3)), math.log(0.6)),
-              ScoredPosition(9, (7, 9), (math.log(0.5), math.log(0.4)), math.log(0.4))]
+    raw = [ScoredPosition(7, (7, 9), (math.log(0.6), math.log(0.3)), math.log(0.6)),
+           ScoredPosition(9, (7, 9), (math.log(0.5), math.log(0.4)), math.log(0.4))]
+    scored = [None, *(tempered(p, 1.0, 10) for p in raw)]
     meta = {"vllm_speculative_decoding": {"per_step_accepted": [1], "per_step_drafted": [3]}}
     first, second = directed_positions(meta, [5, 7, 9], scored)
     assert first.is_mode and first.role == "accepted" and math.isclose(first.mode_prob, 0.6)
     assert not second.is_mode and second.role == "recovered" and math.isclose(second.own_prob, 0.4)
     assert directed_positions({}, [5, 7, 9], scored)[0].role is None
+
+
+def test_positions_at_a_temperature_use_the_top_k_given_the_top_k():
+    """At T = 0.5 the mode's probability given the top-K is exact: 0.6^2 / (0.6^2 + 0.3^2) = 0.8; a tail
+    draw leaves the mode-rate test, and the drawn token's probability is its upper bound (the tail's weight
+    is at most its raw mass 0.1 times p_K = 0.3)."""
+    raw = ScoredPosition(7, (7, 9), (math.log(0.6), math.log(0.3)), math.log(0.6))
+    tail = ScoredPosition(4, (7, 9), (math.log(0.6), math.log(0.3)), math.log(0.05))
+    first, second = directed_positions({}, [5, 7, 4], [None, tempered(raw, 0.5, 10), tempered(tail, 0.5, 10)])
+    assert math.isclose(first.mode_prob, 0.8) and first.in_mode_rate and 0.36 / (0.45 + 0.1 * 0.3) <= first.own_prob < 0.8
+    assert not second.in_mode_rate and second.own_prob >= 0.05**2 / (0.6**2 + 0.3**2 + 0.1**2)
 
 
 @pytest.mark.parametrize("n", [0, 5])

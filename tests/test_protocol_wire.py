@@ -10,6 +10,8 @@ answers (tests/data/sglang_live/) parse through `SGLangClient.parse_answer` and 
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 from typing import Any
@@ -136,7 +138,10 @@ def test_the_workloads_build_the_requests_the_old_payloads_stood_for() -> None:
     assert correctness_request(PromptItem("p2", "math", "2+2="), SamplingCase(0.0, 1.0), 16, 0) == typed(OLD["correctness_greedy"]["payload"])[0]
     assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.0, top_p=1.0, max_new_tokens=256) == typed(OLD["gsm8k"]["payload"])[0]
     assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.6, top_p=0.95, max_new_tokens=128) == typed(OLD["gsm8k_sampled"]["payload"])[0]
-    assert scoring_request([1, 2, 3], [4, 5, 6], 0.7, 5) == typed(OLD["lossless_score"]["payload"])[0]
+    # the recorded scoring payload carried the generation's temperature (0.7); prompt logprobs are raw whatever
+    # it says, so the request now names the temperature 1 it gets back
+    old_score = typed(OLD["lossless_score"]["payload"])[0]
+    assert scoring_request([1, 2, 3], [4, 5, 6], 5) == dataclasses.replace(old_score, sampling=dataclasses.replace(old_score.sampling, temperature=1.0))
 
 
 def test_a_request_needs_exactly_one_prompt() -> None:

@@ -48,8 +48,9 @@ def test_native_payload_becomes_a_completions_body():
                "sampling_params": {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32, "sampling_seed": 7, "stop": ["x"],
                                    "no_stop_trim": True, "top_k": -1, "ignore_eos": None}}
     body = vllm_client.native_body("m", payload, ["Henry was"], payload["sampling_params"], stream=True)
+    # top_k -1 stays: an omitted top_k would take the model's generation_config.json default on vLLM
     assert body == {"model": "m", "prompt": "Henry was", "stream": True, "return_token_ids": True, "temperature": 0.6, "top_p": 0.95,
-                    "max_tokens": 32, "seed": 7, "stop": ["x"], "include_stop_str_in_output": True, "logprobs": 0,
+                    "top_k": -1, "max_tokens": 32, "seed": 7, "stop": ["x"], "include_stop_str_in_output": True, "logprobs": 0,
                     "return_tokens_as_token_ids": True, "stream_options": {"include_usage": True}}
 
 

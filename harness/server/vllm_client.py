@@ -335,8 +335,8 @@ def request_body(model: str, request: GenerationRequest, *, stream: bool, raw: d
     body: dict[str, Any] = {"model": model, "prompt": request.prompt_value, "stream": stream, "return_token_ids": True}
     body.update(request.sampling.openai_fields())
     body.update(raw or {})
-    if body.get("top_k") == -1:
-        body.pop("top_k")  # SGLang's "no top-k" is vLLM's default
+    # top_k -1 is sent as it is: vLLM 0.32 reads 0 or -1 as "no top-k" (sampling_params.py:315-317), while
+    # an omitted field takes the model's generation_config.json default (entrypoints/openai/completion/serving.py:80).
     if request.logprobs:
         body["logprobs"] = int(request.top_logprobs or 0)
         body["return_tokens_as_token_ids"] = True

@@ -178,7 +178,7 @@ def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     payloads = [
         native_payload(gsm8k_request("Q: 1+1?\nA:")),
         native_payload(correctness_request(PromptItem("p0", "prose", "Hello"), SamplingCase(1.0, 0.95), 32, 7)),
-        native_payload(scoring_request([1, 2], [3], 1.0, 2)),
+        native_payload(scoring_request([1, 2], [3], 2)),
         bench_settings.wire.body(bench_settings.bench_request(DatasetRow("Hello", 1, 8))),
         greedy_payload("Hello", 8, stop=["x"], stop_token_ids=[1], no_stop_trim=True, ignore_eos=True, min_new_tokens=1),
     ]

@@ -74,7 +74,7 @@ def test_lossless_scoring_reads_the_prompt_side_of_such_answers(refserver_url) -
     prompt_ids = post(refserver_url, "/tokenize", {"prompt": PROMPT})["tokens"]
     generated = post(refserver_url, "/generate", {"input_ids": prompt_ids, "sampling_params": {"temperature": 0, "max_new_tokens": 12}})
     output_ids = generated["output_ids"]
-    answer = post(refserver_url, "/generate", native_payload(scoring_request(prompt_ids, output_ids, 1.0, TOP_K)))
+    answer = post(refserver_url, "/generate", native_payload(scoring_request(prompt_ids, output_ids, TOP_K)))
     assert answer["output_ids"] == [] and len(answer["meta_info"]["output_token_logprobs"]) == 1
     positions = parse_scoring(answer, output_ids)
     assert len(positions) == len(output_ids) and positions[0] is None
@@ -83,3 +83,25 @@ def test_lossless_scoring_reads_the_prompt_side_of_such_answers(refserver_url) -
         assert positions[index].token_id == output_ids[index]
         assert positions[index].top_ids == tuple(t[1] for t in tops[index])
         assert positions[index].top_ids[0] == output_ids[index]  # greedy generation: the argmax at T=1 too
+
+
+def test_prompt_logprobs_are_raw_whatever_the_temperature(refserver_url) -> None:
+    """SGLang computes input logprobs in its logits processor, before the sampler's temperature
+    (0.5.23 srt/layers/logprob_processor.py:475 InputLogprobProcessor, log_softmax at :734; the source
+    facts are pinned by test_logprob_semantics.py), while output logprobs are log(softmax(logits / T))
+    (srt/layers/sampler.py, the torch.log(probs) after logits.div_(temperatures)). The reference server
+    answers the same: one scoring at T = 1.0, 0.7 and 0.4 gives the same input logprobs, and the output
+    logprob of a sampled token moves with T."""
+    prompt_ids = post(refserver_url, "/tokenize", {"prompt": PROMPT})["tokens"]
+    scored = []
+    for temperature in (1.0, 0.7, 0.4):
+        body = {"input_ids": prompt_ids, "return_logprob": True, "logprob_start_len": 0, "top_logprobs_num": TOP_K,
+                "sampling_params": {"temperature": temperature, "max_new_tokens": 1, "sampling_seed": 3}}
+        scored.append(post(refserver_url, "/generate", body)["meta_info"])
+    first = scored[0]
+    for other in scored[1:]:
+        assert other["input_top_logprobs"] == first["input_top_logprobs"]
+        assert other["input_token_logprobs"] == first["input_token_logprobs"]
+    tops = [meta["output_top_logprobs"][0][0][0] for meta in scored]
+    assert tops[0] > tops[1] - 1e-9 or tops[0] != tops[1]
+    assert len({round(value, 6) for value in tops}) == 3  # the output side is tempered

@@ -96,7 +96,7 @@ def one_run(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         "tokens": sum(len(request) + 1 for requests in sources.values() for request in requests),
         "positions": len(positions),
         "accepted_share": sum(p.role == "accepted" for p in drafts) / len(drafts) if drafts else None,
-        "p": {"pit": pit["test"]["p_value"], "mode_rate": rate["p_value"], "betting": bet["p_value"]},
+        "p": {"pit": pit["p_value"], "mode_rate": rate["p_value"], "betting": bet["p_value"]},
         "mode_rate_excess": rate["excess_rate"], "betting_mean_ratio": bet["mean_weighted_acceptance"],
     }
 

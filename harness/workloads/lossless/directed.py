@@ -23,8 +23,9 @@ PIT spreads its power over every shape of departure; these two tests spend it on
    can be added while the evidence is unclear (sequential sampling). lambda_t is the growth-optimal
    bet for c = 1.25 if the draft were the mode: (c - 1) pi / (1 - pi), capped at 0.5.
 
-Positions come from `directed_positions` (one request's answer and its scoring). p_t must be the
-distribution the server samples from: temperature 1 on vLLM (its prompt logprobs are raw), top_p 1.
+Positions come from `directed_positions` (one request's answer and its scoring, tempered to the
+request's temperature: harness/workloads/lossless/tempering.py). p_t must be the distribution the
+server samples from, so only top_p 1 settings are pooled.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 
 from scipy import stats
 
-from harness.workloads.lossless.scoring import ScoredPosition
+from harness.workloads.lossless.tempering import TemperedPosition
 
 DESIGN_C = 1.25  # the bias the betting fraction is tuned to
 MAX_BET = 0.5
@@ -51,6 +52,7 @@ class DirectedPosition:
     is_mode: bool  # the drawn token is the target's top-1
     own_prob: float  # p_t(x_t), the drawn token's probability
     role: str | None  # prefill, accepted, recovered, bonus; None without per-step stats
+    in_mode_rate: bool = True  # counted by the mode-rate test (a tail draw is not, where it is taken given the top-K)
 
 
 def token_roles(num_tokens: int, spec: Any) -> list[str] | None:
@@ -70,23 +72,31 @@ def token_roles(num_tokens: int, spec: Any) -> list[str] | None:
     return roles[:num_tokens] if len(roles) >= num_tokens else None
 
 
-def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequence[ScoredPosition | None]) -> list[DirectedPosition]:
+def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequence[TemperedPosition | None]) -> list[DirectedPosition]:
     """The scored positions (>= 2) of one request, with their roles when the server gave per-step stats.
-    `scored` is parse_scoring's list for `output` (None at position 1)."""
+    `scored` is the tempered scoring list for `output` (None at position 1).
+
+    Where the tail's weight is known only within bounds (T != 1), the mode rate is taken given that
+    the token is in the top-K (exact; tail draws leave it), and the drawn token's probability is its
+    upper bound, which turns the betting martingale into a supermartingale: still a valid test."""
     roles = token_roles(len(output), (meta or {}).get("vllm_speculative_decoding"))
     found = []
     for index, position in enumerate(scored):
-        if position is None or position.token_logprob is None or not position.top_ids:
+        if position is None or position.token_weight is None or not position.top_ids:
             continue
-        best = max(range(len(position.top_ids)), key=lambda i: (position.top_logprobs[i], -position.top_ids[i]))
-        found.append(DirectedPosition(mode_prob=math.exp(position.top_logprobs[best]), is_mode=position.token_id == position.top_ids[best],
-                                      own_prob=math.exp(position.token_logprob), role=roles[index] if roles else None))
+        if position.exact:
+            mode_prob, in_mode_rate = position.probability_bounds(float(position.top_weights[0]))[0], True
+        else:
+            mode_prob, in_mode_rate = float(position.top_weights[0]) / position.top_weight, position.rank is not None
+        found.append(DirectedPosition(mode_prob=mode_prob, is_mode=position.token_id == position.top_ids[0],
+                                      own_prob=position.probability_bounds(position.token_weight)[1],
+                                      role=roles[index] if roles else None, in_mode_rate=in_mode_rate))
     return found
 
 
 def top_token_rate_test(positions: Iterable[DirectedPosition], alpha: float) -> dict[str, Any]:
     """Test 1: is the target's mode drawn more often than the target says?"""
-    chosen = list(positions)
+    chosen = [p for p in positions if p.in_mode_rate]
     n = len(chosen)
     observed = sum(p.is_mode for p in chosen)
     expected = sum(p.mode_prob for p in chosen)

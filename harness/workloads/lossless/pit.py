@@ -15,6 +15,15 @@ edge) is skipped; that choice depends on the context only, so the kept u stay un
 token outside a decided nucleus is impossible for a correct sampler: it is counted, and enters the
 test as u = 1, the most extreme value, so that many of them fail the test while a rare one from
 scoring-versus-sampling numerics does not.
+
+Temperature: the scoring request returns raw logprobs (temperature 1); the target at T is
+p^(1/T) renormalised (harness/workloads/lossless/tempering.py). The top-K's weights are exact, the
+tail's only within bounds. At T = 1 the tail is exact and the PIT above applies. At T != 1 with
+top_p 1 the PIT is taken given that the token is in the top-K (exact: the top-K's weights
+renormalised); given the context, the event "the token is in the top-K" is the only selection, so
+the kept u are still iid uniform. The tail tokens themselves go to a count test against the tail
+mass's bounds (`tail_rate_test`). A nucleus inside the top-K needs no tail weight, only its size
+does: a position whose size depends on where in its bounds the tail lies is skipped.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from scipy import optimize, stats
 
 from harness.errors import SpecsuiteError
 from harness.stats._common import Result
-from harness.workloads.lossless.scoring import ScoredPosition
+from harness.workloads.lossless.tempering import TemperedPosition
 
 # Float32 logprobs and different summation orders move a prefix sum by far less than this.
 NUCLEUS_TOLERANCE = 1e-4
@@ -40,28 +49,29 @@ MIN_EXPECTED_PER_BIN = 5
 MIN_VALUES = 20
 TARGET_POWER = 0.8
 
-PitStatus = Literal["ok", "unresolved", "outside-support"]
+PitStatus = Literal["ok", "unresolved", "outside-support", "tail"]
 
 
 @dataclass(frozen=True)
 class PitValue:
-    """The PIT of one position: in [0, 1]; 1.0 for a token outside the nucleus; None when unresolved."""
+    """The PIT of one position: in [0, 1]; 1.0 for a token outside the nucleus; None when unresolved, or
+    for a tail token where only the top-K's distribution is exact ("tail")."""
 
     value: float | None
     status: PitStatus
 
 
-def _sorted_probs(position: ScoredPosition) -> tuple[list[int], np.ndarray]:
-    order = sorted(range(len(position.top_ids)), key=lambda i: (-position.top_logprobs[i], position.top_ids[i]))
-    ids = [position.top_ids[i] for i in order]
-    probs = np.exp(np.array([position.top_logprobs[i] for i in order], dtype=np.float64))
-    return ids, probs
+def _nucleus_size(position: TemperedPosition, top_p: float) -> int | None:
+    """How many of the sorted top-K the sampler keeps (prefix mass before a token < top_p), or None
+    when the top-K cannot decide it: the nucleus may reach past the top-K, a prefix sum sits within
+    tolerance of top_p, the last kept token ties with the first dropped one, or the answer depends on
+    where in its bounds the tail's weight lies (a temperature other than 1)."""
+    sizes = {_nucleus_size_at(position.top_weights / (position.top_weight + tail), top_p)
+             for tail in (position.tail_low, position.tail_high)}
+    return sizes.pop() if len(sizes) == 1 else None
 
 
-def _nucleus_size(probs: np.ndarray, top_p: float) -> int | None:
-    """How many of the sorted top-K the sampler keeps (prefix mass before a token < top_p), or
-    None when the top-K cannot decide it: the nucleus may reach past the top-K, a prefix sum sits
-    within tolerance of top_p, or the last kept token ties with the first dropped one."""
+def _nucleus_size_at(probs: np.ndarray, top_p: float) -> int | None:
     before = np.cumsum(probs) - probs
     kept = int(np.count_nonzero(before < top_p))
     total = float(probs.sum())
@@ -74,54 +84,101 @@ def _nucleus_size(probs: np.ndarray, top_p: float) -> int | None:
     return kept
 
 
-def randomized_pit(position: ScoredPosition, uniform: float, top_p: float = 1.0) -> PitValue:
+def randomized_pit(position: TemperedPosition, uniform: float, top_p: float = 1.0) -> PitValue:
     """The randomized PIT of `position.token_id`; `uniform` is the V ~ U(0, 1) for this position."""
-    ids, probs = _sorted_probs(position)
-    rank = ids.index(position.token_id) if position.token_id in ids else None
+    weights, rank = position.top_weights, position.rank
     if top_p < 1.0:
-        kept = _nucleus_size(probs, top_p)
+        kept = _nucleus_size(position, top_p)
         if kept is None:
             return PitValue(None, "unresolved")
         if rank is None or rank >= kept:
             return PitValue(1.0, "outside-support")
-        nucleus = probs[:kept]
-        mass = float(nucleus.sum())
-        return PitValue(min(1.0, (float(nucleus[:rank].sum()) + uniform * float(nucleus[rank])) / mass), "ok")
-    top_mass = float(probs.sum())
-    tail = max(0.0, 1.0 - top_mass)
-    total = top_mass + tail  # 1, unless rounding pushed the top-K a hair past it
+        return PitValue(_within(weights[:kept], rank, uniform), "ok")
+    if not position.exact:
+        # Given that the token is in the top-K its distribution is exact; a tail token is counted for
+        # the tail-rate test instead.
+        return PitValue(None, "tail") if rank is None else PitValue(_within(weights, rank, uniform), "ok")
+    top, tail = position.top_weight, position.tail_low
     if rank is None:
-        return PitValue(min(1.0, (top_mass + uniform * tail) / total), "ok")
-    return PitValue(min(1.0, (float(probs[:rank].sum()) + uniform * float(probs[rank])) / total), "ok")
+        return PitValue(min(1.0, (top + uniform * tail) / (top + tail)), "ok")
+    return PitValue(min(1.0, (float(weights[:rank].sum()) + uniform * float(weights[rank])) / (top + tail)), "ok")
+
+
+def _within(weights: np.ndarray, rank: int, uniform: float) -> float:
+    """The PIT of the id at `rank` under `weights` renormalised."""
+    return min(1.0, (float(weights[:rank].sum()) + uniform * float(weights[rank])) / float(weights.sum()))
 
 
 @dataclass(frozen=True)
 class PitValues:
-    """The PIT values of many positions (outside-support ones included, as 1.0) and the counts of
-    outside-support and unresolved (skipped) positions."""
+    """The PIT values of many positions (outside-support ones included, as 1.0), the counts of
+    outside-support and unresolved (skipped) positions, and for positions tested given the top-K
+    (temperature other than 1, top_p 1) how many drew a tail token against the tail mass expected."""
 
     values: np.ndarray
     unresolved: int
     outside_support: int
+    tail_positions: int = 0
+    tail_draws: int = 0
+    tail_expected_low: float = 0.0
+    tail_expected_high: float = 0.0
 
     @property
     def positions(self) -> int:
-        return len(self.values) + self.unresolved
+        return len(self.values) + self.unresolved + self.tail_draws
 
 
-def pit_values(positions: Iterable[ScoredPosition], top_p: float, seed: int) -> PitValues:
+def pit_values(positions: Iterable[TemperedPosition], top_p: float, seed: int) -> PitValues:
     """PIT of every position, with one V per position from a generator seeded with `seed`."""
     rng = np.random.default_rng(seed)
     values: list[float] = []
-    unresolved = outside = 0
+    unresolved = outside = tail_positions = tail_draws = 0
+    expected_low = expected_high = 0.0
     for position in positions:
         result = randomized_pit(position, float(rng.random()), top_p)
+        if top_p >= 1.0 and not position.exact:
+            low, high = position.tail_mass_bounds()
+            tail_positions += 1
+            expected_low, expected_high = expected_low + low, expected_high + high
+            tail_draws += result.status == "tail"
         if result.value is None:
-            unresolved += 1
+            unresolved += result.status == "unresolved"
             continue
         values.append(result.value)
         outside += result.status == "outside-support"
-    return PitValues(np.array(values, dtype=np.float64), unresolved, outside)
+    return PitValues(np.array(values, dtype=np.float64), unresolved, outside, tail_positions, tail_draws, expected_low, expected_high)
+
+
+@dataclass(frozen=True)
+class TailRateResult(Result):
+    """Tail tokens drawn at positions tested given the top-K, against the tail mass the target gives
+    them, known only within bounds (harness/workloads/lossless/tempering.py). One-sided Poisson
+    p-values on each side, at the bound that favours the server: the count of a sum of independent
+    Bernoulli draws has tails no heavier than a Poisson's of the same mean one unit or more from it
+    (Hoeffding 1956; Anderson and Samuels 1967), so both are conservative. Bonferroni over the sides."""
+
+    positions: int
+    draws: int
+    expected_low: float
+    expected_high: float
+    p_excess: float
+    p_deficit: float
+    p_value: float
+    alpha: float
+    passed: bool
+
+
+def tail_rate_test(values: PitValues, alpha: float) -> TailRateResult:
+    """Are tail tokens drawn more often than the target's largest possible tail mass allows, or less
+    often than its smallest?"""
+    draws, low, high = values.tail_draws, values.tail_expected_low, values.tail_expected_high
+    p_excess = float(stats.poisson.sf(draws - 1, high)) if high > 0 and draws >= high + 1 else 1.0
+    if draws > 0 and high == 0:
+        p_excess = 0.0  # a tail token where the target has no tail
+    p_deficit = float(stats.poisson.cdf(draws, low)) if draws <= low - 1 else 1.0
+    p_value = min(1.0, 2.0 * min(p_excess, p_deficit))
+    return TailRateResult(positions=values.tail_positions, draws=draws, expected_low=low, expected_high=high,
+                          p_excess=p_excess, p_deficit=p_deficit, p_value=p_value, alpha=alpha, passed=p_value >= alpha)
 
 
 # -- bins and power ---------------------------------------------------------------------------

@@ -2,8 +2,12 @@
 
 A generated continuation is sent back as part of the prompt (prompt ids = prompt + output) with
 `max_new_tokens` 0, logprobs, `logprob_start` = the prompt length and `top_logprobs` K (on the
-wire SGLang's `return_logprob`, `logprob_start_len`, `top_logprobs_num`), at the generation's temperature. Prefill never speculates, so what comes
-back is the target's log_softmax(logits / T) at each generated position (sglang_api.md §1.5, §4).
+wire SGLang's `return_logprob`, `logprob_start_len`, `top_logprobs_num`). Prefill never speculates, so
+what comes back is the target's own distribution at each generated position, and it is the raw one,
+log_softmax(logits), before temperature, top-p and top-k, whatever the request's sampling parameters:
+SGLang computes input logprobs in its logits processor, apart from the sampler, and vLLM from the raw
+logits (docs/logprob_semantics.md, pinned by tests/sglang_contract/test_logprob_semantics.py). The
+request therefore carries temperature 1, the distribution it gets back.
 SGLang reports the first entry from `logprob_start_len` as null, which is position 1 (the token
 sampled in prefill): only positions ≥ 2 get a distribution, and those are the ones speculation
 produces.
@@ -41,10 +45,10 @@ class ScoredPosition:
         return [math.exp(value) for value in self.top_logprobs]
 
 
-def scoring_request(prompt_ids: list[int], output_ids: list[int], temperature: float, top_k: int) -> GenerationRequest:
-    """Prefill-only request scoring `output_ids` as prompt, at `temperature`: the top-K logprobs of
-    every position from the end of the prompt on."""
-    return GenerationRequest(prompt_ids=(*prompt_ids, *output_ids), sampling=Sampling(temperature=temperature, max_new_tokens=0),
+def scoring_request(prompt_ids: list[int], output_ids: list[int], top_k: int) -> GenerationRequest:
+    """Prefill-only request scoring `output_ids` as prompt: the raw top-K logprobs of every position
+    from the end of the prompt on."""
+    return GenerationRequest(prompt_ids=(*prompt_ids, *output_ids), sampling=Sampling(temperature=1.0, max_new_tokens=0),
                              logprobs=True, top_logprobs=top_k, logprob_start=len(prompt_ids))
 
 

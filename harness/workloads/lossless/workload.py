@@ -3,7 +3,9 @@ and turns the answers into JSON-ready results. The pytest suite and the false-al
 
 The server under test samples; the reference is the same model with speculation off. PIT scoring
 runs on the server under test (its prefill is the target); the two-sample log-likelihood is
-scored on the reference, for both arms alike.
+scored on the reference, for both arms alike. Scoring returns raw (temperature 1) logprobs, as
+SGLang's and vLLM's prompt logprobs are; the PIT and the directed tests apply the sampling temperature
+themselves (tempering.py), and the log-likelihood is the raw one, the same statistic for both arms.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ from harness.server.protocol import GenerationRequest, Sampling, ServerClient
 from harness.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from harness.workloads.lossless.directed import DirectedPosition, directed_positions
 from harness.workloads.lossless.greedy import DEFAULT_NUMERICS_GAP, ReferenceOutput, compare_greedy
-from harness.workloads.lossless.pit import pit_values, uniformity_test
-from harness.workloads.lossless.scoring import parse_scoring, scoring_request
+from harness.workloads.lossless.pit import pit_values, tail_rate_test, uniformity_test
+from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
+from harness.workloads.lossless.tempering import TemperedPosition, tempered
 from harness.workloads.lossless.two_sample import homogeneity_test, loglik_calibration
 
 DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
+# Sent explicitly so that no server-side default (SGLang's --sampling-defaults model, vLLM's generation
+# config) narrows the distribution the tests take as the target: -1 is "no top-k" for SGLang and vLLM
+# alike, 0 "no min-p" (docs/logprob_semantics.md).
+TOP_K_OFF = -1
+MIN_P_OFF = 0.0
 
 
 @dataclass(frozen=True)
@@ -115,6 +123,7 @@ class LosslessWorkload:
     prompts: Sequence[str]
     config: LosslessConfig = field(default_factory=LosslessConfig)
     draft_steps: int = DEFAULT_DRAFT_STEPS
+    vocab_size: int | None = None  # the sampler's range; bounds the tail at temperatures other than 1
     _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
     # setting key -> source ("pit", "two-sample") -> per request, the positions the directed tests read
     directed: dict[str, dict[str, list[list[DirectedPosition]]]] = field(default_factory=dict, init=False, repr=False)
@@ -136,11 +145,16 @@ class LosslessWorkload:
         return self.reference
 
     def _sample(self, client: ServerClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> Generation:
-        sampling = Sampling(temperature=setting.temperature, top_p=setting.top_p, max_new_tokens=max_new_tokens, seed=seed)
+        sampling = Sampling(temperature=setting.temperature, top_p=setting.top_p, top_k=TOP_K_OFF, min_p=MIN_P_OFF,
+                            max_new_tokens=max_new_tokens, seed=seed)
         return generate_one(client, GenerationRequest(prompt_ids=tuple(prompt), sampling=sampling))
 
-    def _score(self, client: ServerClient, prompt: list[int], output: list[int], setting: SamplingSetting) -> list:
-        return parse_scoring(generate_one(client, scoring_request(prompt, output, setting.temperature, self.config.top_k)), output)
+    def _score(self, client: ServerClient, prompt: list[int], output: list[int]) -> list[ScoredPosition | None]:
+        """The raw (temperature 1) top-K at each generated position: what servers return for prompt positions."""
+        return parse_scoring(generate_one(client, scoring_request(prompt, output, self.config.top_k)), output)
+
+    def _tempered(self, scored: Sequence[ScoredPosition | None], setting: SamplingSetting) -> list[TemperedPosition | None]:
+        return [None if p is None else tempered(p, setting.temperature, self.vocab_size) for p in scored]
 
     # -- PIT ---------------------------------------------------------------------------------
 
@@ -154,7 +168,7 @@ class LosslessWorkload:
             seed = request_seed(config.seed, "pit", case_index, index)
             result = self._sample(self.test, prompt, setting, config.pit_max_new_tokens, seed)
             output = output_ids_of(result)
-            scored = self._score(self.test, prompt, output, setting)[1:] if len(output) > 1 else []
+            scored = self._tempered(self._score(self.test, prompt, output)[1:], setting) if len(output) > 1 else []
             return result.meta_info, output, scored
 
         results = parallel_map(one, range(config.pit_requests), config.concurrency)
@@ -162,7 +176,11 @@ class LosslessWorkload:
         coverage = SpecCoverage.of([(meta, output) for meta, output, _ in results])
         positions = [p for _, _, scored in results for p in scored if p is not None]
         values = pit_values(positions, setting.top_p, request_seed(config.seed, "pit-randomization", case_index, 0))
-        test = uniformity_test(values.values, config.alpha)
+        # Bonferroni over the uniformity and the tail-rate tests where both apply.
+        split = 2 if values.tail_positions else 1
+        test = uniformity_test(values.values, config.alpha / split)
+        tail = tail_rate_test(values, config.alpha / split) if values.tail_positions else None
+        p_value = min(1.0, split * min(test.p_value, 1.0 if tail is None else tail.p_value))
         return {
             "setting": asdict(setting),
             "requests": config.pit_requests,
@@ -171,9 +189,12 @@ class LosslessWorkload:
             "positions": values.positions,
             "unresolved_nucleus": values.unresolved,
             "outside_support": values.outside_support,
+            "given_top_k": tail is not None,
             "coverage": coverage.to_dict(),
             "test": test.to_dict(),
-            "passed": test.passed,
+            "tail": None if tail is None else tail.to_dict(),
+            "p_value": p_value,
+            "passed": p_value >= config.alpha,
             "wall_time_s": time.perf_counter() - started,
         }
 
@@ -193,9 +214,9 @@ class LosslessWorkload:
                 prompt = chosen[job // size]
                 result = self._sample(client, prompt, setting, max_new_tokens, request_seed(config.seed, stream, case_index, job))
                 output = output_ids_of(result)
-                scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
+                scored = self._score(reference, prompt, output) if len(output) > 1 else []
                 meta = result.meta_info
-                return meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, scored)
+                return meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, self._tempered(scored, setting))
 
             return parallel_map(one, range(len(chosen) * size), config.concurrency)
 
@@ -233,8 +254,8 @@ class LosslessWorkload:
             prompt = chosen[job // size]
             result = self._sample(self.test, prompt, setting, max_new_tokens, request_seed(config.seed, "two-sample-test", case_index, job))
             output = output_ids_of(result)
-            scored = self._score(reference, prompt, output, setting) if len(output) > 1 else []
-            return directed_positions(result.meta_info, output, scored)
+            scored = self._score(reference, prompt, output) if len(output) > 1 else []
+            return directed_positions(result.meta_info, output, self._tempered(scored, setting))
 
         draws = parallel_map(one, range(len(chosen) * size), config.concurrency)
         self.directed.setdefault(setting.key, {})["two-sample"] = draws
