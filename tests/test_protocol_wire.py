@@ -11,7 +11,6 @@ answers (tests/data/sglang_live/) parse through `SGLangClient.parse_answer` and 
 from __future__ import annotations
 
 import dataclasses
-
 import json
 from pathlib import Path
 from typing import Any
