@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.server.protocol import GenerationRequest, Sampling
-from harness.workloads.integrity.near_ties import reference_output
+from harness.workloads.integrity.near_ties import chosen_logprob_flip, reference_output
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from harness.workloads.lossless.greedy import compare_greedy
 from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_request
@@ -454,7 +454,8 @@ OPENAI_BUDGET = 32
 @pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS[:2], ids=_prompt_id)
 def test_openai_completions_keep_the_accounting(integrity_probe, integrity_openai, prompt):
     """/v1/completions, streamed and not, greedy and sampled with n=2: every answer passes the
-    OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer."""
+    OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer (unless
+    they part where both chosen ids score within the near-tie tolerance: numerics)."""
     if integrity_probe.on_vllm:
         pytest.skip("on vLLM every suite's answers come over /v1/completions and pass vLLM's own rules "
                     "(harness/workloads/integrity/vllm_rules.py); these are SGLang's OpenAI rules")
@@ -463,7 +464,12 @@ def test_openai_completions_keep_the_accounting(integrity_probe, integrity_opena
     greedy = {"max_tokens": OPENAI_BUDGET, "temperature": 0}
     plain, streamed = integrity_openai.complete(prompt, greedy), integrity_openai.complete_stream(prompt, greedy)
     if [g.output_ids for g in plain] != [g.output_ids for g in streamed] or [g.text for g in plain] != [g.text for g in streamed]:
-        failures.append("greedy stream and non-stream completions differ")
+        a, b = plain[0], streamed[0]
+        flip = chosen_logprob_flip(a.output_ids or [], a.output_logprobs, b.output_ids or [], b.output_logprobs, probe.near_tie)
+        if flip is not None and len(plain) == len(streamed) == 1:  # parted at a near-tie: numerics
+            probe.numerics.append(f"greedy completion, stream vs non-stream: {flip}")
+        else:
+            failures.append("greedy stream and non-stream completions differ")
     sampled = {"max_tokens": OPENAI_BUDGET, "temperature": 1.0, "top_p": 0.95, "n": 2, "seed": 11}
     integrity_openai.complete(prompt, sampled)
     integrity_openai.complete_stream(prompt, sampled)

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from harness.server.served_dtype import ServedDtype
-from harness.workloads.integrity.near_ties import numerics_flip, reference_output
+from harness.workloads.integrity.near_ties import chosen_logprob_flip, numerics_flip, reference_output
 from harness.workloads.lossless.greedy import near_tie_rule
 from suites.plugin_integrity import IntegrityProbe, greedy_request, stream_problems
 
@@ -84,3 +84,14 @@ def test_unknown_dtype_takes_bfloat16s_tolerance():
 def test_greedy_requests_ask_for_the_top_candidates():
     request = greedy_request("p", 8, stop=("x",))
     assert request.top_logprobs is not None and request.top_logprobs >= 3
+
+
+def test_completions_parting_where_both_choices_score_alike_is_numerics():
+    """/v1/completions carries only the chosen ids' logprobs: at a tie both runs' tops score about the same."""
+    rule = near_tie_rule("float16")
+    note = chosen_logprob_flip([5, 325, 7], [-0.1, -0.69, -0.2], [5, 320, 8], [-0.1, -0.69 - FLOAT16_TIE, -0.3], rule)
+    assert note is not None and "ids 325 and 320 at position 2" in note and "float16 tolerance" in note
+    assert chosen_logprob_flip([5, 325], [-0.1, -0.2], [5, 320], [-0.1, -0.7], rule) is None  # 0.5 nats apart: a wrong token
+    assert chosen_logprob_flip([5, 325], [-0.1, -0.69], [5, 320], [-0.1, -0.69 - FLOAT16_TIE], near_tie_rule("float32")) is None
+    assert chosen_logprob_flip([5, 325], None, [5, 320], [-0.1, -0.7], rule) is None
+    assert chosen_logprob_flip([5, 325], [-0.1, -0.2], [5, 325, 1], [-0.1, -0.2, -1.0], rule) is None  # only a length difference

@@ -40,3 +40,19 @@ def describe(flip: Divergence, reference_label: str) -> str:
     """One line for results and warnings."""
     return (f"id {flip.test_token} where {reference_label} has {flip.reference_token} at position {flip.position}: "
             f"{flip.reason}")
+
+
+def chosen_logprob_flip(ids_a: Sequence[int], logprobs_a: Sequence[float | None] | None, ids_b: Sequence[int],
+                        logprobs_b: Sequence[float | None] | None, rule: NearTie) -> str | None:
+    """For answers that carry only their chosen ids' logprobs (/v1/completions with logprobs 0): where
+    two greedy answers first part, each chose its own run's top; at a near-tie both tops score about
+    the same, so the two logprobs within the tolerance is numerics (a line saying so); None otherwise.
+    A wrong token (not its run's top) scores below the top by more than the tolerance."""
+    cut = next((i for i, (a, b) in enumerate(zip(ids_a, ids_b, strict=False)) if a != b), None)
+    if cut is None or not logprobs_a or not logprobs_b or cut >= min(len(logprobs_a), len(logprobs_b)):
+        return None
+    first, second = logprobs_a[cut], logprobs_b[cut]
+    if first is None or second is None or abs(first - second) > rule.tolerance:
+        return None
+    return (f"ids {ids_a[cut]} and {ids_b[cut]} at position {cut + 1}, logprobs {first:.4g} and {second:.4g}: "
+            f"within the {rule.describe()}")
