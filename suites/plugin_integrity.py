@@ -23,6 +23,7 @@ from harness.server import refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
 from harness.server.server_kind import VLLM, kind_of
+from harness.workloads.integrity.near_ties import describe, numerics_flip
 from harness.workloads.integrity.recorder import (
     CheckingClient,
     CheckingOpenAIClient,
@@ -32,6 +33,7 @@ from harness.workloads.integrity.recorder import (
     checking_openai_client,
 )
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
+from harness.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -150,6 +152,31 @@ class IntegrityProbe:
     recorder: IntegrityRecorder
     references: dict[str, Reference] = field(default_factory=dict)
     _model_type: str | None = None
+    numerics: list[str] = field(default_factory=list)  # near-tie flips of the running test (appended from worker threads)
+
+    @property
+    def near_tie(self) -> NearTie:
+        """The lossless suite's rule for this server's dtype (--lossless-numerics-gap overrides it)."""
+        served = self.specsuite.server.identity.served_dtype
+        return near_tie_of([served] if served else [], self.specsuite.run_config.lossless.numerics_gap)
+
+    def numerics_flip(self, label: str, reference: dict[str, Any], answer: dict[str, Any], reference_label: str) -> bool:
+        """Whether `answer` leaves the greedy `reference` answer at a near-tie of its top logprobs
+        (noted for the running test's record: numerics, not a failure)."""
+        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)
+        if flip is not None:
+            self.numerics.append(f"{label}: {describe(flip, reference_label)}")
+        return flip is not None
+
+    def stream_problems(self, label: str, plain: dict[str, Any], streamed: dict[str, Any] | None, greedy: bool) -> list[str]:
+        """`stream_problems`, except that a greedy stream leaving the non-streamed answer at a near-tie is numerics."""
+        if greedy and streamed is not None and self.numerics_flip(label, plain, streamed, "the non-streamed answer"):
+            return []
+        return stream_problems(plain, streamed)
+
+    def take_numerics(self) -> list[str]:
+        taken, self.numerics[:] = list(self.numerics), []
+        return taken
 
     @property
     def num_draft_tokens(self) -> int:
@@ -230,12 +257,19 @@ class IntegrityProbe:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
             return list(pool.map(function, values))
 
-    def record(self, name: str, cases: int, failures: list[str], divergences: list[str] | None = None) -> None:
+    def record(self, name: str, cases: int, failures: list[str], divergences: list[str] | None = None,
+               numerics: list[str] | None = None) -> None:
         """Store a test's outcome under workloads.integrity.tests and rewrite results.json.
         `divergences`: answers that follow SGLang's rule where a non-speculative run would answer
-        otherwise (a finding, not a failure); also listed under workloads.integrity.divergences."""
+        otherwise (a finding, not a failure); also listed under workloads.integrity.divergences.
+        `numerics`: greedy answers that left the expected one at a near-tie (the rule under
+        workloads.integrity.near_tie), not checked further."""
         integrity = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})
+        integrity["near_tie"] = self.near_tie.to_dict()
         integrity["tests"][name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+        if numerics:
+            integrity["tests"][name]["numerics"] = len(numerics)
+            integrity["tests"][name]["numerics_examples"] = numerics[:5]
         if divergences:
             integrity["tests"][name]["divergences"] = len(divergences)
             integrity.setdefault("divergences", {})[name] = divergences[:MAX_DIVERGENCES_KEPT]
@@ -244,8 +278,10 @@ class IntegrityProbe:
 
 
 def greedy_request(prompt: str, max_new_tokens: int, **sampling: Any) -> GenerationRequest:
-    """T=0 with the sampled ids' logprobs; `sampling`: more `Sampling` fields (stop, stop_token_ids, ...)."""
-    return GenerationRequest(prompt=prompt, sampling=Sampling(temperature=0, max_new_tokens=max_new_tokens, **sampling), logprobs=True)
+    """T=0 with the sampled ids' logprobs and the top few per position (a near-tie is judged on them);
+    `sampling`: more `Sampling` fields (stop, stop_token_ids, ...)."""
+    return GenerationRequest(prompt=prompt, sampling=Sampling(temperature=0, max_new_tokens=max_new_tokens, **sampling), logprobs=True,
+                             top_logprobs=TOP_CANDIDATES)
 
 
 def greedy_payload(prompt: str, max_new_tokens: int, **params: Any) -> dict[str, Any]:

@@ -183,8 +183,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                      f"{bet['draft_positions']} draft positions, max log e-value {bet['max_log_e_value']:.2f}, p={bet['p_value']:.3g}")
     greedy = results.get("greedy")
     if greedy:
-        runs = ", ".join(f"c={run['concurrency']}: {run['equal']}/{run['prompts']} equal, {run['real']} real" for run in greedy["concurrencies"])
-        lines.append(f"greedy: {runs}")
+        runs = ", ".join(f"c={run['concurrency']}: {run['equal']}/{run['prompts']} equal, {run['numerics']} numerics, {run['real']} real"
+                         for run in greedy["concurrencies"])
+        rule = greedy.get("near_tie") or {}
+        lines.append(f"greedy: {runs}" + (f" ({rule.get('dtype') or 'given'} tolerance {rule['tolerance']:.3g} nats)" if rule else ""))
     if lines:
         terminalreporter.section("specsuite lossless")
         for line in lines:

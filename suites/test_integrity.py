@@ -4,21 +4,23 @@ seeded determinism under speculation (bug classes C8–C13, C17, C18).
 Every request also goes through the accounting checks of `harness.workloads.integrity.sglang_rules` (the session's client
 is a `CheckingClient`); each test asserts that its own requests broke none of them. Expectations
 come from a T=0 reference answer per prompt: greedy decoding is deterministic, so an answer with a
-stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says.
+stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says. Where a
+greedy answer leaves the one it is compared with at a near-tie of the served dtype (the lossless
+suite's rule, harness.workloads.integrity.near_ties), it is recorded as numerics and not failed.
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from harness.server.protocol import GenerationRequest, Sampling
+from harness.workloads.integrity.near_ties import chosen_logprob_flip, reference_output
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
-from harness.workloads.lossless.greedy import ReferenceOutput, compare_greedy
-from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_request, stream_problems
+from harness.workloads.lossless.greedy import compare_greedy
+from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_request
 
 pytestmark = pytest.mark.integrity
 
@@ -31,8 +33,12 @@ SEEDED_LENGTH = 64
 def _fail_on(probe, name: str, cases: int, failures: list[str], mark: int, divergences: list[str] | None = None) -> None:
     """Record the outcome, then fail with the first few problems and any integrity violations.
     Divergences (SGLang's rule, answered differently than without speculation) are recorded and
-    shown as a warning, not failed."""
-    probe.record(name, cases, failures, divergences)
+    shown as a warning, not failed; so are greedy answers that left the expected one at a near-tie."""
+    numerics = probe.take_numerics()
+    probe.record(name, cases, failures, divergences, numerics)
+    if numerics:
+        warnings.warn(f"{name}: {len(numerics)} greedy answers left the expected one at a near-tie ({probe.near_tie.describe()}), "
+                      f"numerics, not checked further; first: {numerics[0]}", stacklevel=2)
     if divergences:
         warnings.warn(f"{name}: {len(divergences)} of {cases} answers follow SGLang's stop-list order inside one verify step, "
                       f"where a non-speculative run stops at the earlier string; first: {divergences[0]}", stacklevel=2)
@@ -79,10 +85,14 @@ def _past_reference(reference) -> int:
     return len(reference.ids) + 8
 
 
-def _checked_case(probe, label: str, request: GenerationRequest, expect) -> list[str]:
-    """Send non-streamed and streamed; both must meet `expect(answer)` and match each other."""
+def _checked_case(probe, label: str, request: GenerationRequest, expect, reference=None) -> list[str]:
+    """Send non-streamed and streamed; both must meet `expect(answer)` and match each other. An answer
+    that leaves the greedy `reference` at a near-tie cannot be held to it (numerics, noted)."""
     plain, finals = probe.both_ways(request)
-    problems = [f"non-stream: {p}" for p in expect(plain)] + stream_problems(plain, finals[0])
+    greedy = request.sampling.temperature == 0
+    flipped = greedy and reference is not None and probe.numerics_flip(label, reference.answer, plain, "the reference answer")
+    problems = [] if flipped else [f"non-stream: {p}" for p in expect(plain)]
+    problems += probe.stream_problems(label, plain, finals[0], greedy)
     return [f"{label}: {p}" for p in problems]
 
 
@@ -111,7 +121,7 @@ def test_stop_string_at_token_offsets(integrity_probe, prompt):
         request = greedy_request(prompt, _past_reference(reference), stop=(stop,), no_stop_trim=keep)
         finish = {"type": "stop", "matched": stop}
         return _checked_case(probe, f"stop {stop!r} ending at token {offset} (no_stop_trim={keep})", request,
-                             lambda answer: _expect_prefix(answer, reference, count, text, finish))
+                             lambda answer: _expect_prefix(answer, reference, count, text, finish), reference)
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
     _fail_on(probe, f"stop_string_offsets[{_prompt_id(prompt)}]", len(cases), failures, mark)
@@ -182,7 +192,7 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
                                    f"{expected['earliest'][0]} ids")
             return _expect_prefix(answer, reference, count, text, finish)
 
-        return _checked_case(probe, f"stops {stop_list!r}", request, expect)
+        return _checked_case(probe, f"stops {stop_list!r}", request, expect, reference)
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
     _fail_on(probe, f"multi_stop[{_prompt_id(prompt)}]", len(cases), failures, mark, divergences)
@@ -212,7 +222,8 @@ def test_stop_token_ids(integrity_probe, prompt):
         count, token = case
         problems = _checked_case(
             probe, f"stop_token_ids [{token}] first at token {count}", greedy_request(prompt, _past_reference(reference), stop_token_ids=(token,)),
-            lambda answer: _expect_prefix(answer, reference, count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token}))
+            lambda answer: _expect_prefix(answer, reference, count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token}),
+            reference)
         budget = min(count + 3, len(reference.ids) - 1)
         if budget > count:
             request = greedy_request(prompt, budget, stop_token_ids=(token,), ignore_eos=True)
@@ -221,7 +232,7 @@ def test_stop_token_ids(integrity_probe, prompt):
             else:
                 expect_ignored = (budget, reference.prefix_texts[budget], {"type": "length", "length": budget})
             problems += _checked_case(probe, f"ignore_eos with stop_token_ids [{token}]", request,
-                                      lambda answer: _expect_prefix(answer, reference, *expect_ignored))
+                                      lambda answer: _expect_prefix(answer, reference, *expect_ignored), reference)
         return problems
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
@@ -287,7 +298,7 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
             finish, shown = next((e for e in expected if e[0] == answer["meta_info"].get("finish_reason")), expected[0])
             return _expect_prefix(answer, reference, count, shown, finish)
 
-        return _checked_case(probe, label, request, expect)
+        return _checked_case(probe, label, request, expect, reference)
 
     failures = [p for problems in probe.map(run, cases) for p in problems]
     _fail_on(probe, f"max_new_tokens_sweep[{_prompt_id(prompt)}]", len(cases), failures, mark)
@@ -304,10 +315,12 @@ def _reassembly_failures(probe, requests: list[GenerationRequest]) -> list[str]:
     failures = []
     for number, request in enumerate(requests):
         plain, finals = probe.both_ways(request)
-        failures += [f"request {number}: {p}" for p in stream_problems(plain, finals[0])]
+        label = f"request {number}"
+        failures += [f"{label}: {p}" for p in probe.stream_problems(label, plain, finals[0], request.sampling.temperature == 0)]
     plain, finals = probe.both_ways(requests)
-    for number, (answer, streamed) in enumerate(zip(plain, finals, strict=False)):
-        failures += [f"batch stream, index {number}: {p}" for p in stream_problems(answer, streamed)]
+    for number, (answer, streamed, request) in enumerate(zip(plain, finals, requests, strict=False)):
+        label = f"batch stream, index {number}"
+        failures += [f"{label}: {p}" for p in probe.stream_problems(label, answer, streamed, request.sampling.temperature == 0)]
     return failures
 
 
@@ -403,25 +416,25 @@ def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, spe
     """T=0 requests sent while seeded T=1, top_p=0.95 requests run beside them (one verify batch)
     must answer as they do alone. Per-row sampling parameters that leak across the batch turn
     greedy rows into the founding bug's text (vLLM 0.32 on CPU: docs/findings/vllm-spec-padded-ids.md).
-    A divergence counts only where the alone answer's top-2 is no near-tie (the lossless suite's
-    rule, harness.workloads.lossless.greedy): batch-variant numerics may flip a near-tie on a
-    correct GPU server. Ids outside the tokenizer fail at any position."""
+    A divergence counts only where the alone answer's top is no near-tie of the served dtype (the
+    lossless suite's rule, harness.workloads.lossless.greedy): batch-variant numerics may flip a
+    near-tie on a correct GPU server. Ids outside the tokenizer fail at any position."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
-    vocab, gap = specsuite.server.vocab, specsuite.run_config.lossless.numerics_gap
-    greedy = [replace(greedy_request(prompt, 48), top_logprobs=2) for prompt in REPETITIVE_PROMPTS] * MIXED_GREEDY_COPIES
+    vocab = specsuite.server.vocab
+    greedy = [greedy_request(prompt, 48) for prompt in REPETITIVE_PROMPTS] * MIXED_GREEDY_COPIES
     alone = [probe.generate(request) for request in greedy[:len(REPETITIVE_PROMPTS)]] * MIXED_GREEDY_COPIES
-    references = [ReferenceOutput(a["output_ids"], [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]]
-                                                   for entry in a["meta_info"].get("output_top_logprobs") or []]) for a in alone]
+    references = [reference_output(a) for a in alone]
     neighbours = [GenerationRequest(prompt=p.prompt, sampling=Sampling(temperature=1.0, top_p=0.95, max_new_tokens=96,
                                                                        seed=specsuite.run_config.seed * 1000 + i), logprobs=True)
                   for i, p in enumerate(specsuite.prompts[:MIXED_NEIGHBOURS])]
     half = MIXED_NEIGHBOURS // 2
     mixed = probe.map(probe.generate, neighbours[:half] + greedy + neighbours[half:])[half:half + len(greedy)]
     outputs = [answer["output_ids"] for answer in mixed]
-    compared = compare_greedy(len(mixed), outputs, references, gap)
+    compared = compare_greedy(len(mixed), outputs, references, probe.near_tie)
     failures = [f"greedy request {d.prompt_index}: position {d.position}: {d.test_token} where alone {d.reference_token} ({d.reason}); "
                 f"among neighbours {outputs[d.prompt_index][max(0, d.position - 4):d.position + 4]}"
                 for d in compared.divergences if d.kind == "real"]
+    probe.numerics.extend(f"greedy request {d.prompt_index}: {d.reason}" for d in compared.divergences if d.kind == "numerics")
     for number, ids in enumerate(outputs):
         bad = [(i, t) for i, t in enumerate(ids) if not 0 <= t < vocab.tokenizer_length]
         if bad:
@@ -441,7 +454,8 @@ OPENAI_BUDGET = 32
 @pytest.mark.parametrize("prompt", REPETITIVE_PROMPTS[:2], ids=_prompt_id)
 def test_openai_completions_keep_the_accounting(integrity_probe, integrity_openai, prompt):
     """/v1/completions, streamed and not, greedy and sampled with n=2: every answer passes the
-    OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer."""
+    OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer (unless
+    they part where both chosen ids score within the near-tie tolerance: numerics)."""
     if integrity_probe.on_vllm:
         pytest.skip("on vLLM every suite's answers come over /v1/completions and pass vLLM's own rules "
                     "(harness/workloads/integrity/vllm_rules.py); these are SGLang's OpenAI rules")
@@ -450,7 +464,12 @@ def test_openai_completions_keep_the_accounting(integrity_probe, integrity_opena
     greedy = {"max_tokens": OPENAI_BUDGET, "temperature": 0}
     plain, streamed = integrity_openai.complete(prompt, greedy), integrity_openai.complete_stream(prompt, greedy)
     if [g.output_ids for g in plain] != [g.output_ids for g in streamed] or [g.text for g in plain] != [g.text for g in streamed]:
-        failures.append("greedy stream and non-stream completions differ")
+        a, b = plain[0], streamed[0]
+        flip = chosen_logprob_flip(a.output_ids or [], a.output_logprobs, b.output_ids or [], b.output_logprobs, probe.near_tie)
+        if flip is not None and len(plain) == len(streamed) == 1:  # parted at a near-tie: numerics
+            probe.numerics.append(f"greedy completion, stream vs non-stream: {flip}")
+        else:
+            failures.append("greedy stream and non-stream completions differ")
     sampled = {"max_tokens": OPENAI_BUDGET, "temperature": 1.0, "top_p": 0.95, "n": 2, "seed": 11}
     integrity_openai.complete(prompt, sampled)
     integrity_openai.complete_stream(prompt, sampled)

@@ -1,12 +1,21 @@
 """Greedy equality (harness/workloads/lossless/greedy.py): finding the first divergence and classifying it by
-the reference's top-2 logprob gap, and the workload's comparison against a stand-in server."""
+how far the chosen token sits below the reference's top, against a tolerance from the served dtype, and the
+workload's comparison against a stand-in server that reports its dtype."""
 
 from __future__ import annotations
 
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.workloads.lossless.greedy import ReferenceOutput, classify, compare_greedy, first_divergence
+from harness.workloads.lossless.greedy import (
+    DEFAULT_NUMERICS_GAP,
+    ReferenceOutput,
+    classify,
+    compare_greedy,
+    dtype_step,
+    first_divergence,
+    near_tie_rule,
+)
 from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload
 from tests.helpers.native_fake import NativeFake
 
@@ -48,7 +57,7 @@ def test_runner_up_at_a_clear_gap_is_real():
 
 def test_token_outside_the_top_2_is_real_even_at_a_near_tie():
     divergence = classify(0, [1, 8], _reference([1, 2], {1: (1e-5, 7)}), GAP)
-    assert divergence.kind == "real" and "two best" in divergence.reason
+    assert divergence.kind == "real" and "2 best tokens" in divergence.reason
 
 
 def test_early_end_and_missing_top_2_are_real():
@@ -73,10 +82,17 @@ class StandInServer(NativeFake):
     ask for top-2 logprobs are the reference's; with `flip`, the other (the server under test's)
     emit the reference's runner-up, id 500, at position 2 of the prompt "a..."."""
 
-    def __init__(self, gap: float, flip: bool = False) -> None:
+    def __init__(self, gap: float, flip: bool = False, dtype: str = "float32") -> None:
         self.gap = gap
         self.flip = flip
+        self.dtype = dtype
         self.base_url = "stand-in"
+
+    def server_info(self) -> dict:
+        return {"dtype": self.dtype}  # SGLang's /server_info field (harness/server/served_dtype.py)
+
+    def model_info(self) -> dict:
+        return {"model_path": "/nonexistent/stand-in"}
 
     def tokenize(self, text: str) -> list[int]:
         return [ord(text[0])]
@@ -107,3 +123,83 @@ def test_workload_without_a_reference_says_so():
     server = StandInServer(0.1)
     with pytest.raises(SpecsuiteError, match="reference server"):
         LosslessWorkload(server, None, ["abc"], LosslessConfig()).greedy()  # type: ignore[arg-type]
+
+
+# -- the tolerance from the served dtype ----------------------------------------------------------
+# Live H100 (SGLang 0.5.17, EAGLE): float16 ties flipped at 0.0078125 nats (one float16 step for logits
+# in [8, 16)), bfloat16 ties at 0.0625 and 0.125 (one and two bfloat16 steps there); the rule must
+# call those numerics and still fail a divergence well above the type's resolution.
+
+FLOAT16_STEP_AT_8 = 2.0 ** -7
+BFLOAT16_STEP_AT_8 = 2.0 ** -4
+
+
+def test_tolerance_table():
+    assert dtype_step("float16", 8.0) == FLOAT16_STEP_AT_8 and dtype_step("bfloat16", 8.0) == BFLOAT16_STEP_AT_8
+    tolerances = {d: near_tie_rule(d).tolerance for d in ("float32", "tf32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")}
+    assert tolerances == {"float32": DEFAULT_NUMERICS_GAP, "tf32": 2.0 ** -5, "float16": 2.0 ** -5, "bfloat16": 0.25,
+                          "fp8_e4m3": 4.0, "fp8_e5m2": 8.0}
+
+
+def test_float16_tie_at_one_step_is_numerics_and_says_so():
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (FLOAT16_STEP_AT_8, 7)}), near_tie_rule("float16", "/server_info dtype float16"))
+    assert divergence.kind == "numerics"
+    assert "float16 tolerance 0.0312 nats (/server_info dtype float16)" in divergence.reason
+    assert divergence.below_top == pytest.approx(FLOAT16_STEP_AT_8)
+
+
+def test_float16_half_nat_divergence_is_real():
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (0.5, 7)}), near_tie_rule("float16"))
+    assert divergence.kind == "real" and "not a near-tie" in divergence.reason and "float16 tolerance 0.0312" in divergence.reason
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_bfloat16_ties_of_one_and_two_steps_are_numerics(steps):
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (steps * BFLOAT16_STEP_AT_8, 7)}), near_tie_rule("bfloat16"))
+    assert divergence.kind == "numerics"
+    assert classify(0, [1, 7], _reference([1, 2], {1: (0.5, 7)}), near_tie_rule("bfloat16")).kind == "real"
+
+
+def test_float32_keeps_a_tight_tolerance():
+    rule = near_tie_rule("float32")
+    assert rule.tolerance == DEFAULT_NUMERICS_GAP
+    assert classify(0, [1, 7], _reference([1, 2], {1: (FLOAT16_STEP_AT_8, 7)}), rule).kind == "real"
+    assert classify(0, [1, 7], _reference([1, 2], {1: (1e-4, 7)}), rule).kind == "numerics"
+
+
+def test_token_outside_the_top_two_counts_only_within_the_tolerance_of_the_top():
+    """A third token within the tolerance of the reference's top is a three-way tie; further down, or not
+    listed at all, it is real."""
+    def reference(third: float) -> ReferenceOutput:
+        return ReferenceOutput([1, 2], [[(-0.1, 1), (-5.0, 99)], [(-0.5, 2), (-0.5 - 0.01, 7), (-0.5 - third, 8)]])
+
+    rule = near_tie_rule("float16")
+    assert classify(0, [1, 8], reference(0.02), rule).kind == "numerics"
+    far = classify(0, [1, 8], reference(0.1), rule)
+    assert far.kind == "real" and "gap to this token 0.1 nats is not a near-tie" in far.reason
+    assert classify(0, [1, 9], reference(0.02), rule).kind == "real"
+
+
+def test_numerics_gap_overrides_the_dtype():
+    rule = near_tie_rule("bfloat16", "/server_info dtype bfloat16", override=1e-3)
+    assert (rule.dtype, rule.tolerance, rule.source) == (None, 1e-3, "--lossless-numerics-gap")
+    assert classify(0, [1, 7], _reference([1, 2], {1: (BFLOAT16_STEP_AT_8, 7)}), rule).kind == "real"
+
+
+@pytest.mark.parametrize(("dtype", "gap", "passed"), [("float16", FLOAT16_STEP_AT_8, True), ("float16", 0.5, False),
+                                                      ("float32", FLOAT16_STEP_AT_8, False), ("bfloat16", 2 * BFLOAT16_STEP_AT_8, True)])
+def test_workload_takes_the_tolerance_from_the_served_dtype(dtype, gap, passed):
+    """No --lossless-numerics-gap: the tolerance follows what /server_info says; results carry it."""
+    server = StandInServer(gap, flip=True, dtype=dtype)
+    config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
+    result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
+    assert result["passed"] is passed
+    assert result["near_tie"]["dtype"] == dtype and result["near_tie"]["tolerance"] == near_tie_rule(dtype).tolerance
+    assert result["concurrencies"][0]["numerics_gap"] == near_tie_rule(dtype).tolerance
+
+
+def test_workload_compares_at_the_coarser_of_two_dtypes():
+    test, reference = StandInServer(BFLOAT16_STEP_AT_8, flip=True, dtype="bfloat16"), StandInServer(BFLOAT16_STEP_AT_8, dtype="float32")
+    config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
+    result = LosslessWorkload(test, reference, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
+    assert result["passed"] and result["near_tie"]["dtype"] == "bfloat16"

@@ -379,8 +379,11 @@ OPTIONS: tuple[Option, ...] = (
            default_factory=_lossless_default("greedy_concurrencies"), parse=count_list, pytest_area="lossless"),
     Option("--lossless-concurrency", "requests in flight for the sampled lossless tests", ("pytest",),
            default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless"),
-    Option("--lossless-numerics-gap", "a greedy divergence at a top-2 logprob gap below this (nats) counts as numerics", ("pytest",),
-           default_factory=_lossless_default("numerics_gap"), type=float, pytest_area="lossless"),
+    Option("--lossless-numerics-gap", "a greedy divergence (lossless greedy equality, the integrity suite's stream vs non-stream, "
+           "stop, budget and batch comparisons) to a token within this many nats of the reference's top counts as numerics, "
+           "not a failure", ("pytest",),
+           default_text="from the served dtype: 2 steps of it at logit 16 (float16 0.03125, bfloat16 0.25, float32 0.001)",
+           type=float, pytest_area="lossless"),
     # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead.
     # Both take their sizes from one table of named profiles (harness/config/bench_profiles.py: "suite", "bench_serving").
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),

@@ -1,6 +1,8 @@
 """`ServerIdentity`: which server, model, vocabulary and speculative-decoding setup a run measured.
 
-Built from /model_info, /server_info and a `VocabInfo`. SGLang's /server_info echoes `api_key` and
+Built from /model_info, /server_info and a `VocabInfo`; the served dtype (what the greedy
+comparisons' near-tie tolerance is derived from) from /server_info and the model's config.json
+(`harness.server.served_dtype`). SGLang's /server_info echoes `api_key` and
 `admin_api_key` in clear, both as fields (again inside every `internal_states` entry) and inside
 `launch_command`. Nothing secret is kept: credential-like keys are dropped at every depth, the
 launch command's values for such flags are replaced by `***`, and the dropped values are then
@@ -14,6 +16,7 @@ from typing import Any
 
 from harness.server import refserver_contract
 from harness.server.secrets import REDACTED, is_secret_key_name, redact_text
+from harness.server.served_dtype import ServedDtype, read_model_config, served_dtype
 from harness.server.transport import display_url
 from harness.server.vocab import VocabInfo
 
@@ -110,6 +113,8 @@ class ServerIdentity:
     cuda_graph_settings: dict[str, Any]
     server_args: dict[str, Any]
     extra: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None  # the type logits are computed in (harness.server.served_dtype.MANTISSA_BITS' names)
+    dtype_source: str | None = None
 
     @classmethod
     def from_server(
@@ -126,10 +131,13 @@ class ServerIdentity:
         info = sanitise(server_info, secrets)
         model = sanitise(model_info, secrets)
         flat_args = {k: v for k, v in info.items() if k != "internal_states"}
+        model_path = model.get("model_path", info.get("model_path"))
+        tokenizer_path = model.get("tokenizer_path", info.get("tokenizer_path"))
+        served = served_dtype(info, read_model_config(model_path, tokenizer_path))
         return cls(
             base_url=display_url(base_url),
-            model_path=model.get("model_path", info.get("model_path")),
-            tokenizer_path=model.get("tokenizer_path", info.get("tokenizer_path")),
+            model_path=model_path,
+            tokenizer_path=tokenizer_path,
             served_model_name=model.get("served_model_name", info.get("served_model_name")),
             version=info.get("version"),
             random_seed=info.get("random_seed"),
@@ -142,7 +150,13 @@ class ServerIdentity:
             cuda_graph_settings={k: v for k, v in flat_args.items() if "cuda_graph" in k},
             server_args=flat_args,
             extra=sanitise(dict(extra or {}), secrets),
+            dtype=served.name,
+            dtype_source=served.source,
         )
+
+    @property
+    def served_dtype(self) -> ServedDtype | None:
+        return ServedDtype(self.dtype, self.dtype_source or "") if self.dtype else None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

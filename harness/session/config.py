@@ -105,7 +105,7 @@ class LosslessSettings:
     greedy_max_new_tokens: int = setting("--lossless-greedy-tokens")
     greedy_concurrencies: tuple[int, ...] = setting("--lossless-concurrencies")
     concurrency: int = setting("--lossless-concurrency")
-    numerics_gap: float = setting("--lossless-numerics-gap")
+    numerics_gap: float | None = setting("--lossless-numerics-gap")  # None: from the served dtype
 
     def workload_config(self, *, alpha: float, seed: int):
         """The workload's LosslessConfig, with the run's significance level and seed (checked: one line when bad)."""

