@@ -7,28 +7,23 @@ U+FFFD, loops) are compared with the same
 server's greedy (T=0) control by an exact one-sided test, since greedy decoding never reaches the
 speculative sampler.  Each failure quotes counts, the rate, its Clopper–Pearson bound and one
 offending request.
+
+Acceptance: alone, a server is held only to the accept length's physical bounds; whether it accepts
+too much is judged against a baseline arm (`--baseline-url`, the A/B engine's "suspect"), since a
+correct rejection sampler's acceptance can rise with temperature.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from harness.server.generation import prompt_hash
+from harness.compare.verdicts import compare_arms
+from harness.results.model import comparison_document
 from harness.stats import fisher_exact_2x2, rate_ratio_test
-from harness.workloads.correctness.acceptance import (
-    SUSPICIOUS_ACCEPT_RATE,
-    SUSPICIOUS_MIN_TEMPERATURE,
-    accept_length_within_bounds,
-    acceptance_rises_with_temperature,
-    request_accept_length,
-    suspicious_acceptance_rate,
-)
+from harness.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
 from harness.workloads.correctness.workload import CaseResult, SamplingCase
 
 pytestmark = pytest.mark.correctness
-
-PROSE_KINDS = ("prose",)
-
 
 def _control(specsuite, case: SamplingCase) -> CaseResult:
     return specsuite.case_result(SamplingCase(0.0, case.top_p if case.greedy else 1.0))
@@ -148,30 +143,21 @@ def test_accept_length_within_bounds(specsuite, sampling_case):
     assert check.passed, f"accept length out of bounds at {sampling_case.case_id}: {check.to_dict()}"
 
 
-def test_acceptance_does_not_rise_with_temperature(specsuite, sampled_case):
-    """A broken accept test (the seed's coin*q < p with q = -inf or 0) makes acceptance climb."""
+def test_acceptance_not_suspect_against_baseline(specsuite, sampled_case):
+    """Acceptance anomalies are judged against a baseline arm (--baseline-url), never against this
+    server's own T=0: a correct rejection sampler's acceptance can rise with temperature (SGLang
+    0.5.17, EAGLE, H100: accept length 2.6-2.9 at T=1 against 2.0 greedy). The A/B engine
+    (harness/compare/verdicts.py) calls a higher accept length "suspect" when the same arm is worse on
+    a corruption sign (invalid, fallback or padded-row ids, strays): the founding bug's signature."""
     _speculative(specsuite)
-    result, control = specsuite.case_result(sampled_case), _control(specsuite, sampled_case)
-    if len(result.accept_lengths) < 5 or len(control.accept_lengths) < 5:
-        pytest.skip("too few requests with spec statistics")
-    trend = acceptance_rises_with_temperature(control.accept_lengths, result.accept_lengths, alpha=specsuite.run_config.alpha)
-    assert not trend.rises, (f"acceptance rises with temperature at {sampled_case.case_id}: accept length "
-                             f"median {trend.median_sampled:.3f} vs greedy {trend.median_greedy:.3f}, one-sided Mann-Whitney p={trend.p_value:.2e}")
-
-
-def test_acceptance_rate_not_suspicious_on_prose(specsuite, sampled_case):
-    """An acceptance rate >= 0.95 at T >= 0.7 on prose is too good to be true."""
-    _speculative(specsuite)
-    if sampled_case.temperature < SUSPICIOUS_MIN_TEMPERATURE:
-        pytest.skip(f"flag applies at T >= {SUSPICIOUS_MIN_TEMPERATURE}")
-    result = specsuite.case_result(sampled_case)
-    prose_hashes = {prompt_hash(p.prompt, None) for p in specsuite.prompts if p.kind in PROSE_KINDS}
-    rates = [g.meta_info["spec_accept_rate"] for g in result.generations
-             if g.prompt_hash in prose_hashes and isinstance(g.meta_info.get("spec_accept_rate"), (int, float))]
-    if not rates:
-        pytest.skip("no prose requests with spec statistics")
-    mean_rate = sum(rates) / len(rates)
-    assert not suspicious_acceptance_rate(mean_rate, sampled_case.temperature), (
-        f"acceptance rate {mean_rate:.3f} on {len(rates)} prose requests at {sampled_case.case_id} is >= {SUSPICIOUS_ACCEPT_RATE}: "
-        "too good to be true")
-
+    if not specsuite.run_config.baseline_url:
+        pytest.skip("acceptance is judged against a baseline arm: pass --baseline-url (one server alone has no reference for it)")
+    candidate = specsuite.case_result(sampled_case).to_dict()
+    baseline = specsuite.baseline_case_result(sampled_case).to_dict()
+    merged = dict(comparison_document({specsuite.server.arm: [{"repeat": 1, "cases": [candidate]}],
+                                       "baseline": [{"repeat": 1, "cases": [baseline]}]}, "baseline"))
+    analysis = compare_arms(merged, alpha=specsuite.run_config.alpha)
+    suspect = [row for row in analysis.comparisons if row.metric == "accept_length" and row.verdict == "suspect"]
+    assert not suspect, "; ".join(
+        f"acceptance suspect at {sampled_case.case_id}: accept length {row.candidate_value:.3f} vs baseline {row.baseline_value:.3f}, "
+        f"Holm p={row.p_adjusted:.2e} ({row.note})" for row in suspect)
