@@ -87,6 +87,8 @@ def test_the_suite_profile_fits_a_small_context(small_server, tmp_path):
 
 
 def test_chosen_lengths_against_a_small_context_are_refused(small_server, tmp_path):
-    config = build_bench_config({"num_prompts": 2, "random_input_len": 1024}, SUITE, base_url=small_server)
-    with pytest.raises(SpecsuiteError, match=r"input 1024 \+ output 512 = 1536 tokens do not fit the server's context length 256"):
+    # A length equal to the profile's reads as the profile's (the option table's defaults are its values): fitted.
+    assert not build_bench_config({"random_input_len": SUITE.random_input_len}, SUITE, base_url=small_server).lengths_chosen
+    config = build_bench_config({"num_prompts": 2, "random_input_len": 1000}, SUITE, base_url=small_server)
+    with pytest.raises(SpecsuiteError, match=r"input 1000 \+ output 512 = 1512 tokens do not fit the server's context length 256"):
         run_benchmark(config, output_file=str(tmp_path / "bench.jsonl"), echo=lambda line: None)

@@ -99,6 +99,8 @@ def position_upper_bound(position: PositionLogprobs, temperature: float, top_p: 
     if temperature <= 0:
         return 1.0 if not others or best_padded + 2 * slack >= max(others) else 0.0
     shift = max([best_padded + slack, *(v - slack for v in others)])  # keeps exp() finite
+    if math.isinf(shift):
+        return 0.0  # every returned logprob is -inf: no mass anywhere it could be read
     numerator = sum(math.exp((v + slack - shift) / temperature) for v in position.padded.values())
     rest = sum(math.exp((v - slack - shift) / temperature) for v in others)
     return min(1.0, numerator / (numerator + rest) / top_p)
