@@ -47,14 +47,19 @@ class BenchSuiteState:
     outcome: FailOnOutcome | None = None  # the --bench-fail-on rules on those rows
 
 
-def _run(specsuite, base_url: str | None, arm: str) -> dict[str, Any]:
+def _run(specsuite, base_url: str | None, arm: str, lengths_of: dict[str, Any] | None = None) -> dict[str, Any]:
     """One benchmark run through the session's one driver (RunSession.serving_benchmark, `specsuite bench`'s too),
-    profile "suite", from the run configuration's bench section; `base_url` None: the session's own server."""
+    profile "suite", from the run configuration's bench section; `base_url` None: the session's own server.
+    `lengths_of`: an earlier run whose lengths (fitted to its server's context length) this one must send as they
+    are, so that the arms compared ask for the same requests (a server they do not fit refuses in one line)."""
     from harness.session.bench import SUITE, chosen_from_pytest
     from harness.workloads.serving.record import session_summary
 
+    chosen = chosen_from_pytest(specsuite.run_config.bench_options())
+    if lengths_of is not None:
+        chosen.update(random_input_len=lengths_of["random_input_len"], random_output_len=lengths_of["random_output_len"], lengths_chosen=True)
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
-    record = specsuite.core.serving_benchmark(chosen_from_pytest(specsuite.run_config.bench_options()), SUITE, output_file=str(output),
+    record = specsuite.core.serving_benchmark(chosen, SUITE, output_file=str(output),
                                               base_url=base_url, echo=lambda line: print(f"specsuite bench: {line}"))
     return session_summary(record, seed=specsuite.run_config.seed)
 
@@ -78,9 +83,9 @@ def bench_state(specsuite) -> BenchSuiteState:
             return state
         repeats = settings.repeats  # at least 1: range-checked at session start (options.BOUNDS)
         for number in range(repeats):
-            state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline"))
+            state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline", lengths_of=state.candidate[0]))
             if number + 1 < repeats:
-                state.candidate.append(_run(specsuite, None, arm))
+                state.candidate.append(_run(specsuite, None, arm, lengths_of=state.candidate[0]))
         margin = settings.margin
         document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
         shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})

@@ -70,6 +70,8 @@ class SpecsuiteSession:
     prompts: list[PromptItem] = field(default_factory=list)
     baseline: ServerUnderTest | None = None
     baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
+    reference: ServerUnderTest | None = None  # --lossless-reference-url, opened by the correctness suite when it needs it
+    reference_cases: dict[str, CaseResult] = field(default_factory=dict)
     pytest_session: pytest.Session | None = None
     sections: dict[str, Any] = field(default_factory=dict)  # other top-level results sections (the kernel suite's)
     _core: RunSession | None = None
@@ -166,6 +168,21 @@ class SpecsuiteSession:
             self.write_results("running")
         return self.baseline_cases[case.case_id]
 
+    def reference_case_result(self, case: SamplingCase) -> CaseResult:
+        """The same case on the speculation-off server of --lossless-reference-url (connected on first use): the
+        correctness suite's padded-row rate where the server under test cannot score per-id logprobs (vLLM)."""
+        if self.reference is None:
+            options = self.core.config.server
+            self.reference = open_server(ServerOptions(server_url=self.run_config.lossless.reference_url, arm="lossless-reference",
+                                                       tokenizer=options.tokenizer, vocab_size=options.vocab_size, api_key=options.api_key,
+                                                       admin_api_key=options.admin_api_key), self.run_dir.path)
+        if case.case_id not in self.reference_cases:
+            writer = self.run_dir.record_writer("lossless-reference")
+            with self._watch(f"reference case {case.case_id}"):
+                self.reference_cases[case.case_id] = run_case(self.reference.client, self.reference.vocab, case, self.prompts, self.profile,
+                                                              seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
+        return self.reference_cases[case.case_id]
+
     def gsm8k_result(self, temperature: float) -> Gsm8kRun:
         """Run GSM8K once per session and temperature (the RunSession's driver, as `specsuite gsm8k`'s)."""
         return self.core.gsm8k_result(temperature)
@@ -213,6 +230,8 @@ class SpecsuiteSession:
             self._core.close()
         if self.baseline is not None:
             self.baseline.close()
+        if self.reference is not None:
+            self.reference.close()
 
 
 # A kernel-only session (-m kernel) tests a sampler kernel and starts no server.

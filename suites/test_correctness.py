@@ -1,34 +1,40 @@
 """Correctness suite: token validity, stray characters, special fragments and acceptance anomalies
 at every point of the sampling grid.
 
-Zero tolerance for ids no tokenizer knows (invalid, padded-row, fallback).  Text symptoms that a
+Zero tolerance for ids outside [0, vocab_size) and for the sampler's fallback `vocab_size - 1`; the
+other padded rows get a little mass from the model itself and are judged against it, one-sided.  Text symptoms that a
 healthy model can also produce now and then (stray `!`, special fragments out of structure,
 U+FFFD, loops) are compared with the same
 server's greedy (T=0) control by an exact one-sided test, since greedy decoding never reaches the
 speculative sampler.  Each failure quotes counts, the rate, its Clopper–Pearson bound and one
 offending request.
+
+Acceptance: alone, a server is held only to the accept length's physical bounds; whether it accepts
+too much is judged against a baseline arm (`--baseline-url`, the A/B engine's "suspect"), since a
+correct rejection sampler's acceptance can rise with temperature.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from harness.server.generation import prompt_hash
+from harness.compare.verdicts import compare_arms
+from harness.errors import SpecsuiteError
+from harness.results.model import comparison_document
+from harness.server.server_kind import VLLM, kind_of
 from harness.stats import fisher_exact_2x2, rate_ratio_test
-from harness.workloads.correctness.acceptance import (
-    SUSPICIOUS_ACCEPT_RATE,
-    SUSPICIOUS_MIN_TEMPERATURE,
-    accept_length_within_bounds,
-    acceptance_rises_with_temperature,
-    request_accept_length,
-    suspicious_acceptance_rate,
+from harness.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
+from harness.workloads.correctness.padded_rows import (
+    PaddedRowJudgement,
+    judge_by_model_mass,
+    judge_by_reference_rate,
+    judged_padded_ids,
+    padded_scoring_request,
+    parse_padded_scoring,
 )
 from harness.workloads.correctness.workload import CaseResult, SamplingCase
 
 pytestmark = pytest.mark.correctness
-
-PROSE_KINDS = ("prose",)
-
 
 def _control(specsuite, case: SamplingCase) -> CaseResult:
     return specsuite.case_result(SamplingCase(0.0, case.top_p if case.greedy else 1.0))
@@ -53,17 +59,56 @@ def test_requests_succeed(specsuite, sampling_case):
 
 
 def test_no_invalid_token_ids(specsuite, sampling_case):
-    """Token validity: no id outside [0, tokenizer length)."""
+    """Token validity: no id outside [0, vocab_size), which no sampler may draw (padded rows are judged below)."""
     result = specsuite.case_result(sampling_case)
     vocab = specsuite.server.vocab
-    detail = (f"; padded-row ids {result.count('padded_row_id')}, fallback id {vocab.fallback_id}: {result.count('fallback_id')}"
-              f"; tokenizer length {vocab.tokenizer_length}, vocab_size {vocab.vocab_size}")
-    assert result.count("invalid_id") == 0, _describe(result, "invalid_id", "token validity: invalid ids") + detail
+    detail = (f"; ids outside the tokenizer {result.count('invalid_id')}, of them padded rows {result.count('padded_row_id')} "
+              f"(fallback id {vocab.fallback_id}: {result.count('fallback_id')}); tokenizer length {vocab.tokenizer_length}, vocab_size {vocab.vocab_size}")
+    assert result.count("out_of_vocab_id") == 0, _describe(result, "out_of_vocab_id", "token validity: ids outside the vocabulary") + detail
 
 
-def test_no_padded_row_ids(specsuite, sampling_case):
-    """No id of an untrained padded embedding row, [tokenizer length, vocab_size)."""
-    _assert_zero(specsuite.case_result(sampling_case), "padded_row_id", "token validity: padded-row ids")
+def test_padded_row_ids_within_model_mass(specsuite, sampling_case):
+    """Padded rows other than the fallback, [tokenizer length, vocab_size - 1), against the model's own mass for them:
+    a one-sided Poisson bound from a scoring request with SGLang's token_ids_logprob (harness/workloads/correctness/
+    padded_rows.py). Where the server cannot score per-id logprobs (vLLM), against the speculation-off arm's rate
+    (--lossless-reference-url) by an exact one-sided conditional binomial test; without one, reported, not failed."""
+    result = specsuite.case_result(sampling_case)
+    observed = result.count("model_padded_row_id")
+    if observed == 0:
+        return
+    judgement = _judge_padded_rows(specsuite, sampling_case, result)
+    if judgement.method == "not judged":
+        pytest.skip(f"padded rows at {sampling_case.case_id}: {judgement.describe()}")
+    print(f"padded rows at {sampling_case.case_id}: {judgement.describe()}")
+    assert not judgement.failed, (f"token validity: padded-row ids above the model's own rate at {sampling_case.case_id}: "
+                                  f"{judgement.describe()}; example: {result.example('model_padded_row_id')}")
+
+
+def _judge_padded_rows(specsuite, case: SamplingCase, result: CaseResult) -> PaddedRowJudgement:
+    client, vocab, alpha = specsuite.server.client, specsuite.server.vocab, specsuite.run_config.alpha
+    why = "the server cannot score per-id logprobs (vLLM has no token_ids_logprob)"
+    scores = kind_of(client) != VLLM
+    if scores:
+        try:
+            return judge_by_model_mass(result.generations, vocab, lambda g: _score_padded(client, vocab, g),
+                                       temperature=case.temperature, top_p=case.top_p, alpha=alpha)
+        except SpecsuiteError as exc:
+            why = str(exc)
+    observed, tokens = result.count("model_padded_row_id"), int(result.totals.get("model_padded_row_id", {}).get("total", 0))
+    if case.greedy and not scores:  # an SGLang server whose scoring failed is not failed on it: reported below
+        return PaddedRowJudgement(observed, tokens, "greedy", p_value=0.0, alpha=alpha, reason=why)
+    if not specsuite.run_config.lossless.reference_url:
+        return PaddedRowJudgement(observed, tokens, "not judged", alpha=alpha, reason=f"{why}, and no --lossless-reference-url to compare with")
+    reference = specsuite.reference_case_result(case)
+    totals = reference.totals.get("model_padded_row_id", {})
+    return judge_by_reference_rate(observed, tokens, int(totals.get("count", 0)), int(totals.get("total", 0)), alpha=alpha)
+
+
+def _score_padded(client, vocab, generation) -> list:
+    prompt_ids = generation.prompt_ids if generation.prompt_ids is not None else client.tokenize(generation.prompt or "")
+    output_ids = generation.output_ids or []
+    answer = client.generate_request(padded_scoring_request(prompt_ids, output_ids, judged_padded_ids(vocab)))
+    return parse_padded_scoring(answer.generations[0].meta_info, len(output_ids))
 
 
 def test_no_fallback_ids(specsuite, sampling_case):
@@ -148,30 +193,21 @@ def test_accept_length_within_bounds(specsuite, sampling_case):
     assert check.passed, f"accept length out of bounds at {sampling_case.case_id}: {check.to_dict()}"
 
 
-def test_acceptance_does_not_rise_with_temperature(specsuite, sampled_case):
-    """A broken accept test (the seed's coin*q < p with q = -inf or 0) makes acceptance climb."""
+def test_acceptance_not_suspect_against_baseline(specsuite, sampled_case):
+    """Acceptance anomalies are judged against a baseline arm (--baseline-url), never against this
+    server's own T=0: a correct rejection sampler's acceptance can rise with temperature (SGLang
+    0.5.17, EAGLE, H100: accept length 2.6-2.9 at T=1 against 2.0 greedy). The A/B engine
+    (harness/compare/verdicts.py) calls a higher accept length "suspect" when the same arm is worse on
+    a corruption sign (invalid, fallback or padded-row ids, strays): the founding bug's signature."""
     _speculative(specsuite)
-    result, control = specsuite.case_result(sampled_case), _control(specsuite, sampled_case)
-    if len(result.accept_lengths) < 5 or len(control.accept_lengths) < 5:
-        pytest.skip("too few requests with spec statistics")
-    trend = acceptance_rises_with_temperature(control.accept_lengths, result.accept_lengths, alpha=specsuite.run_config.alpha)
-    assert not trend.rises, (f"acceptance rises with temperature at {sampled_case.case_id}: accept length "
-                             f"median {trend.median_sampled:.3f} vs greedy {trend.median_greedy:.3f}, one-sided Mann-Whitney p={trend.p_value:.2e}")
-
-
-def test_acceptance_rate_not_suspicious_on_prose(specsuite, sampled_case):
-    """An acceptance rate >= 0.95 at T >= 0.7 on prose is too good to be true."""
-    _speculative(specsuite)
-    if sampled_case.temperature < SUSPICIOUS_MIN_TEMPERATURE:
-        pytest.skip(f"flag applies at T >= {SUSPICIOUS_MIN_TEMPERATURE}")
-    result = specsuite.case_result(sampled_case)
-    prose_hashes = {prompt_hash(p.prompt, None) for p in specsuite.prompts if p.kind in PROSE_KINDS}
-    rates = [g.meta_info["spec_accept_rate"] for g in result.generations
-             if g.prompt_hash in prose_hashes and isinstance(g.meta_info.get("spec_accept_rate"), (int, float))]
-    if not rates:
-        pytest.skip("no prose requests with spec statistics")
-    mean_rate = sum(rates) / len(rates)
-    assert not suspicious_acceptance_rate(mean_rate, sampled_case.temperature), (
-        f"acceptance rate {mean_rate:.3f} on {len(rates)} prose requests at {sampled_case.case_id} is >= {SUSPICIOUS_ACCEPT_RATE}: "
-        "too good to be true")
-
+    if not specsuite.run_config.baseline_url:
+        pytest.skip("acceptance is judged against a baseline arm: pass --baseline-url (one server alone has no reference for it)")
+    candidate = specsuite.case_result(sampled_case).to_dict()
+    baseline = specsuite.baseline_case_result(sampled_case).to_dict()
+    merged = dict(comparison_document({specsuite.server.arm: [{"repeat": 1, "cases": [candidate]}],
+                                       "baseline": [{"repeat": 1, "cases": [baseline]}]}, "baseline"))
+    analysis = compare_arms(merged, alpha=specsuite.run_config.alpha)
+    suspect = [row for row in analysis.comparisons if row.metric == "accept_length" and row.verdict == "suspect"]
+    assert not suspect, "; ".join(
+        f"acceptance suspect at {sampled_case.case_id}: accept length {row.candidate_value:.3f} vs baseline {row.baseline_value:.3f}, "
+        f"Holm p={row.p_adjusted:.2e} ({row.note})" for row in suspect)

@@ -10,7 +10,7 @@ the proxy's `mutations` proves it applied the fault):
 
 | fault                   | flagged by                                                   |
 |-------------------------|--------------------------------------------------------------|
-| `padded_id`             | correctness detectors `padded_row_id` / `invalid_id` (and, end to end, `test_no_padded_row_ids`) |
+| `padded_id`             | correctness detectors `padded_row_id` / `invalid_id` (and, end to end, `test_padded_row_ids_within_model_mass`) |
 | `accept_inflate`        | integrity `spec_counts` (the token count; the stats agree with each other) |
 | `eos_tail`              | integrity `stop_token` (after EOS, and after a stop id)      |
 | `completion_off_by_one` | integrity `completion_tokens`                                |
@@ -207,7 +207,7 @@ def _clean_then_broken(proxy, fault, name: str, tmp_path: Path, *args: str) -> s
 
 def test_correctness_suite_fails_on_padded_ids_end_to_end(proxy, fault, tmp_path):
     """End to end: `pytest suites -m correctness --temperatures 0` through the proxy passes clean
-    and fails test_no_padded_row_ids with the padded-id fault."""
+    and fails test_padded_row_ids_within_model_mass with the padded-id fault."""
     broken = _clean_then_broken(proxy, fault, "padded_id", tmp_path, "suites", "-m", "correctness", "--temperatures", "0")
     failed = [line for line in broken.stdout.splitlines() if line.startswith("FAILED")]
-    assert any("test_no_padded_row_ids" in line for line in failed), "\n".join(failed) or broken.stdout[-3000:]
+    assert any("test_padded_row_ids_within_model_mass" in line for line in failed), "\n".join(failed) or broken.stdout[-3000:]

@@ -129,6 +129,8 @@ class GenerationRequest:
     logprobs: bool = False
     top_logprobs: int | None = None
     logprob_start: int | None = None
+    # SGLang's `token_ids_logprob` (0.5.23 managers/io_struct.py:237): these ids' logprobs at every position.
+    token_ids_logprob: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.prompt is None) == (self.prompt_ids is None):
@@ -239,6 +241,8 @@ def native_payload(request: GenerationRequest) -> dict[str, Any]:
         payload["logprob_start_len"] = request.logprob_start
     if request.top_logprobs is not None:
         payload["top_logprobs_num"] = request.top_logprobs
+    if request.token_ids_logprob is not None:
+        payload["token_ids_logprob"] = list(request.token_ids_logprob)
     return payload
 
 
@@ -257,8 +261,8 @@ def native_batch_payload(requests: Sequence[GenerationRequest], *, per_prompt_sa
     if not requests:
         raise SpecsuiteError("a batch needs at least one request")
     first = requests[0]
-    flags = (first.prompt is None, first.logprobs, first.top_logprobs, first.logprob_start)
-    if any((r.prompt is None, r.logprobs, r.top_logprobs, r.logprob_start) != flags for r in requests):
+    flags = (first.prompt is None, first.logprobs, first.top_logprobs, first.logprob_start, first.token_ids_logprob)
+    if any((r.prompt is None, r.logprobs, r.top_logprobs, r.logprob_start, r.token_ids_logprob) != flags for r in requests):
         raise SpecsuiteError("a native batch needs one prompt kind and the same logprob flags on every request")
     payload = native_payload(first)
     key = "text" if first.prompt is not None else "input_ids"

@@ -32,6 +32,11 @@ def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base
         values["flush_cache"] = False  # vLLM has no /flush_cache: the accept length is a /metrics delta instead
     if chosen.get("tokenize_prompt") is None and (values.get("dataset_name") == "sharegpt" or backend == "sglang-oai-chat"):
         values["tokenize_prompt"] = False  # ShareGPT turns and chat messages are text
+    # The profile's lengths may be fitted to the server's context length; lengths the user chose are not changed. The
+    # option table's defaults are the profile's values, so a length equal to the profile's reads as the profile's.
+    defaults = profile.defaults()
+    if chosen.get("lengths_chosen") is None:
+        values["lengths_chosen"] = any(chosen.get(key) not in (None, defaults[key]) for key in ("random_input_len", "random_output_len"))
     return BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **values)
 
 

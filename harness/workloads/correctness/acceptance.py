@@ -1,8 +1,13 @@
-"""Speculative acceptance: read it from SGLang's answers and check it for the founding bug's signature.
+"""Speculative acceptance: read it from SGLang's answers and check it against its physical bounds.
 
-A broken verify step (seed bug: corrupt draft probabilities accepted unconditionally) makes
-acceptance *rise* with temperature and approach its ceiling, which reads as a good draft model.
-In practice healthy acceptance at T > 0 is no higher than greedy's, so a rise is the alarm.
+One server alone can only be held to bounds no correct verifier can leave (`accept_length_within_bounds`).
+Whether acceptance is *too high* is not a single-server question: a correct rejection sampler
+accepts a draft token with probability sum_x min(p(x), q(x)) = 1 - TV(p, q), which nothing short of
+the draft's own distribution q bounds below 1, and it can rise with temperature (SGLang 0.5.17 with
+EAGLE on an H100: accept length 2.6-2.9 at T=1 against 2.0 greedy on every correct arm). The founding
+bug's "acceptance climbs" signature is judged against a baseline arm instead: the A/B comparison
+(harness/compare/verdicts.py) calls a higher accept length "suspect" in an arm that is worse on a
+corruption sign (invalid, fallback or padded-row ids, strays).
 """
 
 from __future__ import annotations
@@ -12,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 # Float slack for ratios SGLang computes in float64.
 TOLERANCE = 1e-9
@@ -86,60 +90,3 @@ def accept_length_within_bounds(
         if not (1.0 - TOLERANCE <= value <= bound + TOLERANCE):
             check.violations.append((i, float(value), bound))
     return check
-
-
-@dataclass
-class TemperatureTrend:
-    """One-sided Mann–Whitney test of accept lengths at T > 0 against T = 0."""
-
-    n_greedy: int
-    n_sampled: int
-    median_greedy: float | None
-    median_sampled: float | None
-    statistic: float | None
-    p_value: float | None
-    alpha: float
-    verdict: str  # "rises" (suspicious), "no rise", or "insufficient data"
-
-    @property
-    def rises(self) -> bool:
-        return self.verdict == "rises"
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def acceptance_rises_with_temperature(
-    accept_lengths_t0: Sequence[float], accept_lengths_t: Sequence[float], alpha: float = 0.05
-) -> TemperatureTrend:
-    """Test H1: accept lengths at T > 0 are stochastically greater than at T = 0.
-
-    With a healthy verifier, acceptance at T > 0 is in practice no higher than at T = 0 (sampling
-    spreads both distributions, so draft and target agree less often); the seed bug made it climb
-    toward its ceiling, so a significant rise means the verifier accepts what it should reject.
-    """
-    greedy = np.asarray(accept_lengths_t0, dtype=float)
-    sampled = np.asarray(accept_lengths_t, dtype=float)
-    medians = (
-        float(np.median(greedy)) if greedy.size else None,
-        float(np.median(sampled)) if sampled.size else None,
-    )
-    if greedy.size == 0 or sampled.size == 0:
-        return TemperatureTrend(greedy.size, sampled.size, *medians, None, None, alpha, "insufficient data")
-    result = stats.mannwhitneyu(sampled, greedy, alternative="greater")
-    p_value = float(result.pvalue)
-    verdict = "rises" if p_value < alpha else "no rise"
-    return TemperatureTrend(greedy.size, sampled.size, *medians, float(result.statistic), p_value, alpha, verdict)
-
-
-# An acceptance rate this high on prose sampled at this temperature or above is too good to be true.
-SUSPICIOUS_ACCEPT_RATE = 0.95
-SUSPICIOUS_MIN_TEMPERATURE = 0.7
-
-
-def suspicious_acceptance_rate(
-    rate: float | None, temperature: float, threshold: float = SUSPICIOUS_ACCEPT_RATE, min_temperature: float = SUSPICIOUS_MIN_TEMPERATURE
-) -> bool:
-    """Flag a draft acceptance rate (spec_accept_rate) at or above `threshold` on prose sampled at
-    `temperature` ≥ `min_temperature`: no real draft model agrees that well with a sampled target."""
-    return rate is not None and temperature >= min_temperature and rate >= threshold

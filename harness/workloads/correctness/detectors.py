@@ -81,6 +81,17 @@ def padded_row_ids(ids: Sequence[int], tokenizer_length: int, vocab_size: int) -
     return _id_hits("padded_row_id", ids, lambda t: tokenizer_length <= t < vocab_size)
 
 
+def out_of_vocab_ids(ids: Sequence[int], vocab_size: int) -> DetectorResult:
+    """Ids no sampler may draw: negative or >= vocab_size."""
+    return _id_hits("out_of_vocab_id", ids, lambda t: t < 0 or t >= vocab_size)
+
+
+def model_padded_row_ids(ids: Sequence[int], tokenizer_length: int, vocab_size: int) -> DetectorResult:
+    """Padded rows other than the fallback, [tokenizer_length, vocab_size - 1): the model gives them a little mass of
+    its own, so they are judged against it (harness/workloads/correctness/padded_rows.py), not counted as a bug."""
+    return _id_hits("model_padded_row_id", ids, lambda t: tokenizer_length <= t < vocab_size - 1)
+
+
 def fallback_ids(ids: Sequence[int], vocab_size: int) -> DetectorResult:
     """Ids equal to vocab_size − 1, the sampler's fallback. When the checkpoint has no padded rows
     this is also a real token, so a hit is a lead, not a verdict."""
@@ -324,6 +335,8 @@ def scan_generation(gen: Generation, vocab: VocabInfo, config: DetectorConfig | 
         found += [
             invalid_ids(ids, vocab.tokenizer_length),
             padded_row_ids(ids, vocab.tokenizer_length, vocab.vocab_size),
+            model_padded_row_ids(ids, vocab.tokenizer_length, vocab.vocab_size),
+            out_of_vocab_ids(ids, vocab.vocab_size),
             fallback_ids(ids, vocab.vocab_size),
             empty_decoding_ids(ids, vocab.empty_decoding_ids),
             id_fragments(ids, vocab.fragment_ids, config.fragment_rules),

@@ -54,6 +54,7 @@ from harness.workloads.serving.client import (
     RequestSettings,
     send_request,
 )
+from harness.workloads.serving.context_fit import ContextLimit, fit_lengths, sglang_context_limit, vllm_context_limit
 from harness.workloads.serving.datasets import BenchRandom, DatasetRow, build_requests
 from harness.workloads.serving.metrics import calculate_metrics
 from harness.workloads.serving.record import build_record, detail_arrays
@@ -98,6 +99,9 @@ class BenchConfig:
     output_details: bool = False
     post_warmup_sleep_s: float = 1.0
     read_timeout_s: float = 600.0
+    # False: the lengths are a profile's defaults, scaled down to fit the server's context length; True: the
+    # user chose them, and a set that does not fit is refused (harness/workloads/serving/context_fit.py).
+    lengths_chosen: bool = True
 
     def check(self) -> None:
         if self.request_rate <= 0 or math.isnan(self.request_rate):
@@ -140,8 +144,42 @@ def warn_range_ratio(config: BenchConfig, echo: Callable[[str], None]) -> None:
              "about L/2 on average; pass --random-range-ratio 1.0 for fixed lengths")
 
 
+def server_context_limit(config: BenchConfig) -> ContextLimit | None:
+    """The server's context limit: SGLang's /server_info, else (vLLM, an OpenAI-only server) /v1/models' max_model_len;
+    None when neither names one."""
+    if config.backend != "vllm":
+        try:
+            with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
+                limit = sglang_context_limit(client.server_info())
+            if limit is not None:
+                return limit
+        except SpecsuiteError:
+            pass  # no /server_info: an OpenAI-only server
+    try:
+        with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
+            return vllm_context_limit(oai.models())
+    except SpecsuiteError:
+        return None
+
+
+def fit_to_server(config: BenchConfig) -> list[str]:
+    """Fit the request lengths to the server's context length, in place; the notes to record (a one-line refusal,
+    as SpecsuiteError, when lengths the user chose do not fit)."""
+    limit = server_context_limit(config)
+    if limit is None:
+        return ["the server names no context length (/server_info, /v1/models): request lengths not checked against it"]
+    if config.dataset_name == "sharegpt":
+        given = config.sharegpt_context_len
+        config.sharegpt_context_len = min(given, limit.max_total) if given else limit.max_total
+        return []
+    fitted = fit_lengths(config.random_input_len, config.random_output_len, limit, chosen=config.lengths_chosen)
+    config.random_input_len, config.random_output_len = fitted.input_len, fitted.output_len
+    return [fitted.note] if fitted.note else []
+
+
 def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], BenchRandom, str]:
-    """Tokenizer, request set, the generator state after sampling, and the model name."""
+    """Tokenizer, request set, the generator state after sampling, and the model name (the lengths already fitted
+    to the server: `fit_to_server`)."""
     config.check()
     tokenizer_path = config.tokenizer
     if tokenizer_path is None and config.backend == "vllm":
@@ -194,6 +232,9 @@ def run_benchmark(
 
     On Ctrl-C the partial record is written (status "interrupted") and KeyboardInterrupt is re-raised.
     """
+    fitted = fit_to_server(config)
+    for line in fitted:
+        echo(line)
     tokenizer, rows, rng, model = prepare(config)
     warn_range_ratio(config, echo)
     settings = RequestSettings(backend=config.backend, base_url=config.base_url, model=model, temperature=config.temperature,
@@ -204,7 +245,7 @@ def run_benchmark(
         echo(f"note: on {config.backend}, bench_serving sends temperature 0.0 and no top_p whatever its flags say; so does this run, "
              f"ignoring {' and '.join(ignored)} (pass --oai-sampling to send them, or put them in --extra-request-body)")
     offsets = arrival_offsets(len(rows), config.request_rate, rng.numpy)
-    state = _RunState(outputs=[None] * len(rows))
+    state = _RunState(outputs=[None] * len(rows), warnings=list(fitted))
     run = _run_parameters(config, model, tokenizer)
     run["sampling_sent"] = settings.wire.sampling_sent(settings.sampling)  # what the requests carried, before --extra-request-body
     state.server_under_test = dict(server_under_test or {"embedded_reference": False, "source": "server-url"})
