@@ -179,7 +179,8 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
                 line = _candidate_line(analysis, arm, family, rows)
                 if state:
                     line.text += f" — {state}"
-            role = " (baseline)" if arm == baseline else ""
+            # A one-server run has a candidate and nothing to compare it with: no arm is anyone's baseline.
+            role = " (baseline)" if arm == baseline and len(analysis.arm_order) > 1 else ""
             line.text = f"**{arm}**{role} · {label}: {line.text}"
             lines.append(line)
     return lines

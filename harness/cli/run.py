@@ -23,6 +23,7 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from harness.compare.absolute import judge_absolute
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
@@ -82,11 +83,16 @@ def command_run(args: argparse.Namespace) -> int:
     outcome = evaluate_fail_on(rules, analysis) if rules else None
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
+    # --profile nightly: the absolute rules judge each candidate on its own, with or without a baseline.
+    absolute = judge_absolute(merged) if args.profile == "nightly" else None
+    if absolute is not None:
+        merged["absolute_gate"] = absolute.to_dict()
     merged["sessions_wall_time_s"] = time.perf_counter() - started
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
-    summary = summary_document(written, verdicts, exit_policy_line(args, outcome))
+    policy = exit_policy_line(args, outcome, absolute, embedded)
+    summary = summary_document(written, verdicts, policy, gate_lines(outcome, absolute))
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
@@ -99,13 +105,11 @@ def command_run(args: argparse.Namespace) -> int:
     if failed:
         print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
-    if outcome is not None:
-        for trigger in outcome.triggered:
-            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
-        for line in outcome.unevaluated:
-            print(f"specsuite: fail-on {line}")
-    print(f"specsuite: {exit_policy_line(args, outcome)}")
-    return EXIT_CHECKS_FAILED if outcome is not None and outcome.failed else EXIT_OK
+    for line in gate_lines(outcome, absolute):
+        print(f"specsuite: {line}")
+    print(f"specsuite: {policy}")
+    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed)
+    return EXIT_CHECKS_FAILED if gated else EXIT_OK
 
 
 def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
@@ -158,21 +162,44 @@ def run_verdict_lines(results: dict) -> list[str]:
     return lines
 
 
-def exit_policy_line(args: argparse.Namespace, outcome) -> str:
-    """Why the run exits as it does: which rules judged it, and what they found."""
-    if outcome is not None and outcome.failed:
-        fired = ", ".join(trigger.rule for trigger in outcome.triggered)
-        return f"exit 1: {fired} fired" + (" (--profile nightly fails a worse or suspect correctness verdict)" if args.profile == "nightly" else "")
+def gate_lines(outcome, absolute) -> list[str]:
+    """What the gates found, one line each: fired `--fail-on` rules, the absolute rules' findings, and one line for
+    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead)."""
+    from harness.compare.absolute import RULES
+
+    lines = [f"fail-on {trigger.rule}: {trigger.reason}" for trigger in (outcome.triggered if outcome else [])]
+    lines += [f"absolute gate: {finding.line}" for finding in (absolute.findings if absolute else [])]
+    unevaluated = [line.split(": no ")[0] for line in (outcome.unevaluated if outcome else [])]
+    if unevaluated:
+        judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(RULES)})"
+                  if absolute is not None else "no absolute rules judged instead (they come with --profile nightly)")
+        lines.append(f"fail-on: no comparison in these results for {', '.join(unevaluated)}; {judged}")
+    return lines
+
+
+def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False) -> str:
+    """Why the run exits as it does: which rules judged it, and what they found.  The demo's wording (its nofix arm
+    is meant to be worse) only for the demo: the embedded reference arms with no server option."""
+    reasons = [trigger.rule for trigger in (outcome.triggered if outcome is not None else [])]
+    reasons += list(dict.fromkeys(f"absolute {finding.rule} ({finding.arm})" for finding in (absolute.findings if absolute else [])))
+    if reasons:
+        return f"exit 1: {', '.join(reasons)} fired" + (
+            " (--profile nightly fails an absolute correctness rule, or a worse or suspect correctness verdict)"
+            if args.profile == "nightly" else "")
     if args.profile == "nightly":
-        return "exit 0: no worse or suspect correctness verdict (the --profile nightly gate)" + (" and no --fail-on rule fired" if args.fail_on else "")
+        return ("exit 0: no absolute correctness rule broken and no worse or suspect correctness verdict (the --profile nightly gate)"
+                + (" and no --fail-on rule fired" if args.fail_on else ""))
     if args.fail_on:
         return "exit 0: no --fail-on rule fired"
-    return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
-            "--profile nightly or --fail-on RULES make them do so")
+    if demo:
+        return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
+                "--profile nightly or --fail-on RULES make them do so")
+    return "exit 0: verdicts do not set the exit code of a smoke run; --profile nightly or --fail-on RULES make them do so"
 
 
-def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
-    """summary.md: the server under test, the verdict lines and the exit policy, then the per-case counts."""
+def summary_document(results: dict, verdicts: list[str], policy: str, gates: list[str] = ()) -> str:
+    """summary.md: the server under test, the verdict lines, what the gates found and the exit policy, then the
+    per-case counts."""
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
 
@@ -182,6 +209,8 @@ def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
         lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
     lines += ["## Verdict", ""]
     lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
+    if gates:
+        lines += ["", "## Gate", "", *[f"- {line}" for line in gates]]
     lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
     return "\n".join(lines)
 

@@ -38,6 +38,8 @@ from tqdm import tqdm
 
 from harness.compare.arms import ArmSpec, free_ports
 from harness.errors import SpecsuiteError
+from harness.orchestration.junit import combine as combine_junit
+from harness.orchestration.junit import junit_path, read_junit
 from harness.results.store import RunDirectory, load_results, write_json_atomic
 from harness.results.types import Arm, Document, Repeat, Workloads
 from harness.server.interrupts import child_pids
@@ -123,6 +125,8 @@ def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> 
         sys.executable, "-m", "pytest", "-p", SUITES_PLUGIN, "--pyargs", SUITES_PACKAGE, "-m", session.markers,
         "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
         "-q", "--results-dir", str(sessions_dir), "--run-id", session.run_id, "--arm-name", session.arm.name,
+        # JUnit per session: CI reads it, and the merge reads which tests failed or errored and why (harness.orchestration.junit).
+        f"--junitxml={junit_path(sessions_dir, session.run_id)}",
         "--seed", str(plan.session_seed(session.repeat)), *session.arm.pytest_args(), *plan.pytest_options,
     ]
 
@@ -239,6 +243,9 @@ def _combine(sessions: list[Arm]) -> Arm:
     combined.put("session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
     if any(e.running for e in entries):
         combined.put("running", True)
+    outcomes = combine_junit([e.extra.get("tests") for e in entries])
+    if outcomes is not None:
+        combined.put("tests", outcomes)
     reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))
     if reasons:
         combined.put("reason", "; ".join(reasons))
@@ -496,6 +503,9 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
         reason = session_reason(log_path)
         if reason:
             entry.put("reason", reason)
+    outcomes = read_junit(junit_path(session_dir.parent, session_dir.name))
+    if outcomes is not None:
+        entry.put("tests", outcomes)
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
