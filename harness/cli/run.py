@@ -12,6 +12,7 @@ though its nofix arm is worse: it demonstrates the detectors, it does not gate a
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -34,6 +35,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
+    from harness.session.dependencies import missing_for_gsm8k
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
@@ -57,6 +59,9 @@ def command_run(args: argparse.Namespace) -> int:
         options += ["--vocab-size", str(args.vocab_size)]
     options += args.pytest_arg  # last, so the user's settings win over the main job's
     check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
+    missing = missing_for_gsm8k(option_value(options, "--gsm8k-path")) if selects(markers, "gsm8k") else None
+    if missing:  # an optional package the settings need: one line naming the extra, before any session
+        raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
                    parts=MAIN.parts if args.markers is None else ())
@@ -255,3 +260,32 @@ def _no_server_reached(merged: dict, run_dir, started: float) -> int:
     print(f"specsuite: error: no session reached a server; {merged['error']} "
           f"(logs under {run_dir.path / 'sessions'}; no report written)", file=sys.stderr)
     return EXIT_ERROR
+
+
+def option_value(options: list[str], flag: str) -> str | None:
+    """The last value given for `flag` in an argv list (`--flag V` or `--flag=V`), as the sessions' parser reads it."""
+    value = None
+    for index, token in enumerate(options):
+        if token == flag and index + 1 < len(options):
+            value = options[index + 1]
+        elif token.startswith(flag + "="):
+            value = token[len(flag) + 1:]
+    return value
+
+
+class _Marks(dict):
+    """Every marker name is False but the one asked about (a marker expression evaluated for one marker)."""
+
+    def __missing__(self, key: str) -> bool:
+        return False
+
+
+def selects(markers: str, marker: str) -> bool:
+    """Whether a `-m` expression (names with and/or/not and parentheses) selects tests carrying only `marker`;
+    an expression that is not of that form counts as selecting it (the sessions then decide)."""
+    if not re.fullmatch(r"[\w\s()]*", markers):
+        return True
+    try:  # only names, parentheses and and/or/not reach eval (the pattern above)
+        return bool(eval(compile(markers, "-m", "eval"), {"__builtins__": {}}, _Marks({marker: True})))  # noqa: S307
+    except (SyntaxError, NameError, TypeError):
+        return True
