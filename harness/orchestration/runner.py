@@ -163,9 +163,19 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     # would beat --launch and point every launched arm at that one server.
     env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
     env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
+    env["PATH"] = interpreter_path(env.get("PATH", ""))
     # Sessions run in the sessions folder: nothing of the working directory (a checkout or not) decides what they import.
     process = subprocess.Popen(command, cwd=sessions_dir, stdout=log, stderr=subprocess.STDOUT, env=env)
     return _Session(spec, plan.session_seed(spec.repeat), command, log_path, sessions_dir / spec.run_id, process, log)
+
+
+def interpreter_path(inherited: str) -> str:
+    """PATH with this interpreter's folder first: an arm's launch command `python -m ...` (or `specsuite ...`) then runs
+    with the session's Python and its packages, from a fresh clone's `.venv/bin/specsuite run` with nothing activated
+    (otherwise `python` is whatever the shell finds, often one without aiohttp)."""
+    folder = str(Path(sys.executable).parent)
+    rest = [p for p in inherited.split(os.pathsep) if p and p != folder]
+    return os.pathsep.join([folder, *rest])
 
 
 def _python_path(inherited: str) -> str:
