@@ -48,6 +48,8 @@ def command_run(args: argparse.Namespace) -> int:
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
     check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
+    for flag, url in (("--server-url", args.server_url), ("--baseline-url", args.baseline_url)):
+        check_url(flag, url)  # here, in one line, not inside a spawned session after a results folder exists
     # The default arms run side by side, so each needs its own port.
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
@@ -133,7 +135,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
     run_dir.write_results(merged)
     if not any(arm.get("identity") for arm in merged["arms"].values()):
         print(f"specsuite: interrupted {merged['stopped_at']}, before any session reached its server; no report "
-              f"({run_dir.results_path})", file=sys.stderr)
+              f"({run_dir.results_path}); exit {EXIT_INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
         merged[ANALYSIS_KEY] = compare_arms(merged).to_dict()  # written as results.json next
@@ -149,7 +151,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
         print(f"specsuite: no partial report: {exc}", file=sys.stderr)
     print(f"specsuite: interrupted {merged['stopped_at']}; partial results in {run_dir.results_path}"
           + ("" if args.no_report else f", partial report in {run_dir.path / 'report' / 'report.html'}")
-          + f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+          + f" ({time.perf_counter() - started:.0f} s); exit {EXIT_INTERRUPTED}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -214,6 +216,8 @@ def summary_document(results: dict, verdicts: list[str], policy: str, gates: lis
         lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
     lines += ["## Verdict", ""]
     lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
+    if results.get("status") not in (None, "complete"):  # an arm that had nothing yet is named, not dropped
+        lines += [f"- **{name}**: no results: it had finished nothing when the run stopped" for name in unfinished_arms(results)]
     if gates:
         lines += ["", "## Gate", "", *[f"- {line}" for line in gates]]
     lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
@@ -289,3 +293,25 @@ def selects(markers: str, marker: str) -> bool:
         return bool(eval(compile(markers, "-m", "eval"), {"__builtins__": {}}, _Marks({marker: True})))  # noqa: S307
     except (SyntaxError, NameError, TypeError):
         return True
+
+
+def check_url(flag: str, url: str | None) -> None:
+    """A server URL needs its scheme and host (`127.0.0.1:9` is refused, `http://127.0.0.1:9` taken)."""
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SpecsuiteError(f"{flag} must look like http://host:port, got {url!r}")
+
+
+def unfinished_arms(results: dict) -> list[str]:
+    """Arms of the run (in order) with no case and no workload in any repeat."""
+    arms = results.get("arms") or {}
+    order = results.get("arm_order") or list(arms)
+    return [name for name in order if not any(r.get("cases") or r.get("workloads") for r in (arms.get(name) or {}).get("repeats") or [])]

@@ -278,7 +278,8 @@ OPTIONS: tuple[Option, ...] = (
                      ("run", "base URL of the candidate server, compared against --baseline-url. The API key comes from SPECSUITE_API_KEY"),
                      ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
                      ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
-           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),)),
+           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),),
+           aliases=(Alias("--base-url", ("bench",), deprecated=False),)),  # bench_serving's name for it
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
            "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="plugin",
            help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
