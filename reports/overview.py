@@ -38,7 +38,7 @@ EXPLAINED = {
                 "bug's signature (corrupt draft probabilities accepted by the sampler), not a faster draft model."),
 }
 SIDE_BY_SIDE_NOTE = ("The arms ran side by side on one host: each arm's serving figures include the other arm's load, "
-                     "so small ITL and throughput differences are not the servers'.")
+                     "so small ITL and throughput differences are not the servers' (`--arm-schedule sequential` runs one at a time).")
 
 
 @dataclass
@@ -210,6 +210,15 @@ def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: 
     return str(first.get("message") or f"{first.get('test')} {first.get('kind', 'failed')}")
 
 
+def side_by_side_note(results: dict[str, Any] | ResultsDocument) -> str | None:
+    """The caveat every timing verdict carries when the arms ran side by side (None otherwise)."""
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
+        return SIDE_BY_SIDE_NOTE
+    return None
+
+
 def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
     """`Not run: GSM8K, serving benchmark.` (None when everything ran)."""
     document = ResultsDocument.of(results)
@@ -328,8 +337,9 @@ def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes
         doc.paragraph("No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it.")
     shown = {verdict for line in lines for verdict in line.verdicts}
     doc.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
-    if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
-        doc.paragraph(SIDE_BY_SIDE_NOTE)
+    caveat = side_by_side_note(document)
+    if caveat:
+        doc.paragraph(caveat)
     synthetic = gsm8k_source_note(document)
     if synthetic and analysis is not None and _ran(analysis, "gsm8k"):
         doc.blocks.append(("note", synthetic))

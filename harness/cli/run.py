@@ -66,7 +66,7 @@ def command_run(args: argparse.Namespace) -> int:
         raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
-                   parts=MAIN.parts if args.markers is None else ())
+                   parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
                           pytest_options=options, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
@@ -162,10 +162,10 @@ def plain(markdown: str) -> str:
 
 def run_verdict_lines(results: dict) -> list[str]:
     """The report's verdict lines (reports/overview.py), then what is unusual about them (a synthetic GSM8K)."""
-    from reports.overview import gsm8k_source_note, not_run_line, verdict_lines
+    from reports.overview import gsm8k_source_note, not_run_line, side_by_side_note, verdict_lines
 
     lines = [line.text for line in verdict_lines(results)]
-    lines += [note for note in (gsm8k_source_note(results), not_run_line(results)) if note]
+    lines += [note for note in (side_by_side_note(results), gsm8k_source_note(results), not_run_line(results)) if note]
     return lines
 
 
@@ -315,3 +315,9 @@ def unfinished_arms(results: dict) -> list[str]:
     arms = results.get("arms") or {}
     order = results.get("arm_order") or list(arms)
     return [name for name in order if not any(r.get("cases") or r.get("workloads") for r in (arms.get(name) or {}).get("repeats") or [])]
+
+
+def side_by_side(schedule: str | None, embedded: bool) -> bool:
+    """`--arm-schedule`: given, as given; by default one arm at a time (timing verdicts then compare servers, not two
+    servers contending for one host), except the embedded demo's CPU emulations, which gate nothing on timing."""
+    return schedule == "side-by-side" if schedule else embedded

@@ -164,6 +164,7 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
     env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
     env["PATH"] = interpreter_path(env.get("PATH", ""))
+    env.update(dict(spec.arm.env))  # the arm's own variables (`--arm NAME="CUDA_VISIBLE_DEVICES=1 CMD"`), for its server
     # Sessions run in the sessions folder: nothing of the working directory (a checkout or not) decides what they import.
     process = subprocess.Popen(command, cwd=sessions_dir, stdout=log, stderr=subprocess.STDOUT, env=env)
     return _Session(spec, plan.session_seed(spec.repeat), command, log_path, sessions_dir / spec.run_id, process, log)
@@ -402,7 +403,9 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     rounds = plan.rounds()
     total = sum(len(round_) for round_ in rounds)
     merger = _Merger(merged)
-    merged["side_by_side"] = plan.side_by_side and total > len(rounds)
+    # Side by side: some round ran sessions of two arms at once (a reference arm's parts at once are one arm).
+    merged["side_by_side"] = any(len({s.arm.name for s in round_}) > 1 for round_ in rounds)
+    merged["arm_schedule"] = "side-by-side" if plan.side_by_side else "sequential"
     merged["sessions"] = [{"arm": s.arm.name, "repeat": s.repeat, "seed": plan.session_seed(s.repeat), "markers": s.markers,
                            "run_id": s.run_id} for round_ in rounds for s in round_]
     bar = tqdm(total=total, desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
