@@ -166,7 +166,7 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
     for arm in analysis.arm_order:
         for family, label in FAMILIES:
             # A one-server run has a candidate and nothing to compare it with: no arm is anyone's baseline.
-            role = " (baseline)" if arm == baseline and len(analysis.arm_order) > 1 else ""
+            role = " (baseline)" if arm == baseline and len(analysis.arm_order) > 1 and arm != "baseline" else ""
             reason = errored_reason(document, arm, family)
             if reason:
                 lines.append(VerdictLine(arm, family, f"**{arm}**{role} · {label}: **errored**: {reason}", ["errored"]))

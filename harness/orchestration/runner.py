@@ -37,6 +37,7 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from harness.compare.arms import ArmSpec, free_ports
+from harness.config.options import RESULTS_DB_ENV
 from harness.errors import SpecsuiteError
 from harness.orchestration.junit import combine as combine_junit
 from harness.orchestration.junit import junit_path, read_junit
@@ -161,7 +162,9 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     # (harness.server.interrupts then waits for it to save its results and stop its server).
     # Each session is told its arm (--server-url or --launch); an inherited SPECSUITE_SERVER_URL
     # would beat --launch and point every launched arm at that one server.
-    env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
+    # Nor a results database: `specsuite run` stores a night through `specsuite history ingest` of its merged
+    # results.json; a session storing itself would put each part of an arm in the store as a night of its own.
+    env = {key: value for key, value in os.environ.items() if key not in (SERVER_URL_ENV, RESULTS_DB_ENV)}
     env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
     env["PATH"] = interpreter_path(env.get("PATH", ""))
     env.update(dict(spec.arm.env))  # the arm's own variables (`--arm NAME="CUDA_VISIBLE_DEVICES=1 CMD"`), for its server
