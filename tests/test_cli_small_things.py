@@ -30,17 +30,15 @@ def _bench_args(*argv: str) -> argparse.Namespace:
     return args
 
 
-def test_bench_defaults_fit_the_bundled_prompts(capsys: pytest.CaptureFixture[str]) -> None:
+def test_bench_defaults_fit_the_bundled_prompts() -> None:
     """Before: 'the text source has 426 usable prompts, fewer than --num-prompts 1000', after the server had started."""
     args = _bench_args()
     assert args.num_prompts == 1000  # bench_serving's default
-    fit_num_prompts(args)
-    assert args.num_prompts == 426 and "--num-prompts 426" in capsys.readouterr().err
+    assert "--num-prompts 426" in (fit_num_prompts(args) or "") and args.num_prompts == 426
     with pytest.raises(SpecsuiteError, match="--num-prompts 1000: the bundled prompts has 426 usable prompts"):
         fit_num_prompts(_bench_args("--num-prompts", "1000"))  # asked for explicitly: refused, in one line
     fitting = _bench_args("--num-prompts", "64")
-    fit_num_prompts(fitting)
-    assert fitting.num_prompts == 64
+    assert fit_num_prompts(fitting) is None and fitting.num_prompts == 64
 
 
 def test_bench_takes_bench_servings_base_url(capsys: pytest.CaptureFixture[str]) -> None:
