@@ -90,3 +90,9 @@ def test_an_interrupted_runs_last_line_has_the_exit_code(tmp_path: Path, capsys:
     merged = {"status": "running", "server_under_test": {}, "arm_order": ["nofix"], "arms": {}}
     code = _finish_interrupted(merged, RunDirectory(tmp_path, run_id="r"), argparse.Namespace(no_report=True), 0.0, True)
     assert code == 130 and capsys.readouterr().err.rstrip().splitlines()[-1].endswith("exit 130")
+
+
+def test_a_sessions_junit_file_is_not_overridden(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The gate reads each session's JUnit XML: a --junit-xml for the sessions would silently replace it."""
+    code = main(["run", "--results-dir", str(tmp_path), "--run-id", "r", "--pytest-arg=--junit-xml=x.xml"])
+    assert code == 2 and "sessions/<arm>-r<k>.junit.xml" in capsys.readouterr().err and not (tmp_path / "r").exists()

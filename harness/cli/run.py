@@ -230,6 +230,10 @@ def check_session_options(options: list[str]) -> None:
     know are left to pytest."""
     from harness.config.options import add_options, check_values
 
+    junit = [token for token in options if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
+    if junit:  # pytest keeps one: a session's own file is what the gate and the report read
+        raise SpecsuiteError(f"--pytest-arg {junit[0]}: specsuite run writes each session's JUnit XML itself, to "
+                             "<results>/<run>/sessions/<arm>-r<k>.junit.xml; collect those")
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     add_options(parser.add_argument, "pytest")
     try:
