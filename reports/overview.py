@@ -38,7 +38,7 @@ EXPLAINED = {
                 "bug's signature (corrupt draft probabilities accepted by the sampler), not a faster draft model."),
 }
 SIDE_BY_SIDE_NOTE = ("The arms ran side by side on one host: each arm's serving figures include the other arm's load, "
-                     "so small ITL and throughput differences are not the servers'.")
+                     "so small ITL and throughput differences are not the servers' (`--arm-schedule sequential` runs one at a time).")
 
 
 @dataclass
@@ -165,6 +165,12 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
     lines = []
     for arm in analysis.arm_order:
         for family, label in FAMILIES:
+            # A one-server run has a candidate and nothing to compare it with: no arm is anyone's baseline.
+            role = " (baseline)" if arm == baseline and len(analysis.arm_order) > 1 and arm != "baseline" else ""
+            reason = errored_reason(document, arm, family)
+            if reason:
+                lines.append(VerdictLine(arm, family, f"**{arm}**{role} · {label}: **errored**: {reason}", ["errored"]))
+                continue
             if not _ran(analysis, family):
                 continue
             state = _state(analysis, arm, family)
@@ -179,10 +185,38 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
                 line = _candidate_line(analysis, arm, family, rows)
                 if state:
                     line.text += f" — {state}"
-            role = " (baseline)" if arm == baseline else ""
             line.text = f"**{arm}**{role} · {label}: {line.text}"
             lines.append(line)
     return lines
+
+
+# The suite module of each family: a failed or errored test there, with no data from the family, is why it did not run.
+FAMILY_MODULES = {"cases": "test_correctness", "gsm8k": "test_gsm8k", "bench": "test_serving_bench"}
+
+
+def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: str) -> str | None:
+    """Why a family has no data from an arm although its tests ran: the first error (else failure) message of its
+    suite's tests in the arm's sessions (`repeats[].tests`, from their JUnit XML); None when it has data or none ran."""
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    if analysis is not None and any(r.arm == arm and _family(analysis, r.metric) == family for r in analysis.estimates):
+        return None
+    measured = document.arms.get(arm)
+    failed = [f for r in (measured.repeats if measured is not None else []) for f in ((r.extra.get("tests") or {}).get("failed") or [])
+              if isinstance(f, dict) and f.get("module") == FAMILY_MODULES[family]]
+    if not failed:
+        return None
+    first = next((f for f in failed if f.get("kind") == "error"), failed[0])
+    return str(first.get("message") or f"{first.get('test')} {first.get('kind', 'failed')}")
+
+
+def side_by_side_note(results: dict[str, Any] | ResultsDocument) -> str | None:
+    """The caveat every timing verdict carries when the arms ran side by side (None otherwise)."""
+    document = ResultsDocument.of(results)
+    analysis = document.analysis
+    if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
+        return SIDE_BY_SIDE_NOTE
+    return None
 
 
 def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
@@ -191,7 +225,8 @@ def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
     analysis = document.analysis
     if analysis is None:
         return None
-    missing = [label for family, label in FAMILIES if not _ran(analysis, family)]
+    missing = [label for family, label in FAMILIES if not _ran(analysis, family)
+               and not any(errored_reason(document, arm, family) for arm in analysis.arm_order)]  # those say "errored"
     if (document.repeats or 1) < 2:
         missing.append("spread between repeats (one repeat per arm; `--repeats N` measures it)")
     if not missing:
@@ -302,8 +337,9 @@ def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes
         doc.paragraph("No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it.")
     shown = {verdict for line in lines for verdict in line.verdicts}
     doc.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
-    if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
-        doc.paragraph(SIDE_BY_SIDE_NOTE)
+    caveat = side_by_side_note(document)
+    if caveat:
+        doc.paragraph(caveat)
     synthetic = gsm8k_source_note(document)
     if synthetic and analysis is not None and _ran(analysis, "gsm8k"):
         doc.blocks.append(("note", synthetic))

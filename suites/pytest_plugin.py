@@ -39,6 +39,7 @@ from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
 from harness.session.config import RunConfig, run_config_from_options
+from harness.session.dependencies import missing_for_gsm8k
 from harness.session.run_session import RunSession
 from harness.workloads.correctness.prompts import PromptItem, load_prompts
 from harness.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
@@ -286,6 +287,9 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     try:
         if not state.targets_suites() or not needs_server(items):
             return
+        missing = missing_for_gsm8k(state.run_config.gsm8k.path) if any(item.get_closest_marker("gsm8k") for item in items) else None
+        if missing:  # one line naming the extra, before any server starts (not a traceback per GSM8K test)
+            raise SpecsuiteError(missing)
         state.start()
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None

@@ -28,7 +28,7 @@ def _refused(url: str) -> bool:
 
 def _served_url(results: Path) -> str | None:
     """The URL of the embedded server the command launched (its port is in its log's name), once the log exists."""
-    for log in results.glob("refserver-fix-*.log"):
+    for log in results.glob("server-logs/refserver-fix-*.log"):
         return f"http://127.0.0.1:{log.stem.rsplit('-', 1)[-1]}"
     return None
 
@@ -47,7 +47,9 @@ def test_bench_appends_one_line_prints_the_table_and_stops_its_server(tmp_path, 
     assert record["completed"] == 4 and record["failed"] == 0 and record["status"] == "complete"
     assert record["server_under_test"]["embedded_reference"] is True and record["server_under_test"]["source"] == "embedded-reference"
     # No run folder: only the launched server's log goes to the results folder.
-    assert [p.name.startswith("refserver-fix-") and p.suffix == ".log" for p in (tmp_path / "results").iterdir()] == [True]
+    # the launched server's log in a folder of its own, not loose beside the results
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["server-logs"]
+    assert [p.name.startswith("refserver-fix-") and p.suffix == ".log" for p in (tmp_path / "results" / "server-logs").iterdir()] == [True]
     assert _refused(record["server_under_test"]["url"])  # the launched server is gone
 
 
@@ -65,6 +67,6 @@ def test_ctrl_c_saves_the_finished_requests_and_stops_the_server(tmp_path) -> No
     assert "Traceback" not in stderr, stderr
     record = json.loads(output.read_text().splitlines()[-1])
     assert record["status"] == "interrupted" and 1 <= record["completed"] < 400
-    (log,) = results.glob("refserver-fix-*.log")
+    (log,) = results.glob("server-logs/refserver-fix-*.log")
     port = log.stem.rsplit("-", 1)[-1]
     assert _refused(f"http://127.0.0.1:{port}")  # the session stopped the server it launched

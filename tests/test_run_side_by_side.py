@@ -134,4 +134,7 @@ def test_sessions_do_not_inherit_the_server_url_variable(tmp_path: Path, monkeyp
     monkeypatch.setattr(runner.subprocess, "Popen", NoProcess)
     plan = runner.RunPlan(arms=[ArmSpec("fix", launch="true")], repeats=1, seed=0, markers="correctness", pytest_options=[])
     runner._start(plan, runner.SessionSpec(plan.arms[0], 1, "correctness"), tmp_path)
-    assert "SPECSUITE_SERVER_URL" not in seen["env"] and seen["env"].get("PATH") == os.environ["PATH"]
+    assert "SPECSUITE_SERVER_URL" not in seen["env"]
+    # the session's interpreter first, so that an arm's `python -m ...` runs with it; the rest as inherited
+    folder = os.path.dirname(sys.executable)
+    assert seen["env"]["PATH"].split(os.pathsep) == [folder, *[p for p in os.environ["PATH"].split(os.pathsep) if p and p != folder]]

@@ -48,6 +48,30 @@ def default_output_file(args: argparse.Namespace) -> Path:
     return Path(args.results_dir) / name
 
 
+def fit_num_prompts(args: argparse.Namespace) -> str | None:
+    """`--dataset-name random` cuts its prompts from a text source with one prompt per request; bench_serving's
+    default of 1000 requests is more than the bundled source's prompts.  Left at its default, --num-prompts becomes
+    the number of usable prompts (one line says so); given explicitly and too large, it is refused in one line
+    before any server starts.  Returns the line to print about a fitted default."""
+    from harness.errors import SpecsuiteError
+    from harness.workloads.serving.datasets import load_conversations
+
+    if args.dataset_name != "random" or args.dataset_path == "hf":  # the Hub's ShareGPT has plenty
+        return None
+    usable = sum(1 for prompt, _ in load_conversations(args.dataset_path) if prompt.strip())
+    if usable >= args.num_prompts:
+        return None
+    given = any(token == "--num-prompts" or token.startswith("--num-prompts=") for token in getattr(args, "argv", None) or [])
+    source = args.dataset_path or "the bundled prompts"
+    if given or usable == 0:
+        raise SpecsuiteError(f"--num-prompts {args.num_prompts}: {source} has {usable} usable prompts; "
+                             "ask for fewer or give --dataset-path a ShareGPT file with more")
+    note = (f"--num-prompts {usable} ({source} has {usable} usable prompts, fewer than bench_serving's default "
+            f"{args.num_prompts}; --dataset-path FILE|hf for more)")
+    args.num_prompts = usable
+    return note
+
+
 def run(args: argparse.Namespace) -> int:
     """`specsuite bench`: a thin adapter over the RunSession (harness/session/), which starts the server (asking it
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
@@ -61,10 +85,13 @@ def run(args: argparse.Namespace) -> int:
 
     run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
                                          admin_api_key=load_admin_api_key())
+    note = fit_num_prompts(args)
     chosen = chosen_from_cli(lambda name: getattr(args, name, None))  # a bad --extra-request-body fails before any server starts
     output = Path(args.output_file) if args.output_file else default_output_file(args)
     with RunSession(run_config) as session:
         session.start_endpoint(reference_args=args.reference_arg)
+        if note:  # once the server is there (a refused server is the one line a run without one prints)
+            print(f"specsuite: {note}", file=sys.stderr)
         record = session.serving_benchmark(chosen, BENCH_SERVING, output_file=str(output),
                                            progress=not args.disable_tqdm and sys.stderr.isatty())
     print(format_table(record))

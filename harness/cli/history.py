@@ -66,9 +66,18 @@ def command_list(args: argparse.Namespace) -> int:
     print("| id | date | arm | build | server | outcome | accelerator | profile | config | results run |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:
-        print(f"| {run.id} | {run.started_utc} | {run.arm} | {run.build_hash or '-'} | {run.server_version or '-'} | {run.outcome} | "
+        print(f"| {run.id} | {run.started_utc} | {run.arm} | {run.build_hash or '-'} | {server_label(run)} | {run.outcome} | "
               f"{run.accelerator or '-'} | {run.profile or '-'} | {run.config_key} | {run.results_run_id} |")
     return EXIT_OK
+
+
+def server_label(run) -> str:
+    """The stored server's version, marked when the run measured the reference emulation (not a real SGLang)."""
+    from harness.server.refserver_contract import MARKER_KEY
+
+    version = run.server_version or "-"
+    emulation = MARKER_KEY in ((run.identity or {}).get("server_args") or {})
+    return f"{version} (reference emulation)" if emulation else version
 
 
 def _positive(value: int | None, option: str) -> None:

@@ -58,7 +58,10 @@ def _add_serve_sglang_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from harness.results.store import specsuite_version
+
     parser = argparse.ArgumentParser(prog="specsuite", description="Correctness tests and benchmarks for speculative-decoding servers.")
+    parser.add_argument("--version", action="version", version=f"specsuite {specsuite_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
     _add_run_parser(subparsers)
     _add_serve_parser(subparsers)
@@ -161,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["serve-reference"]:  # every flag belongs to the reference server's own parser
         return command_serve_reference(argparse.Namespace(args=argv[1:]))
     args = build_parser().parse_args(argv)
+    args.argv = argv  # what was given, for a default that depends on it (specsuite bench's --num-prompts)
     for note in deprecation_notes(argv, front_end_of(args)):
         print(f"specsuite: {note}", file=sys.stderr)
     restore_signals = interrupt_after_children()

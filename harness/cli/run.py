@@ -12,6 +12,7 @@ though its nofix arm is worse: it demonstrates the detectors, it does not gate a
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 
@@ -23,6 +24,7 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 
 
 def command_run(args: argparse.Namespace) -> int:
+    from harness.compare.absolute import judge_absolute
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
@@ -33,6 +35,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.results.store import RunDirectory, load_results
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
+    from harness.session.dependencies import missing_for_gsm8k
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
@@ -45,6 +48,8 @@ def command_run(args: argparse.Namespace) -> int:
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
     check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
+    for flag, url in (("--server-url", args.server_url), ("--baseline-url", args.baseline_url)):
+        check_url(flag, url)  # here, in one line, not inside a spawned session after a results folder exists
     # The default arms run side by side, so each needs its own port.
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
@@ -56,9 +61,12 @@ def command_run(args: argparse.Namespace) -> int:
         options += ["--vocab-size", str(args.vocab_size)]
     options += args.pytest_arg  # last, so the user's settings win over the main job's
     check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
+    missing = missing_for_gsm8k(option_value(options, "--gsm8k-path")) if selects(markers, "gsm8k") else None
+    if missing:  # an optional package the settings need: one line naming the extra, before any session
+        raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
-                   parts=MAIN.parts if args.markers is None else ())
+                   parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
                           pytest_options=options, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
@@ -82,11 +90,16 @@ def command_run(args: argparse.Namespace) -> int:
     outcome = evaluate_fail_on(rules, analysis) if rules else None
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
+    # --profile nightly: the absolute rules judge each candidate on its own, with or without a baseline.
+    absolute = judge_absolute(merged) if args.profile == "nightly" else None
+    if absolute is not None:
+        merged["absolute_gate"] = absolute.to_dict()
     merged["sessions_wall_time_s"] = time.perf_counter() - started
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
-    summary = summary_document(written, verdicts, exit_policy_line(args, outcome))
+    policy = exit_policy_line(args, outcome, absolute, embedded)
+    summary = summary_document(written, verdicts, policy, gate_lines(outcome, absolute))
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
@@ -99,13 +112,11 @@ def command_run(args: argparse.Namespace) -> int:
     if failed:
         print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
-    if outcome is not None:
-        for trigger in outcome.triggered:
-            print(f"specsuite: fail-on {trigger.rule}: {trigger.reason}")
-        for line in outcome.unevaluated:
-            print(f"specsuite: fail-on {line}")
-    print(f"specsuite: {exit_policy_line(args, outcome)}")
-    return EXIT_CHECKS_FAILED if outcome is not None and outcome.failed else EXIT_OK
+    for line in gate_lines(outcome, absolute):
+        print(f"specsuite: {line}")
+    print(f"specsuite: {policy}")
+    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed)
+    return EXIT_CHECKS_FAILED if gated else EXIT_OK
 
 
 def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
@@ -124,7 +135,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
     run_dir.write_results(merged)
     if not any(arm.get("identity") for arm in merged["arms"].values()):
         print(f"specsuite: interrupted {merged['stopped_at']}, before any session reached its server; no report "
-              f"({run_dir.results_path})", file=sys.stderr)
+              f"({run_dir.results_path}); exit {EXIT_INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
         merged[ANALYSIS_KEY] = compare_arms(merged).to_dict()  # written as results.json next
@@ -140,7 +151,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
         print(f"specsuite: no partial report: {exc}", file=sys.stderr)
     print(f"specsuite: interrupted {merged['stopped_at']}; partial results in {run_dir.results_path}"
           + ("" if args.no_report else f", partial report in {run_dir.path / 'report' / 'report.html'}")
-          + f" ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+          + f" ({time.perf_counter() - started:.0f} s); exit {EXIT_INTERRUPTED}", file=sys.stderr)
     return EXIT_INTERRUPTED
 
 
@@ -151,28 +162,51 @@ def plain(markdown: str) -> str:
 
 def run_verdict_lines(results: dict) -> list[str]:
     """The report's verdict lines (reports/overview.py), then what is unusual about them (a synthetic GSM8K)."""
-    from reports.overview import gsm8k_source_note, not_run_line, verdict_lines
+    from reports.overview import gsm8k_source_note, not_run_line, side_by_side_note, verdict_lines
 
     lines = [line.text for line in verdict_lines(results)]
-    lines += [note for note in (gsm8k_source_note(results), not_run_line(results)) if note]
+    lines += [note for note in (side_by_side_note(results), gsm8k_source_note(results), not_run_line(results)) if note]
     return lines
 
 
-def exit_policy_line(args: argparse.Namespace, outcome) -> str:
-    """Why the run exits as it does: which rules judged it, and what they found."""
-    if outcome is not None and outcome.failed:
-        fired = ", ".join(trigger.rule for trigger in outcome.triggered)
-        return f"exit 1: {fired} fired" + (" (--profile nightly fails a worse or suspect correctness verdict)" if args.profile == "nightly" else "")
+def gate_lines(outcome, absolute) -> list[str]:
+    """What the gates found, one line each: fired `--fail-on` rules, the absolute rules' findings, and one line for
+    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead)."""
+    from harness.compare.absolute import RULES
+
+    lines = [f"fail-on {trigger.rule}: {trigger.reason}" for trigger in (outcome.triggered if outcome else [])]
+    lines += [f"absolute gate: {finding.line}" for finding in (absolute.findings if absolute else [])]
+    unevaluated = [line.split(": no ")[0] for line in (outcome.unevaluated if outcome else [])]
+    if unevaluated:
+        judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(RULES)})"
+                  if absolute is not None else "no absolute rules judged instead (they come with --profile nightly)")
+        lines.append(f"fail-on: no comparison in these results for {', '.join(unevaluated)}; {judged}")
+    return lines
+
+
+def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False) -> str:
+    """Why the run exits as it does: which rules judged it, and what they found.  The demo's wording (its nofix arm
+    is meant to be worse) only for the demo: the embedded reference arms with no server option."""
+    reasons = [trigger.rule for trigger in (outcome.triggered if outcome is not None else [])]
+    reasons += list(dict.fromkeys(f"absolute {finding.rule} ({finding.arm})" for finding in (absolute.findings if absolute else [])))
+    if reasons:
+        return f"exit 1: {', '.join(reasons)} fired" + (
+            " (--profile nightly fails an absolute correctness rule, or a worse or suspect correctness verdict)"
+            if args.profile == "nightly" else "")
     if args.profile == "nightly":
-        return "exit 0: no worse or suspect correctness verdict (the --profile nightly gate)" + (" and no --fail-on rule fired" if args.fail_on else "")
+        return ("exit 0: no absolute correctness rule broken and no worse or suspect correctness verdict (the --profile nightly gate)"
+                + (" and no --fail-on rule fired" if args.fail_on else ""))
     if args.fail_on:
         return "exit 0: no --fail-on rule fired"
-    return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
-            "--profile nightly or --fail-on RULES make them do so")
+    if demo:
+        return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
+                "--profile nightly or --fail-on RULES make them do so")
+    return "exit 0: verdicts do not set the exit code of a smoke run; --profile nightly or --fail-on RULES make them do so"
 
 
-def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
-    """summary.md: the server under test, the verdict lines and the exit policy, then the per-case counts."""
+def summary_document(results: dict, verdicts: list[str], policy: str, gates: list[str] = ()) -> str:
+    """summary.md: the server under test, the verdict lines, what the gates found and the exit policy, then the
+    per-case counts."""
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
 
@@ -182,6 +216,10 @@ def summary_document(results: dict, verdicts: list[str], policy: str) -> str:
         lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
     lines += ["## Verdict", ""]
     lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
+    if results.get("status") not in (None, "complete"):  # an arm that had nothing yet is named, not dropped
+        lines += [f"- **{name}**: no results: it had finished nothing when the run stopped" for name in unfinished_arms(results)]
+    if gates:
+        lines += ["", "## Gate", "", *[f"- {line}" for line in gates]]
     lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
     return "\n".join(lines)
 
@@ -192,6 +230,10 @@ def check_session_options(options: list[str]) -> None:
     know are left to pytest."""
     from harness.config.options import add_options, check_values
 
+    junit = [token for token in options if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
+    if junit:  # pytest keeps one: a session's own file is what the gate and the report read
+        raise SpecsuiteError(f"--pytest-arg {junit[0]}: specsuite run writes each session's JUnit XML itself, to "
+                             "<results>/<run>/sessions/<arm>-r<k>.junit.xml; collect those")
     parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
     add_options(parser.add_argument, "pytest")
     try:
@@ -226,3 +268,60 @@ def _no_server_reached(merged: dict, run_dir, started: float) -> int:
     print(f"specsuite: error: no session reached a server; {merged['error']} "
           f"(logs under {run_dir.path / 'sessions'}; no report written)", file=sys.stderr)
     return EXIT_ERROR
+
+
+def option_value(options: list[str], flag: str) -> str | None:
+    """The last value given for `flag` in an argv list (`--flag V` or `--flag=V`), as the sessions' parser reads it."""
+    value = None
+    for index, token in enumerate(options):
+        if token == flag and index + 1 < len(options):
+            value = options[index + 1]
+        elif token.startswith(flag + "="):
+            value = token[len(flag) + 1:]
+    return value
+
+
+class _Marks(dict):
+    """Every marker name is False but the one asked about (a marker expression evaluated for one marker)."""
+
+    def __missing__(self, key: str) -> bool:
+        return False
+
+
+def selects(markers: str, marker: str) -> bool:
+    """Whether a `-m` expression (names with and/or/not and parentheses) selects tests carrying only `marker`;
+    an expression that is not of that form counts as selecting it (the sessions then decide)."""
+    if not re.fullmatch(r"[\w\s()]*", markers):
+        return True
+    try:  # only names, parentheses and and/or/not reach eval (the pattern above)
+        return bool(eval(compile(markers, "-m", "eval"), {"__builtins__": {}}, _Marks({marker: True})))  # noqa: S307
+    except (SyntaxError, NameError, TypeError):
+        return True
+
+
+def check_url(flag: str, url: str | None) -> None:
+    """A server URL needs its scheme and host (`127.0.0.1:9` is refused, `http://127.0.0.1:9` taken)."""
+    from urllib.parse import urlsplit
+
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SpecsuiteError(f"{flag} must look like http://host:port, got {url!r}")
+
+
+def unfinished_arms(results: dict) -> list[str]:
+    """Arms of the run (in order) with no case and no workload in any repeat."""
+    arms = results.get("arms") or {}
+    order = results.get("arm_order") or list(arms)
+    return [name for name in order if not any(r.get("cases") or r.get("workloads") for r in (arms.get(name) or {}).get("repeats") or [])]
+
+
+def side_by_side(schedule: str | None, embedded: bool) -> bool:
+    """`--arm-schedule`: given, as given; by default one arm at a time (timing verdicts then compare servers, not two
+    servers contending for one host), except the embedded demo's CPU emulations, which gate nothing on timing."""
+    return schedule == "side-by-side" if schedule else embedded

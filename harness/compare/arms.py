@@ -5,7 +5,7 @@ An arm is either a running server (`--server-url`, `--baseline-url`) or a launch
 runs on a freshly started server.  With no server options the arms are the reference server's
 nofix and fix builds, the seed's before/after; `--reference-sampler nofix=sglang==0.5.20,...`
 gives each of them the reference server's `--sampler` (which chain sampler decides).  The arms of
-a run are started side by side (harness.orchestration.runner), so each default arm gets its own port.
+a run may run side by side (harness.orchestration.runner), so each default arm gets its own port.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from harness.errors import SpecsuiteError
 from harness.server import refserver_contract
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 DEFAULT_REFERENCE_ARMS = refserver_contract.ARMS
 
 
@@ -37,6 +38,7 @@ class ArmSpec:
     url: str | None = None
     launch: str | None = None
     reference_args: tuple[str, tuple[str, ...]] | None = None
+    env: tuple[tuple[str, str], ...] = ()  # the arm's own environment (its session's, so its launched server's too)
 
     def pytest_args(self) -> list[str]:
         if self.launch:
@@ -69,13 +71,24 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
 
 
 def parse_arm(text: str) -> ArmSpec:
-    """`NAME=LAUNCH_CMD` from the command line."""
+    """`NAME=LAUNCH_CMD` from the command line; leading `VAR=value` words of the command (as a shell takes them, e.g.
+    `CUDA_VISIBLE_DEVICES=1 python -m sglang.launch_server ...`) become the arm's environment."""
     name, sep, command = text.partition("=")
     if not sep or not command.strip():
         raise SpecsuiteError(f"--arm expects NAME=LAUNCH_CMD, got {text!r}")
     if not _NAME.match(name):
         raise SpecsuiteError(f"arm name {name!r} must be letters, digits, '.', '_' or '-'")
-    return ArmSpec(name, launch=command.strip())
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        raise SpecsuiteError(f"--arm {name}: cannot split its command: {exc}") from None
+    env = []
+    while words and _ASSIGNMENT.match(words[0]):
+        variable, _, value = words.pop(0).partition("=")
+        env.append((variable, value))
+    if not words:
+        raise SpecsuiteError(f"--arm {name}: no command after its variables, got {command.strip()!r}")
+    return ArmSpec(name, launch=shlex.join(words) if env else command.strip(), env=tuple(env))
 
 
 def parse_reference_samplers(text: str) -> dict[str, str]:

@@ -278,7 +278,8 @@ OPTIONS: tuple[Option, ...] = (
                      ("run", "base URL of the candidate server, compared against --baseline-url. The API key comes from SPECSUITE_API_KEY"),
                      ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
                      ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
-           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),)),
+           default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),),
+           aliases=(Alias("--base-url", ("bench",), deprecated=False),)),  # bench_serving's name for it
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
            "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="plugin",
            help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
@@ -444,6 +445,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("--reference-sampler", "with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23",
            ("run",), metavar="ARM=SAMPLER[,ARM=SAMPLER]"),
     Option("--repeats", "interleaved repeats per arm (A B A B ...); launched arms restart each time", ("run",), default=1, type=int),
+    Option("--arm-schedule", "sequential: one arm's session at a time, A B A B (each server has the host to itself, so timing "
+           "verdicts compare servers); side-by-side: every arm of a repeat at once (half the wall time; the arms share the "
+           "host's CPUs, memory bandwidth and, for launched servers, its GPUs unless each arm's CUDA_VISIBLE_DEVICES differs)",
+           ("run",), choices=("sequential", "side-by-side"),
+           default_text="sequential; side-by-side for the embedded demo arms (CPU emulations; their timing gates nothing)"),
     Option("--markers", "pytest marker expression that narrows the run (default: the main job, correctness or gsm8k or perf)", ("run",),
            default=None, short="-m"),
     Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,

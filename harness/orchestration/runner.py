@@ -37,7 +37,10 @@ from typing import IO, Any
 from tqdm import tqdm
 
 from harness.compare.arms import ArmSpec, free_ports
+from harness.config.options import RESULTS_DB_ENV
 from harness.errors import SpecsuiteError
+from harness.orchestration.junit import combine as combine_junit
+from harness.orchestration.junit import junit_path, read_junit
 from harness.results.store import RunDirectory, load_results, write_json_atomic
 from harness.results.types import Arm, Document, Repeat, Workloads
 from harness.server.interrupts import child_pids
@@ -123,6 +126,8 @@ def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> 
         sys.executable, "-m", "pytest", "-p", SUITES_PLUGIN, "--pyargs", SUITES_PACKAGE, "-m", session.markers,
         "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
         "-q", "--results-dir", str(sessions_dir), "--run-id", session.run_id, "--arm-name", session.arm.name,
+        # JUnit per session: CI reads it, and the merge reads which tests failed or errored and why (harness.orchestration.junit).
+        f"--junitxml={junit_path(sessions_dir, session.run_id)}",
         "--seed", str(plan.session_seed(session.repeat)), *session.arm.pytest_args(), *plan.pytest_options,
     ]
 
@@ -157,11 +162,24 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     # (harness.server.interrupts then waits for it to save its results and stop its server).
     # Each session is told its arm (--server-url or --launch); an inherited SPECSUITE_SERVER_URL
     # would beat --launch and point every launched arm at that one server.
-    env = {key: value for key, value in os.environ.items() if key != SERVER_URL_ENV}
+    # Nor a results database: `specsuite run` stores a night through `specsuite history ingest` of its merged
+    # results.json; a session storing itself would put each part of an arm in the store as a night of its own.
+    env = {key: value for key, value in os.environ.items() if key not in (SERVER_URL_ENV, RESULTS_DB_ENV)}
     env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
+    env["PATH"] = interpreter_path(env.get("PATH", ""))
+    env.update(dict(spec.arm.env))  # the arm's own variables (`--arm NAME="CUDA_VISIBLE_DEVICES=1 CMD"`), for its server
     # Sessions run in the sessions folder: nothing of the working directory (a checkout or not) decides what they import.
     process = subprocess.Popen(command, cwd=sessions_dir, stdout=log, stderr=subprocess.STDOUT, env=env)
     return _Session(spec, plan.session_seed(spec.repeat), command, log_path, sessions_dir / spec.run_id, process, log)
+
+
+def interpreter_path(inherited: str) -> str:
+    """PATH with this interpreter's folder first: an arm's launch command `python -m ...` (or `specsuite ...`) then runs
+    with the session's Python and its packages, from a fresh clone's `.venv/bin/specsuite run` with nothing activated
+    (otherwise `python` is whatever the shell finds, often one without aiohttp)."""
+    folder = str(Path(sys.executable).parent)
+    rest = [p for p in inherited.split(os.pathsep) if p and p != folder]
+    return os.pathsep.join([folder, *rest])
 
 
 def _python_path(inherited: str) -> str:
@@ -239,6 +257,9 @@ def _combine(sessions: list[Arm]) -> Arm:
     combined.put("session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
     if any(e.running for e in entries):
         combined.put("running", True)
+    outcomes = combine_junit([e.extra.get("tests") for e in entries])
+    if outcomes is not None:
+        combined.put("tests", outcomes)
     reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))
     if reasons:
         combined.put("reason", "; ".join(reasons))
@@ -385,7 +406,9 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     rounds = plan.rounds()
     total = sum(len(round_) for round_ in rounds)
     merger = _Merger(merged)
-    merged["side_by_side"] = plan.side_by_side and total > len(rounds)
+    # Side by side: some round ran sessions of two arms at once (a reference arm's parts at once are one arm).
+    merged["side_by_side"] = any(len({s.arm.name for s in round_}) > 1 for round_ in rounds)
+    merged["arm_schedule"] = "side-by-side" if plan.side_by_side else "sequential"
     merged["sessions"] = [{"arm": s.arm.name, "repeat": s.repeat, "seed": plan.session_seed(s.repeat), "markers": s.markers,
                            "run_id": s.run_id} for round_ in rounds for s in round_]
     bar = tqdm(total=total, desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
@@ -496,6 +519,9 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
         reason = session_reason(log_path)
         if reason:
             entry.put("reason", reason)
+    outcomes = read_junit(junit_path(session_dir.parent, session_dir.name))
+    if outcomes is not None:
+        entry.put("tests", outcomes)
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:

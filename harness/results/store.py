@@ -144,6 +144,13 @@ class RecordWriter:
         self.close()
 
 
+def _umask() -> int:
+    """The process's umask (read by setting it and putting it back: there is no other portable way)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_json_atomic(path: str | os.PathLike[str], data: Any, *, secrets: Iterable[str | None] = ()) -> Path:
     """Write ``data`` (redacted) as indented JSON so that readers see the old or the new file, never half.
 
@@ -159,6 +166,8 @@ def write_json_atomic(path: str | os.PathLike[str], data: Any, *, secrets: Itera
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
+        # NamedTemporaryFile creates 0600; the file gets the mode every other file of the run has (0666 less the umask).
+        os.chmod(temp_name, 0o666 & ~_umask())
         os.replace(temp_name, target)
         temp_name = None
     except OSError as exc:

@@ -43,6 +43,9 @@ def remove_if_empty(folder) -> None:
         pass
 
 
+SERVER_LOGS = "server-logs"  # where `specsuite bench` keeps the logs of the servers it launches
+
+
 @dataclass
 class RunSession:
     """The server, the run folder, its writer, the fault guard and the workloads' results of one run."""
@@ -95,7 +98,9 @@ class RunSession:
         folder (see the module docstring). `reference_args` go to an embedded reference server, which then checks the
         run's API key as a real server would."""
         options = self.config.server
-        self.endpoint = start_server(options, Path(self.config.results_dir), reference_args=reference_args,
+        logs = Path(self.config.results_dir) / SERVER_LOGS  # not loose at the top of the results folder
+        logs.mkdir(parents=True, exist_ok=True)
+        self.endpoint = start_server(options, logs, reference_args=reference_args,
                                      reference_api_key=options.api_key)
         return self.endpoint
 
