@@ -26,7 +26,7 @@ from harness.results.types import Document
 
 # rule -> (what it means, (test module, test functions; empty: any test of the module))
 TEST_RULES: dict[str, tuple[str, tuple[str, tuple[str, ...]]]] = {
-    "padded_rows": ("padded-row ids beyond the model's own mass", ("test_correctness", ("test_no_padded_row_ids",))),
+    "padded_rows": ("padded-row ids beyond the model's own mass", ("test_correctness", ("test_padded_row_ids_within_model_mass",))),
     "integrity": ("integrity violations", ("test_integrity", ("test_every_answer_in_the_session_passed_integrity",))),
     "lossless": ("a failed lossless test", ("test_lossless", ())),
     "gsm8k_floor": ("GSM8K accuracy below its floor", ("test_gsm8k", ("test_gsm8k_accuracy",))),
