@@ -342,8 +342,8 @@ class SyntheticServer(NativeFake):
         return {"output_ids": [], "meta_info": {"input_token_logprobs": tokens, "input_top_logprobs": tops}}
 
 
-def _pit_workload(server: SyntheticServer, setting: SamplingSetting) -> dict:
-    config = LosslessConfig(settings=(setting,), pit_requests=200, pit_max_new_tokens=12, top_k=TOP_K, concurrency=4, alpha=ALPHA)
+def _pit_workload(server: SyntheticServer, setting: SamplingSetting, concurrency: int = 4) -> dict:
+    config = LosslessConfig(settings=(setting,), pit_requests=200, pit_max_new_tokens=12, top_k=TOP_K, concurrency=concurrency, alpha=ALPHA)
     return LosslessWorkload(server, None, ["a", "bb", "ccc"], config).pit(setting)  # type: ignore[arg-type]
 
 
@@ -359,3 +359,37 @@ def test_workload_passes_an_exact_sampler(setting):
 def test_workload_fails_a_biased_sampler(setting):
     result = _pit_workload(SyntheticServer(bias=0.05), setting)
     assert not result["passed"], result["test"]
+
+
+def test_workload_fails_a_biased_sampler_given_the_top_k():
+    """T != 1, top_p 1: the PIT taken given the top-K, with the tail-rate count beside it, still fails the bias."""
+    result = _pit_workload(SyntheticServer(bias=0.05), SamplingSetting(0.7))
+    assert result["given_top_k"] and not result["passed"], (result["test"], result["tail"])
+
+
+class DefaultTopKServer(SyntheticServer):
+    """A server whose own default narrows sampling to the top 5 when a request leaves top_k out (SGLang's
+    --sampling-defaults model on chat, vLLM's generation config): correct for what it was asked, so the
+    harness must ask for everything."""
+
+    def generate(self, payload: dict) -> dict:
+        if payload["sampling_params"].get("max_new_tokens"):
+            self.sent = payload["sampling_params"]
+        if not payload["sampling_params"].get("max_new_tokens") or "top_k" in payload["sampling_params"]:
+            return super().generate(payload)
+        model = self.logits  # the default narrows sampling only; scoring still reports the model
+        self.logits = np.where(model >= np.sort(model, axis=1)[:, -5:-4], model, -np.inf)
+        try:
+            return super().generate(payload)
+        finally:
+            self.logits = model
+
+
+def test_sampling_requests_name_top_k_and_min_p_so_no_server_default_applies(monkeypatch):
+    server = DefaultTopKServer()
+    result = _pit_workload(server, SamplingSetting(1.0), concurrency=1)  # one request at a time: the fake swaps its model
+    assert result["passed"], result["test"]
+    assert server.sent["top_k"] == -1 and server.sent["min_p"] == 0.0
+    # a request that leaves top_k out gets the server's narrower default, and the tests would blame the sampler
+    monkeypatch.setattr("harness.workloads.lossless.workload.TOP_K_OFF", None)
+    assert not _pit_workload(DefaultTopKServer(), SamplingSetting(1.0), concurrency=1)["passed"]
