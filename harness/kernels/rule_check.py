@@ -35,12 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.kernels.inputs import ChainInput, KernelShape, draw_ids, sampling_targets
+from harness.kernels.inputs import ChainInput, KernelShape, sampling_targets
 from harness.kernels.invoke import ChainOutcome, run_input
 from harness.kernels.loader import LoadedKernel
 
 EPS = 2.0**-24  # float32's unit roundoff
-RULE_ROWS = 256  # rows of the rule input: 4 calls of the default batch, about 7 s under the interpreter
+RULE_ROWS = 256  # rows of the rule input: 4 calls of the default batch, about 7-14 s under the interpreter
+RULE_ROWS_OWN_COINS = 1024  # a statistical test needs more: a 1.25x token accept bias then gives p < 1e-6
 RULE_SUPPORT = 8  # ids per target row
 RULE_TILT = 0.6  # spread of log(q/p) on p's ids
 RULE_SEED_OFFSET = 900  # the rule input's seed: seed * 1000 + this (the distribution scenarios use 500..)
@@ -62,8 +63,9 @@ def rule_input(seed: int, shape: KernelShape, rows: int = RULE_ROWS) -> ChainInp
     weights spread over (0, 1): an acceptance threshold scaled by any factor moves many rows' outcome."""
     rng = np.random.default_rng(seed)
     steps, vocab, tokenizer = shape.steps, shape.kernel_vocab, shape.tokenizer_vocab
-    target = np.zeros((rows, steps + 1, vocab))
-    draft = np.zeros((rows, steps, vocab))
+    target = np.zeros((rows, steps + 1, vocab), dtype=np.float32)  # float32 throughout: only 12 ids per row are set
+    draft = np.zeros((rows, steps, vocab), dtype=np.float32)
+    drafted = np.empty((rows, steps), dtype=np.int64)
     for row in range(rows):
         for step in range(steps + 1):
             ids = _distinct_ids(rng, tokenizer - 1, RULE_SUPPORT + RULE_SUPPORT // 2)  # vocab-1 stays out (the fallback id)
@@ -76,12 +78,11 @@ def rule_input(seed: int, shape: KernelShape, rows: int = RULE_ROWS) -> ChainInp
             tilted = weights * np.exp(RULE_TILT * rng.standard_normal(RULE_SUPPORT))
             draft[row, step, inside] = 0.95 * tilted / tilted.sum()
             draft[row, step, outside] = 0.05 / outside.size
-    target32 = target.astype(np.float32)
-    draft32 = draft.astype(np.float32)
-    ids = draw_ids(rng, draft32.astype(np.float64))
+            stored = np.cumsum(draft[row, step, ids].astype(np.float64))  # X drawn from q as the sampler reads it
+            drafted[row, step] = ids[min(int(np.searchsorted(stored, rng.random() * stored[-1], side="right")), ids.size - 1)]
     coins = rng.random((rows, steps), dtype=np.float32)
     final = rng.random(rows, dtype=np.float32)
-    return ChainInput("rule", target32, draft32, ids, coins, final, tokenizer, seed)
+    return ChainInput("rule", target, draft, drafted, coins, final, tokenizer, seed)
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ class Thresholds:
 
 
 def _drafted(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    return np.take_along_axis(rows[:, : ids.shape[1]], ids[:, :, None], axis=2)[:, :, 0]
+    return np.take_along_axis(rows[:, : ids.shape[1]], ids[:, :, None], axis=2)[:, :, 0].astype(np.float64)
 
 
 def _guarded(q: np.ndarray) -> np.ndarray:
@@ -142,7 +143,7 @@ def block_thresholds(target: np.ndarray, draft: np.ndarray, ids: np.ndarray) -> 
             value[:, i - 1], low[:, i - 1], high[:, i - 1] = weight, weight_low, weight_high
             continue
         next_q = _guarded(draft[:, i].astype(np.float64))
-        mass = np.maximum(weight[:, None] * target[:, i] - next_q, 0.0).sum(axis=-1)
+        mass = np.maximum(weight[:, None] * target[:, i].astype(np.float64) - next_q, 0.0).sum(axis=-1)
         mass_error = EPS * (vocab * mass + 4 * (weight + 1)) + prefix_tolerance * weight
         value[:, i - 1] = _stop_weight(mass, weight)
         low[:, i - 1] = _stop_weight(np.maximum(mass - mass_error, 0.0), weight_low) * (1 - 4 * EPS)
@@ -167,15 +168,19 @@ def accepted_under(thresholds: np.ndarray, coins: np.ndarray, block: bool) -> np
     return np.where(passed.all(axis=1), steps, np.argmin(passed, axis=1)).astype(np.int64)
 
 
+def _targets(data: ChainInput) -> np.ndarray:
+    """The rows each position is sampled from: the float32 inputs themselves (cast where used), or after the
+    rows' temperature and top-p for a logit-taking engine."""
+    return data.target_probs if data.temperature is None and data.top_p is None else sampling_targets(data)
+
+
 def thresholds_for(data: ChainInput, block: bool) -> Thresholds:
-    targets = sampling_targets(data)
-    draft = data.draft_probs.astype(np.float64)
-    return (block_thresholds if block else token_thresholds)(targets, draft, data.draft_ids)
+    return (block_thresholds if block else token_thresholds)(_targets(data), data.draft_probs, data.draft_ids)
 
 
 def _residual(data: ChainInput, targets: np.ndarray, row: int, accepted: int, weight: float) -> np.ndarray:
     """The row the final token is drawn from: (P_tau p - q)+ at the stop, p at the bonus position."""
-    p = targets[row, accepted]
+    p = targets[row, accepted].astype(np.float64)
     if accepted == data.draft_ids.shape[1]:
         return p
     q = data.draft_probs[row, accepted].astype(np.float64)
@@ -254,7 +259,7 @@ def check_rule(data: ChainInput, outcome: ChainOutcome, block: bool) -> RuleChec
     wrong_length = (accepted < low) | (accepted > high)
     result.wrong_length = int(wrong_length.sum())
     result.longer = int((accepted > high).sum())
-    targets = sampling_targets(data)
+    targets = _targets(data)
     for row in range(data.batch):
         tau = int(accepted[row])
         if wrong_length[row]:
@@ -355,9 +360,10 @@ def rule_seed(seed: int) -> int:
     return seed * 1000 + RULE_SEED_OFFSET
 
 
-def run_rule(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int = RULE_ROWS) -> tuple[ChainInput, ChainOutcome]:
-    """The rule input for the session's seed through `kernel`, shape.batch rows per call (vLLM: one call)."""
-    data = rule_input(rule_seed(seed), shape, rows)
+def run_rule(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int | None = None) -> tuple[ChainInput, ChainOutcome]:
+    """The rule input for the session's seed through `kernel`, shape.batch rows per call (vLLM: one call);
+    RULE_ROWS rows, RULE_ROWS_OWN_COINS for a sampler with its own coins, unless `rows` says."""
+    data = rule_input(rule_seed(seed), shape, rows if rows is not None else RULE_ROWS_OWN_COINS if draws_own_coins(kernel) else RULE_ROWS)
     if kernel.engine == "vllm":
         return data, run_input(kernel, data)
     parts = [run_input(kernel, data.rows(slice(start, start + shape.batch))) for start in range(0, data.batch, shape.batch)]
@@ -365,7 +371,7 @@ def run_rule(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int = RU
                               np.concatenate([p.final_ids for p in parts]))
 
 
-def rule_check_for(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int = RULE_ROWS) -> RuleCheck:
+def rule_check_for(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int | None = None) -> RuleCheck:
     """The exact check of a sampler that takes the coins (not for draws_own_coins samplers)."""
     data, outcome = run_rule(kernel, shape, seed, rows)
     return check_rule(data, outcome, kernel.spec.block)
