@@ -132,8 +132,37 @@ def test_monte_carlo_draws_keep_holms_first_level_reachable() -> None:
     assert not fixed["x2_can_reject"] and fixed["largest_family_x2_can_reject"] == 100  # the old fixed draws, vLLM at 9 steps
 
 
-def test_sglang_0_5_23_follows_both_rules_and_a_block_bias_mutant_does_not(tmp_path: Path) -> None:
-    assert _check(load_kernel("sglang==0.5.23:block")).passed
+def test_sglang_0_5_23_block_follows_the_rule_and_its_1_25x_mutant_does_not(tmp_path: Path) -> None:
+    """128 rows (half the suite's, for time): the mutant moves about 10 of them.  The token path of 0.5.23 and
+    0.5.20 is checked by the suite runs (tests/test_kernel_suite_outcomes.py)."""
+    released = rule_check.rule_check_for(load_kernel("sglang==0.5.23:block"), SHAPE, 0, rows=128)
+    assert released.passed, released.message()
     mutant = load_kernel(f"{acceptance_mutant(1.25, tmp_path, block=True)}:block")
-    check = _check(mutant)
+    check = rule_check.rule_check_for(mutant, SHAPE, 0, rows=128)
     assert not check.passed and check.longer > 0 and check.wrong_final == 0, check.message()
+    assert check.longer == check.wrong_length and check.observed_mean > check.expected_mean
+
+
+def _own_coin_kernel(defect: str | None):
+    """A numpy token verifier behind the vLLM engine's call (whole input in, outcome out), drawing its own coins."""
+    from harness.kernels.loader import KernelSpec, LoadedKernel
+
+    inner = model_kernel(False, defect)
+    rng = np.random.default_rng(5)
+
+    def sample(data):
+        fresh = replace(data, accept_coins=rng.random(data.accept_coins.shape, dtype=np.float32),
+                        final_coins=rng.random(data.batch, dtype=np.float32))
+        return run_input(inner, fresh)
+
+    return LoadedKernel(KernelSpec("vllm-installed", "vllm"), f"own-coin numpy token verifier ({defect})", "cpu (numpy)", "cpu", sample)
+
+
+def test_own_coin_samplers_get_the_rule_test_in_the_family() -> None:
+    level = 0.001 / 65
+    honest = distribution.rule_family_test(_own_coin_kernel(None), SHAPE, 0, level)
+    assert honest.name == "rule/rule-total@-1" and honest.n == rule_check.RULE_ROWS_OWN_COINS and honest.p_value > level
+    assert honest.detectable_at_90 is not None and 0 < honest.detectable_at_90 < 0.5  # accepted drafts per row (a 1.25x bias: +0.7)
+    biased = distribution.rule_family_test(_own_coin_kernel("accept-bias"), SHAPE, 0, level)
+    assert biased.p_value < level and biased.statistic["observed_rate"] > biased.statistic["expected_rate"]
+    assert distribution.kernel_family_size(_own_coin_kernel(None), 5) == distribution.family_size(5, 4, False, own_coins=True) == 65

@@ -31,9 +31,12 @@ Theorem 1; Leviathan et al. for token verification).  So, per scenario:
 Here p_j is the target after the rows' temperature and top-p for engines that take logits (vLLM).
 Holm's correction runs over every test of the session's family.  Power is stated for each test as the
 smallest deviation it detects with 90% probability at its Bonferroni level (alpha / family size, which
-Holm's first step uses): exactly for the binomial test, as Cohen's w from the noncentral chi-square for
-the X^2 tests, in accepted tokens for the length test; tools/calibration/kernel_sequence_power.py
-measures the family's power against stated broken verifiers by simulation.
+Holm's first step uses): exactly for the binomial test (from its rejection region); as Cohen's w from the
+noncentral chi-square for the X^2 tests and in accepted tokens from the normal approximation for the
+length tests (both asymptotic, and for X^2 only while the Monte Carlo p-value can reach that level:
+`monte_carlo_resolution`, in results.json and the session's header line).
+tools/calibration/kernel_sequence_power.py measures the family's power against stated broken verifiers
+by simulation; tools/calibration/kernel_rule_power.py the rule check's.
 """
 
 from __future__ import annotations
@@ -367,7 +370,8 @@ def acceptance_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, lev
 
 def accepted_length_test(scenario: str, block: ChainOutcome, token: ChainOutcome, level: float) -> DistributionTest:
     """Block minus token verification's accepted drafts on the same rows and coins: the paired mean with
-    a 95% t interval; p-value of the one-sided test that the mean is below 0."""
+    a 95% t interval; p-value of the one-sided t test that the mean is below 0 (asymptotic: the differences
+    are bounded integers, not normal)."""
     difference = (block.accepted - token.accepted).astype(np.float64)
     n = difference.size
     result = stats.ttest_1samp(difference, 0.0, alternative="less")
@@ -410,7 +414,9 @@ def rule_family_test(kernel: LoadedKernel, shape: KernelShape, seed: int, level:
     result = rule_check.total_length_test(data, outcome, kernel.spec.block)
     spread = float(np.sqrt(result.details["variance"])) / data.batch
     detectable = float((stats.norm.isf(level / 2) + stats.norm.isf(1 - POWER)) * spread)
+    # observed/expected_rate: accepted drafts per row, the columns the report's distribution table shows.
     statistic = {"verification": result.verification, "observed_total": result.observed_total, "expected_total": result.expected_total,
+                 "observed_rate": result.details["mean_accepted"], "expected_rate": result.details["expected_mean_accepted"],
                  **result.details}
     return DistributionTest(RULE_SCENARIO, "rule-total", -1, data.batch, result.p_value, statistic, detectable)
 
