@@ -96,6 +96,7 @@ class Thresholds:
     high: np.ndarray
     prefix: np.ndarray
     prefix_tolerance: float
+    name: str = "min(1, p/q)"  # how an example row names them
 
 
 def _drafted(rows: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -148,7 +149,7 @@ def block_thresholds(target: np.ndarray, draft: np.ndarray, ids: np.ndarray) -> 
         value[:, i - 1] = _stop_weight(mass, weight)
         low[:, i - 1] = _stop_weight(np.maximum(mass - mass_error, 0.0), weight_low) * (1 - 4 * EPS)
         high[:, i - 1] = np.minimum(_stop_weight(mass + mass_error, weight_high) * (1 + 4 * EPS), 1.0)
-    return Thresholds(value, low, high, prefix, prefix_tolerance)
+    return Thresholds(value, low, high, prefix, prefix_tolerance, "stop weights h")
 
 
 def _stop_weight(mass: np.ndarray, weight: np.ndarray) -> np.ndarray:
@@ -241,7 +242,7 @@ def _example(data: ChainInput, outcome: ChainOutcome, thresholds: Thresholds, ro
             "p(X)": [round(float(v), 6) for v in data.target_probs[row, positions, ids]],
             "q(X)": [round(float(v), 6) for v in data.draft_probs[row, positions, ids]],
             "coins": [round(float(v), 6) for v in data.accept_coins[row]],
-            "thresholds": [round(float(v), 6) for v in thresholds.value[row]], "final_coin": round(float(data.final_coins[row]), 6)}
+            thresholds.name: [round(float(v), 6) for v in thresholds.value[row]], "final_coin": round(float(data.final_coins[row]), 6)}
 
 
 def check_rule(data: ChainInput, outcome: ChainOutcome, block: bool) -> RuleCheck:
