@@ -3,15 +3,16 @@ the coins, against what it committed.
 
 Token verification (Leviathan et al., "Fast Inference from Transformers via Speculative Decoding"): draft
 i (1-based) is accepted when its coin u_i < a_i = min(1, p_i(X_i)/q_i(X_i)), the row stops at the first
-rejection, tau = the drafts accepted before it; the final token is drawn from (p_tau - q_tau)+, or from
-p_k at the bonus position (tau = k).
+rejection, tau = the drafts accepted before it; the final token is drawn from (p_{tau+1} - q_{tau+1})+, or
+from p_{k+1} at the bonus position (tau = k).
 
 Block verification (Sun et al., "Block Verification Accelerates Speculative Decoding", Algorithm 2):
 prefix weights P_0 = 1, P_i = min(1, P_{i-1} p_i(X_i)/q_i(X_i)); stop weights
 h_i = R_i / (R_i + 1 - P_i) with R_i = sum_x (P_i p_{i+1}(x) - q_{i+1}(x))+ for i < k, and h_k = P_k;
 tau = the largest i with u_i < h_i (0 if none); the final token is drawn from (P_tau p_{tau+1} - q_{tau+1})+,
-or from p_{k+1} at the bonus position.  (p_i, q_i here are the distributions of draft i, the kernel's
-target and draft rows i - 1; the paper writes the next-token distributions after X^i.)
+or from p_{k+1} at the bonus position.  (Here p_i, q_i are the distributions draft i was drawn for, the
+kernel's target and draft rows i - 1, and p_{k+1} the bonus row; the paper writes them as the next-token
+distributions after X^{i-1}.)
 
 Both rules are deterministic given the coins: where the sampler takes the coins as input (SGLang's
 kernel: u_i is uniform_samples[:, i - 1], reject_sampling.py:78 for block and :146 for token verification
