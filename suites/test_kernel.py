@@ -5,7 +5,10 @@
     pytest suites/ -m kernel --kernel vllm-installed            # vLLM's rejection sampler (its own Python)
 
 Invariants, one test per input class (harness/kernels/inputs.py; the classes depend on the engine),
-each failing with the class and one example row; distribution tests on well-formed input that hold for
+each failing with the class and one example row; the verification rule itself (token or block, from
+the papers' math: harness/kernels/rule_check.py), row by row on its own input where the sampler takes the
+coins, so that any acceptance bias that moves one row is caught, and by an exact test of the rows' total
+accepted count where it draws its own (vLLM); distribution tests on well-formed input that hold for
 any lossless verifier (the committed block, continued from the target, against the target: per position
 and per adjacent pair), the acceptance test for token verification, and for block verification its
 accepted length against token verification's on the same rows; Holm across the family, p-values in
@@ -17,7 +20,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.kernels.distribution import SCENARIOS, scenarios_for
+from harness.kernels.distribution import RULE_SCENARIO, SCENARIOS, scenarios_for
 from harness.kernels.loader import KernelSpec
 from harness.kernels.suite import KernelSuiteRun, classes_for
 
@@ -92,6 +95,8 @@ def _describe(test) -> str:
         text += f", {statistic['outside_support']} ids outside the target's support"
     if "accepted" in statistic:
         text += f", accepted {statistic['accepted']} (rate {statistic['observed_rate']:.4f}, expected {statistic['expected_rate']:.4f})"
+    if "observed_total" in statistic:
+        text += f", total accepted {statistic['observed_total']} vs the rule's expected {statistic['expected_total']:.1f}"
     if "mean_difference" in statistic:
         text += (f", block {statistic['block_mean_accepted']:.3f} vs token {statistic['token_mean_accepted']:.3f} accepted drafts, "
                  f"difference 95% CI {statistic['difference_ci95']}")
@@ -117,6 +122,14 @@ def test_acceptance_matches_min_p_over_q(kernel_suite: KernelSuiteRun, scenario:
 
 def test_committed_sequence_matches_target(kernel_suite: KernelSuiteRun, scenario: str) -> None:
     _assert_family_member(kernel_suite, scenario, ("sequence-marginal", "sequence-pair"))
+
+
+def test_outcome_follows_the_verification_rule(kernel_suite: KernelSuiteRun) -> None:
+    check = kernel_suite.verification_rule()
+    if check is None:  # a sampler with its own coins: the family's exact total-length test, Holm-adjusted with the rest
+        _assert_family_member(kernel_suite, RULE_SCENARIO, ("rule-total",))
+        return
+    assert check.passed, f"{kernel_suite.kernel.label}: {check.message()}"
 
 
 def test_block_accepts_at_least_token_verification(kernel_suite: KernelSuiteRun, scenario: str) -> None:

@@ -1,6 +1,7 @@
 """The kernel suite's stated verdicts on the engines' samplers, as a user runs it (a pytest subprocess,
 CPU): SGLang 0.5.23's block verification fails exactly the partial-prefix-q-negative class
-(docs/findings/sglang-block-verification-residual-guard.md) and passes its distribution tests; vLLM's
+(docs/findings/sglang-block-verification-residual-guard.md) and passes its distribution tests and the
+block-verification rule row by row; vLLM's
 sampler with the stock CPU expand fails (vllm #55005, docs/findings/vllm-spec-padded-ids.md), naming the
 classes; vLLM with the corrected expand (fixtures/vllm_patches/expand_fix) passes everything.
 
@@ -66,6 +67,8 @@ def test_sglang_block_verification_verdict(tmp_path: Path) -> None:
     tests = kernel["distribution"]["tests"]
     assert not [t["name"] for t in tests if t["rejected"]]
     assert {t["test"] for t in tests} == {"sequence-marginal", "sequence-pair", "accepted-length"}  # no per-token acceptance test
+    rule = kernel["rule"]  # the block rule, row by row at the suite's coins (harness/kernels/rule_check.py)
+    assert rule["verification"] == "block" and rule["passed"] and rule["rows"] == 256, rule
     length = next(t for t in tests if t["name"] == "well-formed/accepted-length@-1")
     assert length["mean_difference"] > 0  # Theorem 2's direction, here clearly
 
@@ -96,7 +99,7 @@ def test_vllm_corrected_expand_passes(tmp_path: Path) -> None:
     assert kernel["engine_details"]["expand"].startswith("corrected")
     tests = kernel["distribution"]["tests"]
     assert tests and not [t["name"] for t in tests if t["rejected"]]
-    assert {t["scenario"] for t in tests} == {"well-formed", "p-equals-q", "no-draft-probs", "temperature-top-p"}
+    assert {t["scenario"] for t in tests} == {"well-formed", "p-equals-q", "no-draft-probs", "temperature-top-p", "rule"}
 
 
 def test_bad_engine_sources_are_one_line(tmp_path: Path) -> None:

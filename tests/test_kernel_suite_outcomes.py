@@ -43,8 +43,10 @@ def test_the_bug_release_fails_on_its_classes(tmp_path: Path) -> None:
     assert failed == {f"test_no_fallback_without_target_mass[{c}]" for c in EXPECTED_0_5_20_FAILURES["no-unsupported-fallback"]} | {
         f"test_invalid_draft_q_never_accepted[{c}]" for c in EXPECTED_0_5_20_FAILURES["no-invalid-q-accepted"]} | {
         f"test_committed_ids_within_target_support[{c}]" for c in EXPECTED_0_5_20_FAILURES["in-target-support"]}
-    # 0.5.20 samples correctly from well-formed input: the distribution family does not fire.
+    # 0.5.20 samples correctly from well-formed input: the distribution family does not fire, and every row
+    # of the rule input follows token verification's rule at its coins.
     assert not any(test["rejected"] for test in kernel["distribution"]["tests"])
+    assert kernel["rule"]["passed"] and kernel["rule"]["verification"] == "token", kernel["rule"]
 
 
 @pytest.mark.slow
@@ -53,6 +55,7 @@ def test_the_fixed_release_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     kernel = results["kernel"]
     assert kernel["failing"] == {} and kernel["version"] == "0.5.23"
+    assert kernel["rule"]["passed"] and kernel["rule"]["rows"] == 256, kernel["rule"]
     tests = kernel["distribution"]["tests"]
     assert tests and all(t["p_value"] is not None for t in tests if t["scenario"] == "well-formed")
     assert "passed" in done.stdout.splitlines()[-1]

@@ -1,5 +1,6 @@
 """Distribution tests of a chain sampler on well-formed inputs: tests that hold for any lossless
-verifier, token-by-token or block (scipy.stats; exact, or Monte Carlo exact, with stated power).
+verifier, token-by-token or block (scipy.stats, with stated power; which tests are exact and which
+asymptotic is said per test below).
 
 One fixed chain (a target p_j and a draft q_j per position, each on a few ids, so every category has
 enough counts) is repeated over many rows, each row with its own drafts (drawn from q_j) and coins.
@@ -10,23 +11,32 @@ the verifier does inside the block (Sun et al., "Block Verification Accelerates 
 Theorem 1; Leviathan et al. for token verification).  So, per scenario:
 
 - sequence marginal at position j = 0..k: Z_j against p_j (Pearson X^2, p-value by Monte Carlo under the
-  fully specified multinomial null, so exact in level up to 1/(R+1); an id outside p_j's support is an
-  impossible event and gives p = 0);
+  fully specified multinomial null: valid in level, but never below 1/(R+1) with R null draws; R is raised
+  with the family, see `monte_carlo_draws`, so that Holm's first step, at alpha / family size, is
+  reachable; an id outside p_j's support is an impossible event and gives p = 0);
 - sequence pair at positions (j, j+1): (Z_j, Z_{j+1}) against p_j x p_{j+1} (the same test over the
   product's cells): the block's tokens must also be jointly right, not only one at a time;
 - acceptance at draft step j (token verification only): among rows that reached step j, the accepted
   count is Binomial(n, a_j), a_j = sum_x q(x) min(1, p(x)/q(x)) (sum_x q(x) p(x) when the sampler is not
   shown q), by the exact two-sided binomial test.  Block verification accepts differently by design;
 - for block verification: on the same inputs and coins, its mean accepted length minus token
-  verification's (Sun et al., Theorem 2: not below 0), a paired t interval; it fails when the one-sided
-  test says the mean difference is below 0.
+  verification's (Sun et al., Theorem 2: not below 0), a paired t test and interval; it fails when the
+  one-sided test says the mean difference is below 0.  Asymptotic, not exact: the differences are bounded
+  integers in [-k, k], and the t distribution is their mean's large-sample law (1,024 rows here);
+- for a sampler that draws its own coins (vLLM), the rule test of harness.kernels.rule_check: the rows'
+  total accepted count against its exact distribution given the drafts (an exact test).  A sampler that
+  takes the coins (SGLang's kernel) is held to the rule row by row instead, outside this family (no
+  p-value: harness/kernels/suite.py).
 
 Here p_j is the target after the rows' temperature and top-p for engines that take logits (vLLM).
 Holm's correction runs over every test of the session's family.  Power is stated for each test as the
 smallest deviation it detects with 90% probability at its Bonferroni level (alpha / family size, which
-Holm's first step uses): exactly for the binomial test, as Cohen's w from the noncentral chi-square for
-the X^2 tests, in accepted tokens for the length test; tools/calibration/kernel_sequence_power.py
-measures the family's power against stated broken verifiers by simulation.
+Holm's first step uses): exactly for the binomial test (from its rejection region); as Cohen's w from the
+noncentral chi-square for the X^2 tests and in accepted tokens from the normal approximation for the
+length tests (both asymptotic, and for X^2 only while the Monte Carlo p-value can reach that level:
+`monte_carlo_resolution`, in results.json and the session's header line).
+tools/calibration/kernel_sequence_power.py measures the family's power against stated broken verifiers
+by simulation; tools/calibration/kernel_rule_power.py the rule check's.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from harness.errors import SpecsuiteError
+from harness.kernels import rule_check
 from harness.kernels.inputs import ChainInput, KernelShape, apply_temperature_top_p, clear_top_p, draw_ids, masked_logits, sampling_targets
 from harness.kernels.invoke import ChainOutcome, run_input
 from harness.kernels.loader import LoadedKernel
@@ -48,7 +59,8 @@ from harness.stats.multiplicity import holm
 SUPPORT = 8  # ids per target row: 8 categories, each expected >= 5 times at the default rows
 POWER = 0.9
 MIN_EXPECTED = 5.0  # a marginal with fewer expected counts per category is not tested (reported)
-MONTE_CARLO_DRAWS = 100_000  # null draws per X^2 test: p-values down to 1e-5, below alpha / family size
+MONTE_CARLO_DRAWS = 100_000  # the fewest null draws per X^2 test: p-values down to 1e-5
+MONTE_CARLO_MARGIN = 2  # draws raised so that 1/(draws+1) is at most Holm's first level / this (memory: 8 bytes a draw a test)
 MONTE_CARLO_SEED = 20261205
 SCENARIOS = ("well-formed", "p-equals-q")
 VLLM_SCENARIOS = ("well-formed", "p-equals-q", "no-draft-probs", "temperature-top-p")
@@ -59,6 +71,7 @@ DEFAULT_ROWS = 1024
 ROW_SHARE = {"well-formed": 1.0, "p-equals-q": 0.25, "no-draft-probs": 1.0, "temperature-top-p": 1.0}
 TEMPERATURE = 0.8  # the temperature-top-p scenario's rows; its top-p keeps TOP_P_KEEP of SUPPORT ids
 TOP_P_KEEP = 6
+RULE_SCENARIO = "rule"  # the rule input's family member (own-coin samplers only)
 
 
 def scenarios_for(kernel: LoadedKernel) -> tuple[str, ...]:
@@ -265,8 +278,23 @@ def monte_carlo_x2(observed: np.ndarray, probabilities: np.ndarray, seed: int, d
     return statistic, (1 + exceedances) / (draws + 1)
 
 
+def monte_carlo_draws(family: int, alpha: float) -> int:
+    """Null draws per X^2 test for a family of `family` tests at `alpha`: at least MONTE_CARLO_DRAWS, and
+    enough that the smallest Monte Carlo p-value, 1/(draws+1), is MONTE_CARLO_MARGIN times below alpha /
+    family (Holm's first level; a p-value that cannot go below it can never start Holm's rejections)."""
+    return max(MONTE_CARLO_DRAWS, int(np.ceil(MONTE_CARLO_MARGIN * max(1, family) / alpha)))
+
+
+def monte_carlo_resolution(draws: int, alpha: float, family: int) -> dict[str, Any]:
+    """What the family's X^2 tests can reach: the smallest p-value, and the largest family in which that
+    p-value is still at or below Holm's first level alpha / family (above it no X^2 test can reject)."""
+    smallest = 1.0 / (draws + 1)
+    return {"draws": draws, "smallest_p_value": smallest, "family_size": family,
+            "largest_family_x2_can_reject": int(np.floor(alpha / smallest)), "x2_can_reject": smallest <= alpha / max(1, family)}
+
+
 def _x2_test(scenario: str, test: str, position: int, ids: np.ndarray, probabilities: np.ndarray, support: np.ndarray,
-             level: float, seed: int) -> DistributionTest:
+             level: float, seed: int, draws: int = MONTE_CARLO_DRAWS) -> DistributionTest:
     """ids: (n,) category codes already mapped to support indices (-1 outside the support)."""
     n = int(ids.size)
     observed = np.bincount(ids[ids >= 0], minlength=support.size).astype(np.float64)
@@ -280,12 +308,13 @@ def _x2_test(scenario: str, test: str, position: int, ids: np.ndarray, probabili
     if outside:
         p_value, x2 = 0.0, float("inf")  # an id the target gives zero probability: impossible under p
     else:
-        x2, p_value = monte_carlo_x2(observed, probabilities, seed)
-    statistic.update(x2=x2, monte_carlo_draws=MONTE_CARLO_DRAWS, monte_carlo_seed=seed)
+        x2, p_value = monte_carlo_x2(observed, probabilities, seed, draws)
+    statistic.update(x2=x2, monte_carlo_draws=draws, monte_carlo_seed=seed)
     return DistributionTest(scenario, test, position, n, float(p_value), statistic, _chi_square_detectable(n, int(support.size), level))
 
 
-def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level: float, seed: int) -> list[DistributionTest]:
+def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level: float, seed: int,
+                   draws: int = MONTE_CARLO_DRAWS) -> list[DistributionTest]:
     """The marginal test at every position and the pair test at every adjacent pair, on the extended
     sequences."""
     targets = sampling_targets(data.rows(slice(0, 1)))
@@ -304,7 +333,7 @@ def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level
     tests = []
     for position in range(positions):
         test = _x2_test(scenario, "sequence-marginal", position, codes[position], probabilities[position], supports[position],
-                        level, MONTE_CARLO_SEED + 10 * position)
+                        level, MONTE_CARLO_SEED + 10 * position, draws)
         test.statistic["from_sampler"] = int((outcome.accepted >= position).sum())
         tests.append(test)
     for position in range(positions - 1):
@@ -313,7 +342,7 @@ def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level
         pair = np.where((first >= 0) & (second >= 0), first * width + second, -1)
         joint = np.outer(probabilities[position], probabilities[position + 1]).ravel()
         cells = np.arange(joint.size)
-        test = _x2_test(scenario, "sequence-pair", position, pair, joint, cells, level, MONTE_CARLO_SEED + 10 * position + 5)
+        test = _x2_test(scenario, "sequence-pair", position, pair, joint, cells, level, MONTE_CARLO_SEED + 10 * position + 5, draws)
         test.statistic["from_sampler"] = int((outcome.accepted >= position + 1).sum())
         tests.append(test)
     return tests
@@ -341,7 +370,8 @@ def acceptance_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, lev
 
 def accepted_length_test(scenario: str, block: ChainOutcome, token: ChainOutcome, level: float) -> DistributionTest:
     """Block minus token verification's accepted drafts on the same rows and coins: the paired mean with
-    a 95% t interval; p-value of the one-sided test that the mean is below 0."""
+    a 95% t interval; p-value of the one-sided t test that the mean is below 0 (asymptotic: the differences
+    are bounded integers, not normal)."""
     difference = (block.accepted - token.accepted).astype(np.float64)
     n = difference.size
     result = stats.ttest_1samp(difference, 0.0, alternative="less")
@@ -366,11 +396,29 @@ def adjust(tests: list[DistributionTest], alpha: float) -> None:
         test.adjusted_p, test.rejected = adjusted[test.name]
 
 
-def family_size(steps: int, scenarios: int = len(SCENARIOS), block: bool = False) -> int:
+def family_size(steps: int, scenarios: int = len(SCENARIOS), block: bool = False, own_coins: bool = False) -> int:
     """Tests per session: per scenario k+1 marginal and k pair tests, plus k acceptance tests for token
-    verification or one accepted-length test for block verification."""
+    verification or one accepted-length test for block verification; plus the rule's total-length test
+    for a sampler that draws its own coins."""
     per_scenario = (steps + 1) + steps + (1 if block else steps)
-    return scenarios * per_scenario
+    return scenarios * per_scenario + (1 if own_coins else 0)
+
+
+def kernel_family_size(kernel: LoadedKernel, steps: int) -> int:
+    return family_size(steps, len(scenarios_for(kernel)), kernel.spec.block, rule_check.draws_own_coins(kernel))
+
+
+def rule_family_test(kernel: LoadedKernel, shape: KernelShape, seed: int, level: float) -> DistributionTest:
+    """The rule's total-length test (harness.kernels.rule_check.total_length_test) as a family member."""
+    data, outcome = rule_check.run_rule(kernel, shape, seed)
+    result = rule_check.total_length_test(data, outcome, kernel.spec.block)
+    spread = float(np.sqrt(result.details["variance"])) / data.batch
+    detectable = float((stats.norm.isf(level / 2) + stats.norm.isf(1 - POWER)) * spread)
+    # observed/expected_rate: accepted drafts per row, the columns the report's distribution table shows.
+    statistic = {"verification": result.verification, "observed_total": result.observed_total, "expected_total": result.expected_total,
+                 "observed_rate": result.details["mean_accepted"], "expected_rate": result.details["expected_mean_accepted"],
+                 **result.details}
+    return DistributionTest(RULE_SCENARIO, "rule-total", -1, data.batch, result.p_value, statistic, detectable)
 
 
 def run_family(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int, alpha: float,
@@ -380,7 +428,9 @@ def run_family(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int, a
     chain_seed the same way, when given)."""
     block = kernel.spec.block
     scenarios = scenarios_for(kernel)
-    level = alpha / max(1, family_size(shape.steps, len(scenarios), block))
+    members = kernel_family_size(kernel, shape.steps)
+    level = alpha / max(1, members)
+    draws = monte_carlo_draws(members, alpha)
     tests: list[DistributionTest] = []
     seconds: dict[str, float] = {}
     for scenario in scenarios:
@@ -395,6 +445,10 @@ def run_family(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int, a
         else:
             tests += acceptance_tests(data, outcome, scenario, level)
         seconds[scenario] = time.perf_counter() - started
-        tests += sequence_tests(data, outcome, scenario, level, seed * 1000 + 700 + index)
+        tests += sequence_tests(data, outcome, scenario, level, seed * 1000 + 700 + index, draws)
+    if rule_check.draws_own_coins(kernel):
+        started = time.perf_counter()
+        tests.append(rule_family_test(kernel, shape, seed, level))
+        seconds[RULE_SCENARIO] = time.perf_counter() - started
     adjust(tests, alpha)
     return tests, seconds

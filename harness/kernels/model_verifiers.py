@@ -14,6 +14,7 @@ Defects (DEFECTS), each a plausible implementation slip:
 - ``residual-from-p``: token verification drawing the rejected position's token from p, not (p - q)+;
 - ``block-unscaled-residual``: block verification drawing from (p - q)+ instead of (P_tau p - q)+;
 - ``block-stop-at-prefix-weight``: block verification stopping with weight P_i instead of h_i;
+- ``block-accept-bias``: block verification stopping when coin < 1.25 h_i;
 - ``warm-target``: token verification sampling softmax(log p / 1.25) (a scrambled temperature).
 """
 
@@ -26,8 +27,9 @@ import numpy as np
 
 from harness.kernels.loader import KernelSpec, LoadedKernel
 
-DEFECTS = ("accept-bias", "residual-from-p", "block-unscaled-residual", "block-stop-at-prefix-weight", "warm-target")
-BLOCK_DEFECTS = ("block-unscaled-residual", "block-stop-at-prefix-weight")
+DEFECTS = ("accept-bias", "residual-from-p", "block-unscaled-residual", "block-stop-at-prefix-weight", "block-accept-bias",
+           "warm-target")
+BLOCK_DEFECTS = ("block-unscaled-residual", "block-stop-at-prefix-weight", "block-accept-bias")
 
 
 def _draw(rows: np.ndarray, coins: np.ndarray) -> np.ndarray:
@@ -89,6 +91,8 @@ def block_verify(target: np.ndarray, draft: np.ndarray, ids: np.ndarray, coins: 
         stop_weight[:, i] = np.divide(mass, denominator, out=np.ones_like(mass), where=denominator > 0)
     if defect == "block-stop-at-prefix-weight":
         stop_weight = prefix.copy()
+    if defect == "block-accept-bias":
+        stop_weight = 1.25 * stop_weight
     accepted = np.zeros(batch, dtype=np.int64)
     for i in range(steps, 0, -1):
         take = (accepted == 0) & (coins[:, i - 1] < stop_weight[:, i])

@@ -1,5 +1,6 @@
 """One kernel-suite run: a loaded sampler, the shapes and seeds, each input class run once and
-checked against every invariant, the distribution family run once; all of it as a JSON-ready dict
+checked against every invariant, the verification rule checked row by row on its own input
+(harness.kernels.rule_check), the distribution family run once; all of it as a JSON-ready dict
 for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts.
 
 Which classes run depends on the engine: SGLang's kernels (token or block verification) and the numpy
@@ -12,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.kernels import distribution
+from harness.kernels import distribution, rule_check
 from harness.kernels.inputs import INPUT_CLASSES, VLLM_CLASSES, KernelShape, build_input
 from harness.kernels.invariants import (
     INVARIANT_RULES,
@@ -48,6 +49,7 @@ class KernelSuiteRun:
     distribution_rows: int = distribution.DEFAULT_ROWS
     invariants: dict[str, dict[str, InvariantOutcome]] = field(default_factory=dict)  # class -> invariant -> outcome
     distribution_tests: list[distribution.DistributionTest] | None = None
+    rule: rule_check.RuleCheck | None = None
     seconds: dict[str, float] = field(default_factory=dict)  # kernel time per class / the distribution family
 
     def invariant(self, input_class: str, name: str) -> InvariantOutcome:
@@ -84,6 +86,26 @@ class KernelSuiteRun:
             self.seconds["distribution"] = time.perf_counter() - started
         return self.distribution_tests
 
+    def verification_rule(self) -> rule_check.RuleCheck | None:
+        """The exact check of the verification rule on the rule input (harness.kernels.rule_check); None for a
+        sampler that draws its own coins, whose rule test is a member of the distribution family instead."""
+        if rule_check.draws_own_coins(self.kernel):
+            return None
+        if self.rule is None:
+            started = time.perf_counter()
+            self.rule = rule_check.rule_check_for(self.kernel, self.shape, self.seed)
+            self.seconds["rule"] = time.perf_counter() - started
+        return self.rule
+
+    @property
+    def family_members(self) -> int:
+        return distribution.kernel_family_size(self.kernel, self.shape.steps)
+
+    def monte_carlo(self) -> dict[str, Any]:
+        """The family's Monte Carlo resolution (harness.kernels.distribution.monte_carlo_resolution)."""
+        members = self.family_members
+        return distribution.monte_carlo_resolution(distribution.monte_carlo_draws(members, self.alpha), self.alpha, members)
+
     def scenario_tests(self, scenario: str, test: str) -> list[distribution.DistributionTest]:
         return [t for t in self.distribution_family() if t.scenario == scenario and t.test == test]
 
@@ -112,7 +134,9 @@ class KernelSuiteRun:
                 "family_size": len([t for t in self.distribution_tests or [] if t.p_value is not None]),
                 "correction": "holm",
                 "power": distribution.POWER,
+                "monte_carlo": self.monte_carlo(),
                 "tests": [t.to_dict() for t in self.distribution_tests or []],
             },
+            "rule": None if self.rule is None else {"seed": rule_check.rule_seed(self.seed), **self.rule.to_dict()},
             "seconds": self.seconds,
         }
