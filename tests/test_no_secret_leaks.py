@@ -60,12 +60,12 @@ def test_the_scanner_finds_the_key_where_the_server_echoes_it(tmp_path):
 
 
 def test_no_output_of_a_real_run_contains_the_key(tmp_path):
-    results, junit = tmp_path / "results", tmp_path / "junit.xml"
+    results = tmp_path / "results"
     launch = shlex.join(reference_server_command("fix", port=find_free_port(),
                                                  extra_args=("--api-key", PLANTED_KEY, "--admin-api-key", PLANTED_ADMIN_KEY)))
     command = [sys.executable, "-m", "harness.cli.main", "run", "--arm", f"keyed={launch}", "--results-dir", str(results),
                "-m", "correctness or gsm8k", "--temperatures", "0", "--top-p", "1.0",
-               "--pytest-arg=--gsm8k-num-questions=4", "--pytest-arg=--gsm8k-num-shots=2", f"--pytest-arg=--junitxml={junit}",
+               "--pytest-arg=--gsm8k-num-questions=4", "--pytest-arg=--gsm8k-num-shots=2",
                "--pytest-arg=-o", "--pytest-arg=junit_logging=all", "--pytest-arg=-rA", "--pytest-arg=--log-level=DEBUG"]
     env = {**os.environ, "SPECSUITE_API_KEY": PLANTED_KEY, "SPECSUITE_ADMIN_API_KEY": PLANTED_ADMIN_KEY, "PYTHONPATH": str(REPO)}
     env.pop("SPECSUITE_API_KEY_FILE", None)
@@ -80,7 +80,9 @@ def test_no_output_of_a_real_run_contains_the_key(tmp_path):
                      "sessions/keyed-r1/arms/keyed/requests.jsonl", "sessions/keyed-r1/arms/keyed/gsm8k.jsonl", "sessions/keyed-r1.log"):
         assert any(path.endswith(expected) for path in produced), f"{expected} missing from {produced}"
     assert any(path.endswith("server.log") for path in produced) and any(path.endswith(".png") for path in produced)
-    assert junit.is_file() and b"<testcase" in junit.read_bytes()
+    # the session's own JUnit XML (specsuite run writes it; -o junit_logging=all puts every log line in it)
+    junit = results / next(p for p in produced if p.endswith("keyed-r1.junit.xml"))
+    assert b"<testcase" in junit.read_bytes()
     assert b"keyed" in output and b"--api-key" in (results / next(p for p in produced if p.endswith("server.log"))).read_bytes()
 
     session = json.loads((results / next(p for p in produced if p.endswith("sessions/keyed-r1/results.json"))).read_text())

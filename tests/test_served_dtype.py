@@ -3,7 +3,6 @@ identity that carries it; the near-tie tolerance each gives (harness/workloads/l
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import pytest
@@ -11,7 +10,7 @@ import pytest
 from harness.server.identity import ServerIdentity
 from harness.server.served_dtype import coarser, normalise, read_model_config, served_dtype
 from harness.workloads.lossless.greedy import near_tie_of, near_tie_rule
-from refserver.cli import server_args_dict
+from refserver.cli import build_parser, server_args_dict
 from refserver.engine import EngineConfig
 
 
@@ -76,8 +75,7 @@ def test_identity_carries_the_dtype(tmp_path):
 
 def test_reference_server_reports_float32_so_the_tolerance_stays_tight():
     """The embedded reference server's /server_info (refserver/cli.py server_args_dict) says float32."""
-    args = argparse.Namespace(served_model_name=None, host="127.0.0.1", port=1, log_level="info", enable_metrics=False,
-                              api_key=None, admin_api_key=None)
+    args = build_parser().parse_args(["--port", "1"])  # every option at its default, as a launched server has them
     info = server_args_dict(args, EngineConfig(), "/m", 1024)
     rule = near_tie_of([served_dtype(info)])
     assert info["dtype"] == "float32" and rule.dtype == "float32" and rule.tolerance == near_tie_rule("float32").tolerance == 1e-3
