@@ -157,32 +157,33 @@ class SpecsuiteSession:
     def baseline_case_result(self, case: SamplingCase) -> CaseResult:
         """The same case on the --baseline-url server (connected on first use)."""
         if self.baseline is None:
-            options = self.core.config.server
-            self.baseline = open_server(ServerOptions(server_url=self.run_config.baseline_url, arm="baseline", tokenizer=options.tokenizer,
-                                                      vocab_size=options.vocab_size, api_key=options.api_key,
-                                                      admin_api_key=options.admin_api_key), self.run_dir.path)
-        if case.case_id not in self.baseline_cases:
-            writer = self.run_dir.record_writer("baseline")
-            with self._watch(f"baseline case {case.case_id}"):
-                self.baseline_cases[case.case_id] = run_case(self.baseline.client, self.baseline.vocab, case, self.prompts, self.profile,
-                                                             seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
+            self.baseline = self._open_other_server(self.run_config.baseline_url, "baseline")
+        fresh = case.case_id not in self.baseline_cases
+        result = self._case_on(self.baseline, self.baseline_cases, "baseline", case)
+        if fresh:
             self.write_results("running")
-        return self.baseline_cases[case.case_id]
+        return result
 
     def reference_case_result(self, case: SamplingCase) -> CaseResult:
         """The same case on the speculation-off server of --lossless-reference-url (connected on first use): the
         correctness suite's padded-row rate where the server under test cannot score per-id logprobs (vLLM)."""
         if self.reference is None:
-            options = self.core.config.server
-            self.reference = open_server(ServerOptions(server_url=self.run_config.lossless.reference_url, arm="lossless-reference",
-                                                       tokenizer=options.tokenizer, vocab_size=options.vocab_size, api_key=options.api_key,
-                                                       admin_api_key=options.admin_api_key), self.run_dir.path)
-        if case.case_id not in self.reference_cases:
-            writer = self.run_dir.record_writer("lossless-reference")
-            with self._watch(f"reference case {case.case_id}"):
-                self.reference_cases[case.case_id] = run_case(self.reference.client, self.reference.vocab, case, self.prompts, self.profile,
-                                                              seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
-        return self.reference_cases[case.case_id]
+            self.reference = self._open_other_server(self.run_config.lossless.reference_url, "lossless-reference")
+        return self._case_on(self.reference, self.reference_cases, "lossless-reference", case)
+
+    def _open_other_server(self, url: str | None, arm: str) -> ServerUnderTest:
+        options = self.core.config.server
+        return open_server(ServerOptions(server_url=url, arm=arm, tokenizer=options.tokenizer, vocab_size=options.vocab_size,
+                                         api_key=options.api_key, admin_api_key=options.admin_api_key), self.run_dir.path)
+
+    def _case_on(self, server: ServerUnderTest, cache: dict[str, CaseResult], arm: str, case: SamplingCase) -> CaseResult:
+        """`case` run once on `server`, its records under `arm`, kept in `cache`."""
+        if case.case_id not in cache:
+            writer = self.run_dir.record_writer(arm)
+            with self._watch(f"{arm} case {case.case_id}"):
+                cache[case.case_id] = run_case(server.client, server.vocab, case, self.prompts, self.profile,
+                                               seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
+        return cache[case.case_id]
 
     def gsm8k_result(self, temperature: float) -> Gsm8kRun:
         """Run GSM8K once per session and temperature (the RunSession's driver, as `specsuite gsm8k`'s)."""
