@@ -1,7 +1,7 @@
 """The report's content as plain blocks (headings, paragraphs, tables, figures), built from a results dict.
 
 `build_document(results, figures, figure_notes)` lays out what the Markdown and HTML renderers
-print: the run header, the seed's before/after tables per sampling case (values with 95 %
+print: the run header, the before/after tables per sampling case (values with 95 %
 intervals and the verdict against the baseline), the verdict table (effect, interval, p, Holm p,
 MDE), the spread between repeats, and the figures.  Everything is read from the results dict:
 the A/B analysis under `ANALYSIS_KEY` (written by harness.compare.verdicts.compare_arms) and the raw

@@ -264,7 +264,7 @@ def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> Figu
                ncols=len(analysis.arm_order))
     path = _save(fig, out_dir / "repeat_spread.png")
     return FigureRef(path, "Spread between repeats",
-                     "Each dot is one repeat's value; the seed saw one unchanged server span 0.920–0.945 over three repeats.")
+                     "Each dot is one repeat's value; GSM8K accuracy on one unchanged server can span 0.920–0.945 over three repeats.")
 
 
 def _most_repeats(spread: dict[str, dict[str, dict[str, SpreadEntry]]]) -> int:

@@ -1,6 +1,6 @@
 """The run summary: one Markdown row per arm and sampling case, pooled over repeats.
 
-Reads a merged results.json, typed (harness.results.types).  Columns follow the seed's tables: generated tokens,
+Reads a merged results.json, typed (harness.results.types).  Columns follow the recycled-draft_probs bug report's tables: generated tokens,
 invalid ids, sampler fallback ids, stray characters per 1200 tokens, accept length, and the
 server's own counters where it exports them.  When the reference server says which sampler
 decided (`refserver_sampler` in its /server_info), a line per arm under the table names it.

@@ -3,7 +3,7 @@ options are declared in harness/config/options.py.
 
 The benchmark runs once per session against the server under test (results also appended to
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
-server the ab suite compares against; the old name `--bench-baseline-url` still works) it also
+server the ab suite compares against; `--bench-baseline-url` is an alias) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
 run-level values with the A/B engine of `specsuite run` (harness.compare.verdicts.compare_arms:
 Welch and TOST within `--bench-margin`, the rank-based pair beside them) and applies the fail-on

@@ -1,6 +1,6 @@
 """pytest plugin of the losslessness suite: its options (declared in harness/config/options.py), the
 session-wide workload (run once per setting, cached) and the speculation-off reference
-(--lossless-reference-url, formerly --reference-url; else the embedded reference server launched
+(--lossless-reference-url, alias --reference-url; else the embedded reference server launched
 with --speculative-algorithm NONE when the server under test serves its model).
 
 Results go to `specsuite.workloads["lossless"]`, written to results.json after every test.

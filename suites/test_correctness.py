@@ -132,7 +132,7 @@ def test_token_sources_agree(specsuite, sampling_case):
 
 def test_special_fragments_not_above_greedy_control(specsuite, sampled_case):
     """`</think>` / `<tool_call>` repeated beyond what the chat structure allows, against T=0
-    (a weak greedy model can loop over well-formed blocks; the seed's garbage is far above it)."""
+    (a weak greedy model can loop over well-formed blocks; a corrupted sampler's garbage is far above it)."""
     _rate_not_above_control(specsuite, sampled_case, "fragment_text", "special fragments out of structure")
 
 

@@ -1,4 +1,4 @@
-"""The admin key (issue 16, defect 5): SPECSUITE_ADMIN_API_KEY goes to /flush_cache and nowhere
+"""The admin key: SPECSUITE_ADMIN_API_KEY goes to /flush_cache and nowhere
 else, and a flush the server refuses (no admin key, or requests still running) is a warning that
 names what it leaves unmeasured, not the end of the run.
 

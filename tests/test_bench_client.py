@@ -85,7 +85,7 @@ def test_stream_timing_splits_multi_token_chunks():
 
 def test_events_of_one_network_read_get_their_own_stamps():
     """bench_serving reads line by line and stamps each event after parsing it; one stamp per network read
-    gave every later event of the read a zero gap (issue 24: the report dropped them, results.json kept them)."""
+    would give every later event of the read a zero gap."""
     out = run_scripted("one-read")
     assert out.success, out.error
     assert len(out.itl) == 7 and all(gap > 0 for gap in out.itl), out.itl

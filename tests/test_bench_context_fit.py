@@ -34,7 +34,7 @@ def test_reserved_slots_follow_sglang():
 def test_the_live_suite_shape_did_not_fit_and_now_does():
     limit = sglang_context_limit(LIVE_EAGLE)
     assert limit is not None and (limit.max_input, limit.max_total) == (1017, 1018)
-    # The old request: 1024 in + 6 reserved = 1030 >= 1024.
+    # The profile's request as it stands: 1024 in + 6 reserved = 1030 >= 1024.
     assert SUITE.random_input_len > limit.max_input
     fitted = fit_lengths(SUITE.random_input_len, SUITE.random_output_len, limit, chosen=False)
     assert fitted.input_len + fitted.output_len <= 1018 and fitted.input_len <= 1017

@@ -1,4 +1,4 @@
-"""Fault injection (issue 10, "Must show" 1): every fault becomes a recorded error class next to its
+"""Fault injection: every fault becomes a recorded error class next to its
 request, the documented policy (harness/server/faults.py) decides whether the run goes on, results are still
 written, and every scenario ends within a bound.
 

@@ -1,5 +1,5 @@
-"""The simulated CUDA-graph memory pool (refserver/graph_pool.py) reproduces the seed's
-three signatures: every -inf run in the kept draft_probs view ends on a 64-aligned column (the
+"""The simulated CUDA-graph memory pool (refserver/graph_pool.py) reproduces the recycled-draft_probs
+bug's three signatures: every -inf run in the kept draft_probs view ends on a 64-aligned column (the
 batch's longest sequence rounded up to the page size), the runs advance with the sequence length
 from step to step, and they always land on the same draft step.  A copy taken before the verify
 replay (the fix) is untouched.  The last test checks the same signatures on the q rows the no-fix

@@ -96,7 +96,7 @@ HELP_CASES = [(front_end, option) for front_end in FRONT_ENDS for option in opti
 
 @pytest.mark.parametrize(("front_end", "option"), HELP_CASES, ids=[f"{f}:{o.flag}" for f, o in HELP_CASES])
 def test_each_help_text_names_options_of_its_own_command(front_end: str, option) -> None:
-    """A help text shared by several commands must fit each (issue 24: `specsuite gsm8k --help` spoke of `specsuite run`)."""
+    """A help text shared by several commands must fit each (`specsuite gsm8k --help` must not speak of `specsuite run`)."""
     text = option_kwargs(option, front_end)["help"].replace("%%", "%")
     assert unknown_flags(text, front_end) == [], text
     other_commands = [name for name in ("specsuite run", "specsuite bench", "specsuite history", "a pytest session")

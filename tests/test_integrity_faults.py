@@ -1,4 +1,4 @@
-"""Each integrity check fires when its fault is injected (issue 9, "Must show").
+"""Each integrity check fires when its fault is injected.
 
 The reference server (fix arm) runs behind `tests/helpers/fault_proxy.py`. For every check, the
 same request is sent twice through the checked client: with the proxy passing answers through (no

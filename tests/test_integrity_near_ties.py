@@ -56,7 +56,7 @@ def test_prefix_and_equal_answers_are_no_flip():
 
 
 def test_stream_parting_at_a_float16_tie_is_numerics_not_a_failure():
-    """The old comparison (`stream_problems`) fails it; the probe records numerics with the dtype and tolerance."""
+    """The byte-for-byte comparison (`stream_problems`) fails it; the probe records numerics with the dtype and tolerance."""
     plain, streamed = answer([5, 325, 7], FLOAT16_TIE), answer([5, 320, 8], FLOAT16_TIE)
     assert stream_problems(plain, streamed)  # byte-for-byte: differs
     checker = probe("float16")

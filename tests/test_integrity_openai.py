@@ -1,4 +1,4 @@
-"""OpenAI-shaped answers go through the integrity checks (issue 16): `/v1/completions` and
+"""OpenAI-shaped answers go through the integrity checks: `/v1/completions` and
 `/v1/chat/completions`, streamed or not, from the reference server through
 `checking_openai_client`.
 

@@ -58,7 +58,7 @@ def test_numpy_sampler_commits_what_the_kernel_commits(kernels, pair: str, recor
 
 
 def test_the_comparison_catches_a_different_sampler(kernels) -> None:
-    """The fix arm against the bug's kernel must disagree, as defects, on the seed's corruption."""
+    """The fix arm against the bug's kernel must disagree, as defects, on the recycled pool block's -inf runs."""
     shape = KernelShape(batch=32, kernel_vocab=512, tokenizer_vocab=512)
     tally = ConformanceTally()
     data = build_input("neg-inf-run-covers-draft", 0, shape)

@@ -129,8 +129,8 @@ def test_monte_carlo_draws_keep_holms_first_level_reachable() -> None:
         resolution = distribution.monte_carlo_resolution(draws, 0.001, family)
         assert resolution["x2_can_reject"] and resolution["largest_family_x2_can_reject"] >= family
     fixed = distribution.monte_carlo_resolution(distribution.MONTE_CARLO_DRAWS, 0.001, 112)
-    assert not fixed["x2_can_reject"] and fixed["largest_family_x2_can_reject"] == 100  # the old fixed draws, vLLM at 9 steps
-    # A grossly wrong sample in vLLM's family at 9 draft steps (113 tests): its p-value now reaches Holm's first level.
+    assert not fixed["x2_can_reject"] and fixed["largest_family_x2_can_reject"] == 100  # a fixed R stops short of vLLM at 9 steps
+    # A grossly wrong sample in vLLM's family at 9 draft steps (113 tests): its p-value reaches Holm's first level.
     probabilities = np.array([0.4, 0.3, 0.2, 0.1])
     draws = distribution.monte_carlo_draws(113, 0.001)
     _, p_value = distribution.monte_carlo_x2(np.array([20.0, 30.0, 60.0, 90.0]), probabilities, 11, draws)

@@ -1,5 +1,5 @@
 """The kernel suite against the two SGLang releases, as a user runs it (a pytest subprocess, CPU,
-Triton's interpreter): 0.5.20 (the seed's bug) must fail on exactly the fallback and acceptance
+Triton's interpreter): 0.5.20 (the unguarded kernel) must fail on exactly the fallback and acceptance
 invariants of the corrupted classes, 0.5.23 (the fix) must pass everything.  A suite that stops
 catching the bug, or starts flagging the fix, turns this red.  Also: bad kernel sources are one
 line and exit 4, and a kernel-only session starts no server."""

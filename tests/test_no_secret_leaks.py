@@ -1,4 +1,4 @@
-"""No output carries the API key or the admin key (issue 10, "Must show" 4; issue 16, defect 5).
+"""No output carries the API key or the admin key.
 
 A real `specsuite run` drives the real suites (correctness and GSM8K) against the reference server
 launched with `--api-key <planted>` and `--admin-api-key <planted admin>`, the keys given to

@@ -1,9 +1,9 @@
-"""The reference server's API surface as SGLang 0.5.23's (issue 16, defect 7): /health runs a
+"""The reference server's API surface as SGLang 0.5.23's: /health runs a
 generation, n > 1 on a batch, the sampling keys SGLang admits and refuses, aborted items in a
 batch, and the per-chunk token ids and logprobs of a /v1/completions stream.
 
 Each test names the SGLang source it follows (paths relative to the `sglang/` package). One
-server with the seed's speculative configuration serves most tests; the health-failure and abort
+server with the recycled-draft_probs bug's speculative configuration serves most tests; the health-failure and abort
 tests use a second one whose engine runs in its own process on a step clock, so it can be paused.
 """
 

@@ -1,7 +1,7 @@
-"""The reference server's arms over real HTTP (issue 2, "Must show" 1 and 2).
+"""The reference server's arms over real HTTP.
 
 One workload, 24 prompts from fixtures/data/correctness_prompts.jsonl with fixed sampling seeds,
-runs against three servers started once for this module: `nofix` (the seed's bug: EAGLE, steps
+runs against three servers started once for this module: `nofix` (the recycled-draft_probs bug: EAGLE, steps
 5, topk 1, draft 6, rejection sampling, draft_probs aliased in the graph pool), `fix`, and
 `nofix --disable-cuda-graph` (no pool, so no aliasing).  At temperature 1.0 / top_p 0.95 the
 no-fix arm must show the whole failure chain (ids >= tokenizer length with the vocab_size-1

@@ -1,4 +1,4 @@
-"""Reference-server hardening (issue 10, "Must show" 2): hypothesis fuzzes the request schema of
+"""Reference-server hardening: hypothesis fuzzes the request schema of
 /generate (and, more lightly, the OpenAI and tokenizer routes) against one launched server; 256
 concurrent streams all finish; clients that disconnect mid-stream are aborted and leave nothing running;
 a three-second run of tools/calibration/soak.py loses no record.
@@ -14,9 +14,9 @@ and make 1,000 examples take an hour. `n` stays below 4 for the same reason (see
 the other routes get a fifteenth of it, at least 50); hypothesis runs derandomized, so a failure
 reproduces.
 
-Findings the fuzz made (HTTP 500s on detokenize and token prompts, broken streams on odd
-`stream_options`, an unbounded `n`) are fixed in the server and stay as regression tests
-(`FIXED_FINDINGS`, `test_huge_n_is_bounded`); the strategies no longer step around them.
+What the fuzz has found in the server (HTTP 500s on detokenize and token prompts, broken streams on odd
+`stream_options`, an unbounded `n`) stays as regression tests (`FIXED_FINDINGS`, `test_huge_n_is_bounded`),
+and the strategies do not step around it.
 """
 
 from __future__ import annotations

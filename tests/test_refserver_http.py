@@ -1,4 +1,4 @@
-"""The reference server's HTTP layer (issue 2, "Must show" 6): bad requests, disconnects, the API
+"""The reference server's HTTP layer: bad requests, disconnects, the API
 key, detokenize vs text, info routes, the OpenAI routes, and seeded determinism.
 
 Two servers are started once for this module: the fix arm without a key, and the no-fix arm with

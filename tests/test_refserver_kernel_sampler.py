@@ -1,7 +1,7 @@
-"""The reference server with SGLang's real sampler kernel deciding its sampled rows (issue 15, item 3).
+"""The reference server with SGLang's real sampler kernel deciding its sampled rows.
 
 `--sampler sglang==0.5.20` on the nofix arm and `--sampler sglang==0.5.23` on the fix arm, over real
-HTTP, must give the seed's directions on a small budget: fallback ids (vocab_size - 1) and padded
+HTTP, must give the recycled-draft_probs bug's directions on a small budget: fallback ids (vocab_size - 1) and padded
 rows in the nofix arm and none in the fix arm, stray "!" above the same server's T=0 control in the
 nofix arm and not in the fix arm, acceptance rising with temperature in the nofix arm and falling
 in the fix arm.  A third server, nofix with 0.5.23, shows that the kernel (not the numpy sampler)
@@ -147,7 +147,7 @@ def test_run_summary_names_each_arms_sampler():
 
 # --------------------------------------------------------------------------- the fallback definition
 def _seed_like_rows(vocab: int = 300, steps: int = 5) -> tuple[np.ndarray, ...]:
-    """Row 0: rejected at draft step 0 whose q row carries the seed's -inf run, with a little
+    """Row 0: rejected at draft step 0 whose q row carries a recycled pool block's -inf run, with a little
     target mass on vocab-1 (top_p = 1); row 1: the same, clean."""
     target = np.zeros((2, steps + 1, vocab), dtype=np.float32)
     target[:, :, 10:20] = 0.1
@@ -167,7 +167,7 @@ def test_fallback_needs_a_zero_weight_or_a_non_finite_total():
     draft = np.zeros((3, 1, vocab), dtype=np.float32)
     draft[2, 0, 3] = -np.inf
     flags = _fallback_emissions(target, draft, accepted=np.array([0, 0, 0]), final_ids=np.array([last, last, last]))
-    assert flags.tolist() == [False, True, True]  # a draw; zero weight; the seed's infinite total
+    assert flags.tolist() == [False, True, True]  # a draw; zero weight; the -inf q's infinite total
     assert not _fallback_emissions(target, draft, np.array([1, 0, 0]), np.array([last, 0, 5])).any()
 
 
@@ -183,8 +183,8 @@ def test_the_kernel_decides_the_seed_row_and_the_fallback_is_flagged(kernel_file
 
 
 def test_numpy_nofix_sampler_accepts_an_inf_q_draft_as_0_5_20_does(kernel_files):
-    """coin * -inf < p accepts unconditionally (the seed's accept-site damage). The numpy sampler
-    once rejected there, from 0 * -inf = NaN in its --bias-accept term, and diverged from 0.5.20."""
+    """coin * -inf < p accepts unconditionally (the recycled-draft_probs bug's accept-site damage). The numpy
+    sampler must accept there too (its --bias-accept term, applied to an -inf q, would give 0 * -inf = NaN and reject)."""
     target, draft, ids, accept_coins, final_coins = _seed_like_rows()
     draft[0, 0, 100] = -np.inf  # the draft id's own q is now -inf, in the row the mask overwrote
     target[0, 0, 100] = 0.05
@@ -302,7 +302,7 @@ def _mean(values: list[float]) -> float:
 def test_acceptance_rises_with_temperature_on_nofix_0_5_20_and_falls_on_fix_0_5_23(runs):
     nofix_greedy, nofix_sampled = runs("nofix-0.5.20", 0.0).accept_lengths, runs("nofix-0.5.20", 1.0).accept_lengths
     fix_greedy, fix_sampled = runs("fix-0.5.23", 0.0).accept_lengths, runs("fix-0.5.23", 1.0).accept_lengths
-    # The seed's direction. The nofix rise over T=0 is small here (about +0.2 tokens per step:
+    # The bug's direction. The nofix rise over T=0 is small here (about +0.2 tokens per step:
     # only draft step 2 is aliased, and steps 0-1 still reject more at T=1), too small for a
     # test at this budget, so its significance is measured by `specsuite run` instead.
     assert _mean(nofix_sampled) > _mean(nofix_greedy), (_mean(nofix_sampled), _mean(nofix_greedy))

@@ -1,4 +1,4 @@
-"""Small things a CI owner tripped over (issue 24, item 11): the suspect explanation once, "none in either arm"
+"""Small things a CI owner reads: the suspect explanation once, "none in either arm"
 instead of "inconclusive" for rates with no event anywhere, the emulated graph pool named as such, and no empty
 results folder when no server was reached."""
 

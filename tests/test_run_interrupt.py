@@ -1,7 +1,7 @@
 """Ctrl-C on `specsuite run`: it says at once what it stops, stops its sessions and the servers they launched,
 records the interruption (not pytest's last line), writes the partial results and, once a server was reached, the
-partial summary and report; exit 130. Issue 24: it took 21-27 s with nothing printed, and an early interrupt
-recorded `error: "correctness: 111 deselected in 14.96s; ..."`."""
+partial summary and report; exit 130. An early interrupt's recorded error names the interruption, not a line such as
+`correctness: 111 deselected in 14.96s`."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_a_late_interrupt_writes_the_partial_report(tmp_path: Path) -> None:
 
     # Two repeats: a session writes its cases when it ends, and the two arms of a repeat end together, so the
     # signal is sent once the first repeat has cases and lands while the second repeat's sessions run (with one
-    # repeat it landed after the sessions on an idle machine, when there was nothing left to stop).
+    # repeat it can land after the sessions on an idle machine, when there is nothing left to stop).
     code, out, results = _interrupt(tmp_path, has_cases, ("--repeats", "2"))
     assert code == 130, out
     assert "interrupted (SIGINT): stopping" in out and "partial report in" in out, out

@@ -1,4 +1,4 @@
-"""The embedded reference server never stands in for a real one unnoticed (issue 16, defect 8).
+"""The embedded reference server never stands in for a real one unnoticed.
 
 Without --server-url/--launch the suites fall back to the embedded reference server (the README's
 commands rely on it). Every output then says so: the pytest header, the terminal summary,

@@ -1,5 +1,4 @@
-"""Each fault on the vLLM path is flagged by the check that owns it, and the clean proxy passes
-(issue 18, item 5).
+"""Each fault on the vLLM path is flagged by the check that owns it, and the clean proxy passes.
 
 One vLLM server with EAGLE (the project's tiny models, `harness.server.vllm_launch`) runs behind
 `tests/helpers/fault_proxy.py`; the harness reaches it through the proxy exactly as a suite does

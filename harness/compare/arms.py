@@ -3,7 +3,7 @@
 An arm is either a running server (`--server-url`, `--baseline-url`) or a launch command
 (`--arm NAME=CMD`), which the pytest session starts and stops, so every repeat of a launched arm
 runs on a freshly started server.  With no server options the arms are the reference server's
-nofix and fix builds, the seed's before/after; `--reference-sampler nofix=sglang==0.5.20,...`
+nofix and fix builds (the recycled-draft_probs bug unfixed and fixed); `--reference-sampler nofix=sglang==0.5.20,...`
 gives each of them the reference server's `--sampler` (which chain sampler decides).  The arms of
 a run may run side by side (harness.orchestration.runner), so each default arm gets its own port.
 """
@@ -53,7 +53,7 @@ class ArmSpec:
 
 
 def reference_arm(arm: str, port: int, extra_args: tuple[str, ...] = ()) -> ArmSpec:
-    """The embedded reference server as an arm (the seed's configuration)."""
+    """The embedded reference server as an arm (the bug's speculative configuration)."""
     command = refserver_contract.server_command(arm, port=port, extra_args=extra_args)
     return ArmSpec(arm, launch=shlex.join(command), reference_args=(arm, tuple(extra_args)))
 

@@ -214,7 +214,7 @@ REGISTRY: tuple[Metric, ...] = (
 BY_NAME: dict[str, Metric] = {metric.name: metric for metric in REGISTRY}
 METRICS: tuple[str, ...] = tuple(BY_NAME)  # the order of comparison rows
 
-# The report's layout: the seed's before/after rows in its order, and the spread-between-repeats rows.
+# The report's layout: the before/after rows in the recycled-draft_probs bug report's order, and the spread-between-repeats rows.
 REPORT_ROWS = (*(entry.name for entry in SERVER_COUNTER_RATES), "stray_per_1200", "invalid_ids", "fallback_ids", "accept_length",
                "gsm8k_accuracy", "gsm8k_invalid", "itl_median", "output_throughput")
 SPREAD_ROWS = ("accept_length", "invalid_ids", "stray_per_1200",

@@ -366,7 +366,7 @@ def _compare_bench(metric: Metric, cand: CaseRuns, base: CaseRuns, threshold: fl
                    note="one run per arm and no per-token data: needs two or more repeats per arm for a test")
         return None
     zeros = sum(1 for x in (*a_tokens, *b_tokens) if x <= 0)
-    if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from the old one-stamp-per-read client
+    if zeros:  # a relative (log-scale) comparison needs positive gaps; zeros come only from a client that stamps once per network read
         row.update(candidate_value=float(np.median(a_tokens)), baseline_value=float(np.median(b_tokens)), p_value=None, test="none",
                    effect=Effect.written(name="relative median difference", scale="relative", value=None, ci=None),
                    mde=Mde.written(scale="relative", value=None, power=POWER, note="zero gaps"),

@@ -1,7 +1,7 @@
 """The serving benchmark's defaults, one table: a named profile per size, read by the option table's defaults and by
 the one BenchConfig builder (harness/session/bench.py) of both front ends.
 
-- "suite": what `pytest suites -m perf` and the main job run: the seed PR's shape (random 1024 in / 512 out, fixed
+- "suite": what `pytest suites -m perf` and the main job run: the shape of the draft_probs copy's cost measurement (random 1024 in / 512 out, fixed
   lengths, concurrency 1) over 8 prompts, token-id prompts, a cache flush after warmup, and the run's --seed.
 - "bench_serving": what `specsuite bench` runs: SGLang's bench_serving defaults (1000 prompts, random 1024/1024 with
   range ratio 0, no concurrency cap, text prompts, no flush, seed 42), so its commands carry over unchanged.

@@ -58,7 +58,7 @@ def gsm8k_argv(settings: GSM8KSettings) -> tuple[str, ...]:
     return tuple(argv)
 
 
-# The seed's tables: correctness, GSM8K and the bench. GSM8K at both of the seed's temperatures on the bundled
+# The bug report's tables: correctness, GSM8K and the bench. GSM8K at T=0 (greedy, clean) and T=1 (sampled) on the bundled
 # synthetic set; the main job split for the reference arms into about equal halves of its work.
 MAIN = MainJobProfile("main", markers="correctness or gsm8k or perf", parts=("correctness", "gsm8k or perf"),
                       gsm8k=GSM8KSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0)))

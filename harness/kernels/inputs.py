@@ -1,4 +1,5 @@
-"""Inputs for one verify step of the chain sampler: well-formed rows and the seed's corruptions.
+"""Inputs for one verify step of the chain sampler: well-formed rows and corrupted draft_probs
+(the -inf mask of a recycled CUDA-graph pool block, and other malformed q).
 
 Every class is built from a fixed seed, so a failure names a row that can be rebuilt.  The shapes
 follow a real model: the target p is a nucleus (top-p applied: zero outside a few hundred ids, and
@@ -6,9 +7,9 @@ zero on the padded rows [tokenizer_vocab, kernel_vocab), as an untrained padded 
 gives), the draft q is a full softmax (positive everywhere, a tiny mass on the padded rows, since
 nothing masks the draft head's untrained rows).  Drafts are drawn from q.
 
-Corruptions sit on one fixed draft step, `CORRUPT_STEP` (0-based index into draft_probs), as the
-seed's did; the steps before it have q == p, so their drafts are always accepted and every row
-reaches the corrupted step.  Coins are uniform float32 in [0, 1), like torch.rand's.
+Corruptions sit on one fixed draft step, `CORRUPT_STEP` (0-based index into draft_probs), as a recycled
+pool block's do (the pool's allocation order is fixed at capture); the steps before it have q == p, so their
+drafts are always accepted and every row reaches the corrupted step.  Coins are uniform float32 in [0, 1), like torch.rand's.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ import numpy as np
 
 from harness.errors import SpecsuiteError
 
-CORRUPT_STEP = 2  # the seed's runs landed on the same draft step every time
-PAGE_SIZE = 64  # the seed's -inf runs end on 64-aligned columns (page_size = 64)
+CORRUPT_STEP = 2  # a recycled pool block's -inf runs land on the same draft step every time
+PAGE_SIZE = 64  # the mask's -inf runs end on 64-aligned columns (page_size = 64)
 DEFAULT_STEPS = 5
 DEFAULT_VOCAB = 8128
 DEFAULT_BATCH = 64
@@ -188,7 +189,7 @@ def _ceil_page(column: int) -> int:
 
 
 def _neg_inf_run(covering: bool) -> Callable[[int, KernelShape], ChainInput]:
-    """The seed's corruption: -inf from the row's sequence length L to the next multiple of 64,
+    """The recycled pool block's -inf mask: -inf from the row's sequence length L to the next multiple of 64,
     on CORRUPT_STEP, either sparing the drafted token or covering it."""
     name = "neg-inf-run-covers-draft" if covering else "neg-inf-run-spares-draft"
 
@@ -413,7 +414,7 @@ INPUT_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {
     "partial-prefix-q-negative": partial_prefix_q_negative,
 }
 # Classes of engines that take logits and sampling parameters (vLLM): its sampling paths, on well-formed
-# q.  The corrupted-q classes above are SGLang's seed bug; vLLM's draft probabilities come from its own
+# q.  The corrupted-q classes above are SGLang's recycled-draft_probs bug; vLLM's draft probabilities come from its own
 # softmax and are not given to it malformed.
 VLLM_CLASSES: dict[str, Callable[[int, KernelShape], ChainInput]] = {
     "well-formed": well_formed,

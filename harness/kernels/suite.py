@@ -4,7 +4,7 @@ checked against every invariant, the verification rule checked row by row on its
 for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts.
 
 Which classes run depends on the engine: SGLang's kernels (token or block verification) and the numpy
-sampler get the seed's corrupted-q classes; vLLM's sampler gets its sampling paths (greedy and random
+sampler get the corrupted-q classes (the recycled-draft_probs bug's -inf mask and other malformed q); vLLM's sampler gets its sampling paths (greedy and random
 rows, with and without draft probabilities, per-row temperature and top-p) on well-formed q."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Why a module of its own and not methods next to each client's body builder: thes
 benchmark tools' (SGLang's `benchmark/serving.py` 0.5.23 and vLLM 0.32's
 `benchmarks/lib/endpoint_request_func.py`), not the project's clients': other field order, fields the
 clients never send (`best_of`, `repetition_penalty`, `stream_options`), a chat backend no client has,
-and bench_serving's sampling rule (below). Held to the bytes the bench sent before this module
+and bench_serving's sampling rule (below). Held to recorded bytes
 (tests/data/protocol_wire/bench_bodies.json, tests/test_protocol_bench_wire.py).
 
 Backends (bench_serving's names): `sglang` (native POST /generate), `sglang-oai` (POST

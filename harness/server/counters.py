@@ -1,6 +1,6 @@
 """Server-side counters from Prometheus /metrics, as before/after deltas around a workload.
 
-The reference server exports the seed's ground truth (non-finite `draft_probs` entries, sampler
+The reference server exports the recycled-draft_probs bug's ground truth (non-finite `draft_probs` entries, sampler
 fallback emissions); SGLang and vLLM export their own spec counters.  Both are read the same way: sum every
 sample of a metric over its label sets, and subtract the reading taken before the workload.
 """

@@ -296,7 +296,7 @@ class LaunchedServer:
 def reference_server_command(
     arm: str = "fix", *, port: int, host: str = "127.0.0.1", extra_args: Sequence[str] = ()
 ) -> list[str]:
-    """The argv of the bundled reference server with the seed bug's speculative configuration."""
+    """The argv of the bundled reference server with the recycled-draft_probs bug's speculative configuration."""
     return refserver_contract.server_command(arm, port=port, host=host, extra_args=extra_args)
 
 

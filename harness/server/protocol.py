@@ -31,7 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation
 
-# The order the fields go on the wire (the old payload builders' order: tests/data/protocol_wire/). SGLang reads
+# The order the fields go on the wire (the order of the recorded bodies in tests/data/protocol_wire/). SGLang reads
 # sampling_params as keyword arguments (SGLang 0.5.23 srt/managers/tokenizer_manager.py:1550-1565,
 # `self.sampling_params_class(**sampling_kwargs)`), so the order keeps the recorded bytes stable and means nothing more.
 PARAM_ORDER = ("temperature", "top_p", "top_k", "min_p", "max_new_tokens", "min_new_tokens", "sampling_seed",

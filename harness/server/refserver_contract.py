@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MODULE = "refserver"
-ARMS = ("nofix", "fix")  # the seed's before/after, in run order (the last one is the A/B baseline)
+ARMS = ("nofix", "fix")  # the recycled-draft_probs bug unfixed and fixed, in run order (the last one is the A/B baseline)
 
-# The seed PR's speculative configuration: EAGLE chain drafts of 5 steps, rejection sampling.
+# The configuration that reaches the recycled-draft_probs bug: EAGLE chain drafts of 5 steps, rejection sampling.
 SPECULATIVE_ARGS = (
     "--enable-metrics",
     "--speculative-algorithm", "EAGLE",
@@ -85,7 +85,7 @@ COUNTER_RATES = (
 
 
 def server_command(arm: str, *, port: int, host: str | None = None, extra_args: Sequence[str] = ()) -> list[str]:
-    """The argv that starts the reference server's ``arm`` with the seed's speculative configuration."""
+    """The argv that starts the reference server's ``arm`` with the bug's speculative configuration (SPECULATIVE_ARGS)."""
     address = ["--host", host] if host else []
     return [sys.executable, "-m", MODULE, *address, "--port", str(port), "--arm", arm, *SPECULATIVE_ARGS, *extra_args]
 

@@ -1,6 +1,7 @@
 """Synchronous client for SGLang's native HTTP API (/generate, /model_info, /server_info, ...).
 
-Field names and shapes follow SGLang 0.5.23 (see shared/reference/sglang_api.md). The protocol's
+Field names and shapes follow SGLang 0.5.23 (`sglang/srt/entrypoints/http_server.py`,
+`sglang/srt/managers/tokenizer_manager.py`). The protocol's
 typed calls (`generate_request`, `generate_requests`, `stream_request`; `harness.server.protocol`)
 build the native body (`native_payload`) and parse the answer into `Generation`s; they send through
 `generate` / `generate_stream`, which take and return the server's raw JSON and are the raw-answer

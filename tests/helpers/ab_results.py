@@ -98,7 +98,7 @@ def arm_repeats(seed: int, *, invalid_rate: float, accept_mean: float, repeats: 
 
 
 def nofix_vs_fix(seed: int = 1, repeats: int = 1) -> dict[str, Any]:
-    """The seed bug's shape: the candidate emits invalid ids and accepts more; the baseline is clean."""
+    """The recycled-draft_probs bug's shape: the candidate emits invalid ids and accepts more; the baseline is clean."""
     return make_results({"nofix": arm_repeats(seed, invalid_rate=0.015, accept_mean=4.2, repeats=repeats),
                          "fix": arm_repeats(seed + 1000, invalid_rate=0.0, accept_mean=2.4, repeats=repeats)})
 

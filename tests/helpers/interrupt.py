@@ -3,8 +3,8 @@
 The signal is sent once the server has finished some of the run's requests (its `sglang:num_requests_total`, a count
 of finished requests that /flush_cache does not reset), not after a fixed sleep: on a loaded machine a fixed sleep
 landed before the first request (tokenizer load, warmup) or, with short requests, after the last one. The launcher's
-/health polls are not counted: their one-token generations carry log_metrics=False, as SGLang's do (the reference
-server once counted them: under load, polls and warmups read as "the warmup and two measured requests").
+/health polls are not counted: their one-token generations carry log_metrics=False, as SGLang's do (counted, under
+load the polls and warmups would read as "the warmup and two measured requests").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """SGLang 0.5.23's admin-key rule and bench_serving's sampling fields, read from SGLang's own source.
 
-Two behaviours that the harness and the reference server copy (issue 16, defects 5 and 6):
+Two behaviours that the harness and the reference server copy:
 
 * which routes want `--admin-api-key`, and how a key is checked (`srt/utils/auth.py`,
   `srt/entrypoints/http_server.py`): the reference server must decide every request as SGLang

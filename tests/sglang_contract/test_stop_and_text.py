@@ -218,7 +218,7 @@ def test_finish_order_is_stop_string_then_stop_id_then_budget(sglang_source) -> 
     past_budget = run_steps(model, new_request(model, max_new_tokens=2, stop=[" built"]), [words])
     assert past_budget.finish_reason == {"type": "length", "length": 2} and past_budget.output_ids == words[:2]
 
-    # What the old budget-first order answered: a length finish with the stop string or EOS kept.
+    # What a budget-first order would answer: a length finish with the stop string or EOS kept.
     budget_first = {"type": "length", "length": len(words)}
     wrong = {"text": output_text(model, tie) + " built", "output_ids": words, "meta_info": {"finish_reason": budget_first}}
     assert "stop_string" in {v.check for v in check_response(item_of(tie), wrong, context)}

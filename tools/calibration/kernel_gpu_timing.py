@@ -1,4 +1,5 @@
-"""GPU cost of SGLang's chain rejection sampler and of the seed fix's copy of `draft_probs`.
+"""GPU cost of SGLang's chain rejection sampler and of the fix's copy of `draft_probs`
+(copied out of the CUDA-graph pool so the pool cannot recycle it before the sampler reads it).
 
     python tools/calibration/kernel_gpu_timing.py --out /tmp/kernel_gpu.json
     python tools/calibration/kernel_gpu_timing.py --kernels sglang==0.5.20,sglang==0.5.23 --batches 1,8,16,32,64
@@ -13,7 +14,7 @@ host's launch rate can still dominate small ops), and CUDA-graph replay (GPU tim
 server that replays its decode step as a graph).  The copy's share of the ITL uses the last.
 
 Each figure is the median of `--iterations` timed calls after `--warmup` calls, with the 10th
-and 90th percentiles.  The copy is also expressed as a share of the seed's 2.56 ms median ITL and
+and 90th percentiles.  The copy is also expressed as a share of the reported 2.56 ms median ITL (GLM-5.2) and
 against the copy's memory-bandwidth floor (bytes read + written over `--peak-tb-s`, the H200's
 4.8 TB/s HBM3e by default), beside the bandwidth a plain device-to-device copy reaches.
 
@@ -36,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from harness.errors import SpecsuiteError  # noqa: E402
 from harness.kernels.loader import load_kernel  # noqa: E402
 
-SEED_ITL_MS = 2.56  # the seed PR's median ITL without the copy
+SEED_ITL_MS = 2.56  # the reported median ITL without the copy (GLM-5.2, MI355X, concurrency 1)
 
 
 def _percentiles(samples: list[float]) -> dict[str, float]:

@@ -1,4 +1,4 @@
-"""Null A/B: fix against fix under 20 different seeds must give no "worse" verdict (issue 4).
+"""Null A/B: fix against fix under 20 different seeds must give no "worse" verdict (the A/B's false-alarm check).
 
 Starts two reference servers on the fix arm, then for each seed runs `specsuite run
 --server-url A --baseline-url B --seed S` with a small grid, and counts "worse" verdicts over

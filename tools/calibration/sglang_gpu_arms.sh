@@ -1,6 +1,6 @@
 #!/bin/bash
-# Carried in the last chunk of the live-SGLang payload (build it with ../shared/sglang_live/build_payload.sh from
-# the project's root, then copy this file into .whl/N next to that chunk's site/ and convert_eagle_for_sglang.py).
+# Carried in the last chunk of the live-SGLang payload directory, which the user supplies (SGLang's wheels and their
+# dependencies in chunks .whl/1..N): copy this file into .whl/N next to that chunk's site/ and convert_eagle_for_sglang.py.
 # On the lent GPU: SGLang 0.5.17 (EAGLE topk 1, 5 steps, rejection sampling, decode CUDA graphs) in float16
 # and bfloat16, correct arms and the speculation-off control, plus the planted nofix arm in float16; the
 # project's suites against each. Phases (one call each, back to back while the machine is warm):

@@ -1,5 +1,6 @@
-"""Can the A/B resolve the seed's 0.4% cost? Two reference-server arms that differ only in
-`--step-time-ms`, benchmarked in interleaved repeats, compared on run-level values.
+"""Can the A/B resolve a 0.4% cost (the reported cost of copying `draft_probs` out of the graph pool)? Two
+reference-server arms that differ only in `--step-time-ms`, benchmarked in interleaved repeats, compared on
+run-level values.
 
     .venv/bin/python tools/calibration/step_time_ab.py                       # 2.56 vs 2.57, then 2.56 vs 2.56
     .venv/bin/python tools/calibration/step_time_ab.py --step-a 10 --step-b 10.04 --pilot-repeats 4 --max-repeats 16
@@ -20,8 +21,8 @@ pair (Mann-Whitney, Hodges-Lehmann shift with its exact interval). Then the same
 (both arms at --step-a), sized for the margin, and Holm across the metrics for each test.
 
 Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
-prompts, concurrency 1, greedy, one warmup and a flush per run (as the issue's measurement).
-With --step-time-ms the reference server runs its engine in its own process, computes steps
+prompts, concurrency 1, greedy, one warmup and a flush per run (the shape of the reported
+measurement of the copy's cost). With --step-time-ms the reference server runs its engine in its own process, computes steps
 ahead of an emulated device clock and publishes each at its deadline (refserver/
 step_clock.py). It can only pad: when the host falls behind the clock (a busy machine), the
 step ends late and the run measures a slower server than configured. The server counts those

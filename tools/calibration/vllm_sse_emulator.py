@@ -9,7 +9,7 @@ and `data: [DONE]`; it honours `max_tokens` and ignores everything else. /health
 Nothing here depends on a model's speed, so two clients measured against it in turn should agree
 to within the machine's timer noise; `vs_vllm_bench_serve.py --server-url` points at it.
 
-    /work/main/.venv/bin/python tools/calibration/vllm_sse_emulator.py --port 8179 --step-ms 12 --ttft-ms 25
+    .venv/bin/python tools/calibration/vllm_sse_emulator.py --port 8179 --step-ms 12 --ttft-ms 25
 """
 
 from __future__ import annotations

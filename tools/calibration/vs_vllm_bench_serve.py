@@ -37,7 +37,7 @@ So vLLM's ITL is compared with our per-chunk ITL; our per-token ITL is printed b
 Against `vllm_sse_emulator.py` (--server-url) the server's speed is fixed, which leaves the clients.
 Measured figures: tools/calibration/README.md.
 
-    /work/main/.venv/bin/python tools/calibration/vs_vllm_bench_serve.py --together --rounds 12 --num-prompts 16 --out /tmp/vs_vllm.json
+    .venv/bin/python tools/calibration/vs_vllm_bench_serve.py --together --rounds 12 --num-prompts 16 --out /tmp/vs_vllm.json
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ VLLM_BENCH = ("import sys; from vllm.utils.argparse_utils import FlexibleArgumen
               "from vllm.benchmarks.serve import add_cli_args, main; "
               "parser = FlexibleArgumentParser(prog='vllm bench serve'); add_cli_args(parser); main(parser.parse_args(sys.argv[1:]))")
 
-# (label, our record key, vLLM result key); the first four are the comparison the issue asks for.
+# (label, our record key, vLLM result key); the first four are the headline comparison (TTFT, ITL, TPOT, throughput).
 ROWS = (
     ("median TTFT (ms)", "median_ttft_ms", "median_ttft_ms"),
     ("median ITL per chunk (ms)", "median_chunk_itl_ms", "median_itl_ms"),

@@ -1,9 +1,9 @@
 """Detectors for corrupted generations: pure functions over ids and text, one small result each.
 
 Every result carries `count`, its denominator `total` and `unit`, the first positions and examples,
-and a one-sided Clopper–Pearson 95 % upper bound on the rate (`cp_upper`). The founding bug
-(shared/context/seed-pr-eagle-draft-probs.txt) shows up here as fallback ids (vocab_size − 1),
-padded-row ids, stray "!" (the detokenizer prints token 0's text for such ids), repeated
+and a one-sided Clopper–Pearson 95 % upper bound on the rate (`cp_upper`). The recycled `draft_probs`
+bug (EAGLE's draft_probs read after its CUDA-graph pool block was reused by an -inf mask) shows up here as
+fallback ids (vocab_size − 1), padded-row ids, stray "!" (the detokenizer prints token 0's text for such ids), repeated
 `</think>` / `<tool_call>` fragments and degenerate loops.
 """
 
@@ -20,7 +20,7 @@ from harness.server.generation import Generation
 from harness.server.vocab import VocabInfo
 
 MAX_POSITIONS = 20  # positions and examples kept per result; counts are always complete
-TOKENS_PER_STRAY_UNIT = 1200  # the seed report's unit: stray tokens per 1200 generated
+TOKENS_PER_STRAY_UNIT = 1200  # the recycled-draft_probs bug report's unit: stray tokens per 1200 generated
 
 
 def cp_upper(k: int, n: int) -> float:
@@ -112,7 +112,7 @@ def stray_chars(
     digit, or preceded by whitespace or by the start of the text. "Great! The answer" has none,
     "wo!rd!!" has three. A `char` directly followed by one of `exempt_next` is never stray, so the
     operator "!=" in code does not count. The denominator is generated tokens, and
-    `details["per_1200_tokens"]` is the seed report's rate unit.
+    `details["per_1200_tokens"]` is the recycled-draft_probs bug report's rate unit.
     """
     positions = []
     n = len(text)
@@ -294,7 +294,7 @@ def token_source_mismatches(gen: Generation) -> DetectorResult:
 
 @dataclass(frozen=True)
 class DetectorConfig:
-    """Knobs for `scan_generation`. Defaults match the seed bug's symptoms."""
+    """Knobs for `scan_generation`. Defaults match the recycled-draft_probs bug's symptoms."""
 
     stray_char: str = "!"
     stray_exempt_next: str = "="

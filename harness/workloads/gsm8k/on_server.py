@@ -2,7 +2,7 @@
 
 `run_gsm8k` scores answers; this wrapper gives it the server's typed generation (any server kind
 behind `harness.server.protocol`), scans each answer
-for the seed's garbage (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
+for the garbage a corrupted sampler emits (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
 server first so the server-wide accept length covers this run only (a refused flush leaves that
 value out and adds a line to the result's `warnings`), and returns one JSON-friendly dict per
 temperature for results.json (one entry of the list `workloads.gsm8k`; callers key their runs by

@@ -2,7 +2,7 @@
 
 Prompt: each shot is ``Question: {q}\\nAnswer: {a}`` followed by a blank line, then
 ``Question: {q}\\nAnswer:``. Stop sequences are the anchor's. ``max_new_tokens`` defaults to
-512, as issue 5 asks (the anchor's CLI default is also 512, but its ``run_eval`` path uses 2048).
+512, the anchor's CLI default (its ``run_eval`` path uses 2048).
 
 Shot leakage: the anchor takes shots from rows 0..k-1 of the split it evaluates and evaluates
 rows 0..N-1, so the first k questions are asked with their own answers in the prompt. By default

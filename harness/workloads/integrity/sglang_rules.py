@@ -1,10 +1,10 @@
 """Response-integrity checks: pure accounting rules every SGLang `/generate` answer must obey.
 
 Each rule has a name (`CHECKS`) and yields `Violation`s instead of raising, so a workload can record
-them and keep going. The rules follow SGLang 0.5.23 (shared/reference/sglang_api.md §1.3–1.6 and
-its closing corrections): `output_ids` include the final EOS/stop id while `text` leaves it out;
-`completion_tokens` counts it; a stop string is trimmed from `text`, or with `no_stop_trim` the
-text ends exactly where the stop string ends; `ignore_eos` also disables `stop_token_ids`; a
+them and keep going. The rules follow SGLang 0.5.23 (`sglang/srt/managers/tokenizer_manager.py:
+_handle_batch_output`, `sglang/srt/managers/schedule_batch.py`, `sglang/srt/entrypoints/http_server.py`):
+`output_ids` include the final EOS/stop id while `text` leaves it out; `completion_tokens` counts it; a stop
+string is trimmed from `text`, or with `no_stop_trim` the text ends exactly where the stop string ends; `ignore_eos` also disables `stop_token_ids`; a
 length finish is `{"type": "length", "length": max_new_tokens}`; native streams are cumulative
 (each chunk repeats everything so far) unless the server runs with
 `--incremental-streaming-output`, and batch streams carry `index`.
