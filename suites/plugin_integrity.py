@@ -1,8 +1,9 @@
 """pytest plugin of the integrity suite: its options (declared in harness/config/options.py), the
 checked client every suite uses, and the probe that the tests in suites/test_integrity.py drive.
 
-At session start (after the main plugin resolved the server) the session's client is replaced by a
-`CheckingClient`, so every /generate answer any suite receives runs through `harness.workloads.integrity.sglang_rules`;
+At session start (after the main plugin resolved the server) the session's client is replaced by its kind's
+checking client (`ServerKind.checking_client`: on SGLang a `CheckingClient`, so every /generate answer any suite
+receives runs through `harness.workloads.integrity.sglang_rules`; on vLLM the vLLM rules);
 violations are recorded with the id of the test that caused them, stored in results.json under
 `workloads.integrity_checks`, and asserted to be zero by the suite's session audit, which this
 plugin moves to the end of the run.
@@ -19,20 +20,13 @@ import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
-from harness.server import refserver_contract
+from harness.server import kinds, refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
-from harness.server.server_kind import VLLM, kind_of
 from harness.workloads.integrity.near_ties import describe, numerics_flip
-from harness.workloads.integrity.recorder import (
-    CheckingClient,
-    CheckingOpenAIClient,
-    CheckingVLLMClient,
-    IntegrityRecorder,
-    checking_client,
-    checking_openai_client,
-)
+from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
+from harness.workloads.integrity.wiring import checking_client, checking_openai_client
 from harness.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
 
 if TYPE_CHECKING:
@@ -111,7 +105,7 @@ def integrity_recorder(specsuite: SpecsuiteSession) -> IntegrityRecorder:
 @pytest.fixture(scope="session")
 def integrity_probe(specsuite: SpecsuiteSession, integrity_recorder: IntegrityRecorder) -> IntegrityProbe:
     client = specsuite.server.client
-    assert isinstance(client, (CheckingClient, CheckingVLLMClient))
+    assert isinstance(client, kinds.kind_of_client(client).checking_client)
     return IntegrityProbe(specsuite, client, integrity_recorder)
 
 
@@ -148,7 +142,7 @@ class IntegrityProbe:
     """Sends the suite's requests through the checked client and keeps per-test results."""
 
     specsuite: SpecsuiteSession
-    client: CheckingClient | CheckingVLLMClient
+    client: Any  # the server kind's checking client (ServerKind.checking_client)
     recorder: IntegrityRecorder
     references: dict[str, Reference] = field(default_factory=dict)
     _model_type: str | None = None
@@ -190,17 +184,17 @@ class IntegrityProbe:
         return list(range(1, 2 * self.num_draft_tokens + 4))
 
     @property
-    def on_vllm(self) -> bool:
-        """The server under test is vLLM: where its documented behaviour differs from SGLang's,
-        the tests expect vLLM's (each place cites vLLM's source)."""
-        return kind_of(self.client) == VLLM
+    def kind(self) -> kinds.ServerKind:
+        """The server under test's kind: where its documented behaviour differs, its flags say what the tests expect
+        (harness/server/kinds/ cites each one's source)."""
+        return kinds.kind_of_client(self.client)
 
     def seeds_honoured(self) -> tuple[bool, str]:
         """Whether sampling_seed makes sampling repeatable here, and why we think so."""
         if self.specsuite.run_config.integrity.assume_deterministic:
             return True, "--assume-deterministic"
-        if self.on_vllm:  # a seeded request gets its own generator: vllm/sampling_params.py:322, v1/worker/gpu_model_runner.py:1257-1264
-            return True, "vLLM seeds each request's own generator"
+        if self.kind.seeds_each_request:
+            return True, f"{self.kind.display_name} seeds each request's own generator"
         if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
@@ -231,8 +225,8 @@ class IntegrityProbe:
         seen, harness.workloads.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
         only test our guess."""
         count = reference.tokens_to_contain(stop)
-        if count is None or self.on_vllm or self.client.context.decode is None or self.client.context.encode is None:
-            # vLLM searches the new text plus len(stop) - 1 characters before it, so it sees every
+        if count is None or self.kind.sees_stop_strings_anywhere or self.client.context.decode is None or self.client.context.encode is None:
+            # e.g. vLLM searches the new text plus len(stop) - 1 characters before it, so it sees every
             # string wherever it was spelled (v1/engine/detokenizer.py:321-370).
             return count
         return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None

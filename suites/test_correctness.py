@@ -21,7 +21,7 @@ import pytest
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.results.model import comparison_document
-from harness.server.server_kind import VLLM, kind_of
+from harness.server import kinds
 from harness.stats import fisher_exact_2x2, rate_ratio_test
 from harness.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
 from harness.workloads.correctness.padded_rows import (
@@ -86,8 +86,9 @@ def test_padded_row_ids_within_model_mass(specsuite, sampling_case):
 
 def _judge_padded_rows(specsuite, case: SamplingCase, result: CaseResult) -> PaddedRowJudgement:
     client, vocab, alpha = specsuite.server.client, specsuite.server.vocab, specsuite.run_config.alpha
-    why = "the server cannot score per-id logprobs (vLLM has no token_ids_logprob)"
-    scores = kind_of(client) != VLLM
+    kind = kinds.kind_of_client(client)
+    why = f"the server cannot score per-id logprobs ({kind.display_name} has no token_ids_logprob)"
+    scores = kind.scores_token_ids_logprob
     if scores:
         try:
             return judge_by_model_mass(result.generations, vocab, lambda g: _score_padded(client, vocab, g),

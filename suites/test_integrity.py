@@ -133,9 +133,10 @@ def _stop_outcome(probe, reference, stop: str) -> tuple[int | None, str, dict[st
     return probe.stop_ends_at(reference, stop), reference.text[: reference.text.find(stop)], {"type": "stop", "matched": stop}
 
 
-def _vllm_stop_winner(reference, stop_list: list[str], outcomes: dict[str, Any]) -> dict[str, Any]:
-    """vLLM's rule: the stop string that completes earliest in the text wins, ties by list order
-    (v1/engine/detokenizer.py:321-370, check_stop_strings), whether or not one step held both."""
+def _earliest_stop_winner(reference, stop_list: list[str], outcomes: dict[str, Any]) -> dict[str, Any]:
+    """The rule of a kind whose earliest stop string wins (vLLM's: v1/engine/detokenizer.py:321-370,
+    check_stop_strings): the stop string that completes earliest in the text wins, ties by list order,
+    whether or not one step held both."""
     ends = {stop: reference.text.find(stop) + len(stop) for stop in stop_list if stop in outcomes}
     winner = min(ends, key=lambda stop: (ends[stop], stop_list.index(stop)))
     return {"earliest in the text": outcomes[winner]}
@@ -167,8 +168,8 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
         if late_outcome[0] < early_outcome[0]:
             early, late, early_outcome, late_outcome = late, early, late_outcome, early_outcome
         gap = late_outcome[0] - early_outcome[0]
-        if probe.on_vllm:
-            expected = _vllm_stop_winner(reference, [late, NEVER_GENERATED, early], {late: late_outcome, early: early_outcome})
+        if probe.kind.earliest_stop_string_wins:
+            expected = _earliest_stop_winner(reference, [late, NEVER_GENERATED, early], {late: late_outcome, early: early_outcome})
         elif gap == 0:
             expected = {"listed first": late_outcome}  # one token completes both: list order, spec or not
         elif gap < step:
@@ -227,7 +228,7 @@ def test_stop_token_ids(integrity_probe, prompt):
         budget = min(count + 3, len(reference.ids) - 1)
         if budget > count:
             request = greedy_request(prompt, budget, stop_token_ids=(token,), ignore_eos=True)
-            if probe.on_vllm:
+            if probe.kind.ignore_eos_keeps_stop_token_ids:
                 expect_ignored = (count, reference.prefix_texts[count - 1], {"type": "stop", "matched": token})
             else:
                 expect_ignored = (budget, reference.prefix_texts[budget], {"type": "length", "length": budget})
@@ -456,9 +457,10 @@ def test_openai_completions_keep_the_accounting(integrity_probe, integrity_opena
     """/v1/completions, streamed and not, greedy and sampled with n=2: every answer passes the
     OpenAI integrity rules, and the greedy stream adds up to the greedy non-stream answer (unless
     they part where both chosen ids score within the near-tie tolerance: numerics)."""
-    if integrity_probe.on_vllm:
-        pytest.skip("on vLLM every suite's answers come over /v1/completions and pass vLLM's own rules "
-                    "(harness/workloads/integrity/vllm_rules.py); these are SGLang's OpenAI rules")
+    kind = integrity_probe.kind
+    if kind.answers_over_completions:
+        pytest.skip(f"on {kind.display_name} every suite's answers come over /v1/completions and pass {kind.display_name}'s own rules "
+                    f"({kind.integrity_rules_path}); these are SGLang's OpenAI rules")
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     failures = []
     greedy = {"max_tokens": OPENAI_BUDGET, "temperature": 0}

@@ -15,11 +15,12 @@ import pytest
 from aiohttp import web
 
 from harness.errors import SpecsuiteError
+from harness.server import kinds
 from harness.server.launcher import find_free_port
 from harness.workloads.serving.client import RequestOutput, RequestSettings, _StreamState
 from harness.workloads.serving.datasets import DatasetRow
 from harness.workloads.serving.metrics import calculate_metrics
-from harness.workloads.serving.runner import BenchConfig, run_benchmark, vllm_accept_length
+from harness.workloads.serving.runner import BenchConfig, run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENIZER = ROOT / "fixtures" / "vllm_models" / "target"
@@ -110,11 +111,12 @@ def test_metrics_keep_per_token_itl_and_per_chunk_itl_apart():
 
 
 def test_accept_length_from_metrics_deltas():
+    accept_length = kinds.get("vllm").bench_accept_counters.accept_length
     before = {"vllm:spec_decode_num_drafts_total": 10.0, "vllm:spec_decode_num_accepted_tokens_total": 5.0}
     after = {"vllm:spec_decode_num_drafts_total": 30.0, "vllm:spec_decode_num_accepted_tokens_total": 35.0}
-    assert vllm_accept_length(before, after) == pytest.approx(2.5)
-    assert vllm_accept_length(before, before) is None  # no drafts in between
-    assert vllm_accept_length(None, after) is None and vllm_accept_length(before, {}) is None
+    assert accept_length(before, after) == pytest.approx(2.5)
+    assert accept_length(before, before) is None  # no drafts in between
+    assert accept_length(None, after) is None and accept_length(before, {}) is None
 
 
 # ------------------------------------------------------------------------- a fake vLLM server

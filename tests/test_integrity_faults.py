@@ -19,8 +19,9 @@ import pytest
 
 from harness.server.launcher import launch_reference_server
 from harness.server.session import ServerOptions, open_server
-from harness.workloads.integrity.recorder import IntegrityRecorder, checking_client
+from harness.workloads.integrity.recorder import IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries, stream_finals
+from harness.workloads.integrity.wiring import checking_client
 from tests.helpers.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,7 +15,8 @@ import pytest
 from harness.server.launcher import launch_reference_server
 from harness.server.session import ServerOptions, open_server
 from harness.workloads.integrity.openai_rules import CHAT, COMPLETIONS, check_openai, check_openai_stream
-from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder, checking_openai_client
+from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
+from harness.workloads.integrity.wiring import checking_openai_client
 
 PROMPT = "Count from one to forty in words: one, two, three, four, five, six,"
 MESSAGES = [{"role": "user", "content": "What is the weather in Fairford?"}]

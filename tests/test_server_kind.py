@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from harness.errors import SpecsuiteError
-from harness.server.server_kind import SGLANG, VLLM, detect_server_kind, kind_of, make_client
+from harness.server.kinds import detect, kind_of_client, make_client
 from harness.server.sglang_client import SGLangClient
 from harness.server.vllm_client import VLLMClient
 from tests.helpers.http_sessions import serve
@@ -42,26 +42,27 @@ def serving(routes: dict[str, dict]) -> Iterator[str]:
 
 def test_vllm_is_detected_and_gets_the_vllm_client():
     with serving(VLLM_ROUTES) as url:
-        assert detect_server_kind(url) == VLLM
+        assert detect(url).name == "vllm"
         client = make_client("auto", url)
-        assert isinstance(client, VLLMClient) and kind_of(client) == VLLM
+        assert isinstance(client, VLLMClient) and kind_of_client(client).name == "vllm"
         assert client.model_info()["model_path"] == "/models/m"
 
 
 def test_sglang_is_detected_and_gets_the_sglang_client():
     with serving(SGLANG_ROUTES) as url:
-        assert detect_server_kind(url) == SGLANG
-        assert isinstance(make_client("auto", url), SGLangClient)
+        assert detect(url).name == "sglang"
+        client = make_client("auto", url)
+        assert isinstance(client, SGLangClient) and kind_of_client(client).name == "sglang"
 
 
 def test_forced_kind_skips_the_probe_and_unknown_servers_get_the_sglang_diagnosis():
     with serving(OTHER_ROUTES) as url:
         assert isinstance(make_client("vllm", url), VLLMClient)  # no request made
-        assert detect_server_kind(url) == SGLANG  # no vLLM signature: SGLang's client says what is wrong
+        assert detect(url).name == "sglang"  # no vLLM signature: SGLang's client says what is wrong
         with pytest.raises(SpecsuiteError, match="does not look like an SGLang server") as caught:
             make_client("auto", url).check_connection()
         assert "\n" not in str(caught.value)
-    with pytest.raises(SpecsuiteError, match="unknown server kind"):
+    with pytest.raises(SpecsuiteError, match="unknown server kind 'tgi': choose one of auto, sglang, vllm"):
         make_client("tgi", "http://127.0.0.1:1")
 
 
@@ -77,4 +78,4 @@ def test_a_refused_probe_is_the_auth_error():
             pass
 
     with serve(Refusing) as url, pytest.raises(SpecsuiteError, match="SPECSUITE_API_KEY"):
-        detect_server_kind(url)
+        detect(url)

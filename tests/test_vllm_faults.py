@@ -39,8 +39,9 @@ from harness.server.launcher import LaunchedServer, find_free_port
 from harness.server.session import ServerOptions, open_server
 from harness.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
 from harness.workloads.correctness.detectors import scan_generation
-from harness.workloads.integrity.recorder import IntegrityRecorder, checking_client
+from harness.workloads.integrity.recorder import IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import stream_finals
+from harness.workloads.integrity.wiring import checking_client
 from suites.plugin_integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
 from tests.helpers.fault_proxy import FaultProxy
 

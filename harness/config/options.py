@@ -35,6 +35,7 @@ from harness.config.bench_profiles import BENCH_SERVING as BENCH_SERVING_PROFILE
 from harness.config.bench_profiles import SUITE
 from harness.errors import SpecsuiteError
 from harness.project_paths import RESULTS_DIR
+from harness.server import kinds
 from harness.server.session import SERVER_URL_ENV
 
 # The front ends, in the order the docs list them; a subcommand's verbs are front ends of their own.
@@ -269,6 +270,13 @@ HISTORY_ALL = ("history", "history ingest", "history list")
 HISTORY_FILTERS = ("history", "history list")
 BENCH_SERVING = "benchmark"  # `specsuite bench`'s group of bench_serving's flags
 
+
+def _bench_backend_defaults() -> str:
+    """--bench-backend's default, said per server kind: "vllm on a vLLM server, else sglang"."""
+    others = [f"{kind.default_bench_backend} on a {kind.display_name} server" for kind in kinds.all_kinds()[1:]]
+    return ", ".join([*others, f"else {kinds.fallback().default_bench_backend}"])
+
+
 OPTIONS: tuple[Option, ...] = (
     # ---- the server under test (suites/plugin.py) and the baseline
     Option("--server-url", "base URL of a running server under test; `specsuite run` compares it against --baseline-url. "
@@ -292,7 +300,7 @@ OPTIONS: tuple[Option, ...] = (
            default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="plugin", cli_group="server"),
     Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="plugin"),
     Option("--server-kind", "SGLang or vLLM; auto asks the server (/model_info for SGLang, /version and /v1/models for vLLM)",
-           ("pytest", "gsm8k"), default="auto", choices=("auto", "sglang", "vllm"), pytest_area="plugin", cli_group="server"),
+           ("pytest", "gsm8k"), default=kinds.AUTO, choices=kinds.choices(), pytest_area="plugin", cli_group="server"),
     Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),
            default_text="the reference arm, or 'candidate'", pytest_area="plugin"),
     Option("--temperatures", "comma-separated sampling temperatures of the correctness grid (each >= 0)", PYTEST_RUN, default="0,0.6,1.0",
@@ -388,7 +396,7 @@ OPTIONS: tuple[Option, ...] = (
     # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead.
     # Both take their sizes from one table of named profiles (harness/config/bench_profiles.py: "suite", "bench_serving").
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
-           default_text="vllm on a vLLM server, else sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
+           default_text=_bench_backend_defaults(), choices=kinds.bench_backend_names(),
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
@@ -466,7 +474,7 @@ OPTIONS: tuple[Option, ...] = (
     # ---- `specsuite bench`: bench_serving's flags, names and defaults (the in-suite benchmark has its own --bench-* options)
     Option("--output-file", "JSONL file to append to", ("bench",), default_text="bench_serving's name in --results-dir", cli_group="server"),
     Option("--backend", "benchmark backend (bench_serving's flag; vllm: streamed /v1/completions with usage and token ids, as "
-           "`vllm bench serve` sends it)", ("bench",), default="sglang", choices=("sglang", "sglang-oai", "sglang-oai-chat", "vllm"),
+           "`vllm bench serve` sends it)", ("bench",), default=kinds.fallback().default_bench_backend, choices=kinds.bench_backend_names(),
            cli_group=BENCH_SERVING),
     Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING),
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 
 from harness.server.faults import ErrorClass, RequestFault
-from harness.server.sglang_client import SGLangClient
+from harness.server.protocol import ServerClient
 
 POLL_INTERVAL_S = 0.1
 
@@ -38,7 +38,7 @@ class FlushOutcome:
         return f"warning: /flush_cache refused ({self.reason}); {affects}"
 
 
-def flush_before_measurement(client: SGLangClient, *, retry_s: float = 0.0) -> FlushOutcome:
+def flush_before_measurement(client: ServerClient, *, retry_s: float = 0.0) -> FlushOutcome:
     """POST /flush_cache; a 400 is retried for up to `retry_s` seconds, then reported, not raised."""
     deadline = time.monotonic() + retry_s
     while True:

@@ -1,29 +1,18 @@
 """Server-side counters from Prometheus /metrics, as before/after deltas around a workload.
 
 The reference server exports the recycled-draft_probs bug's ground truth (non-finite `draft_probs` entries, sampler
-fallback emissions); SGLang and vLLM export their own spec counters.  Both are read the same way: sum every
-sample of a metric over its label sets, and subtract the reading taken before the workload.
+fallback emissions); each server kind names its own spec counters (`ServerKind.counters`, harness/server/kinds/).
+All are read the same way: sum every sample of a metric over its label sets, and subtract the reading taken before
+the workload.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 
 from harness.server import refserver_contract
-
-COUNTERS_OF_INTEREST = (
-    *refserver_contract.COUNTERS,
-    "sglang:spec_verify_calls_total",
-    "sglang:generation_tokens_total",
-    "sglang:num_requests_total",
-    "sglang:num_aborted_requests_total",
-    # vLLM's (v1/spec_decode/metrics.py, v1/metrics/loggers.py); present only when it speculates.
-    "vllm:spec_decode_num_drafts_total",
-    "vllm:spec_decode_num_draft_tokens_total",
-    "vllm:spec_decode_num_accepted_tokens_total",
-    "vllm:generation_tokens_total",
-)
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
@@ -57,9 +46,14 @@ def label_values(text: str, metric: str, label: str) -> set[str]:
     return found
 
 
-def counter_deltas(before: str | None, after: str | None) -> dict[str, float]:
-    """Increase of each counter of interest between two scrapes; empty without metrics."""
+def counters_of_interest(kind_counters: Sequence[str]) -> tuple[str, ...]:
+    """The reference server's ground-truth counters, then the server kinds' own (`kind_counters`)."""
+    return (*refserver_contract.COUNTERS, *kind_counters)
+
+
+def counter_deltas(before: str | None, after: str | None, kind_counters: Sequence[str]) -> dict[str, float]:
+    """Increase of each counter of interest (`counters_of_interest`) between two scrapes; empty without metrics."""
     if before is None or after is None:
         return {}
     start, end = parse_prometheus(before), parse_prometheus(after)
-    return {name: end[name] - start.get(name, 0.0) for name in COUNTERS_OF_INTEREST if name in end}
+    return {name: end[name] - start.get(name, 0.0) for name in counters_of_interest(kind_counters) if name in end}

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 MODULE = "refserver"
+SERVER_KIND = "sglang"  # the server kind whose HTTP API it emulates (harness.server.kinds): SGLang's native routes
 ARMS = ("nofix", "fix")  # the recycled-draft_probs bug unfixed and fixed, in run order (the last one is the A/B baseline)
 
 # The configuration that reaches the recycled-draft_probs bug: EAGLE chain drafts of 5 steps, rejection sampling.

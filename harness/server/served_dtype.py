@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.server import kinds
+
 # Explicit mantissa bits of each type the logits can be rounded in (tf32: float32 matmuls on
 # tensor cores, SGLang's --enable-tf32-matmul).
 MANTISSA_BITS = {"float32": 23, "tf32": 10, "float16": 10, "bfloat16": 7, "fp8_e4m3": 3, "fp8_e5m2": 2}
@@ -79,7 +81,7 @@ def read_model_config(*folders: Any) -> dict[str, Any] | None:
     return None
 
 
-def _auto(model_config: dict[str, Any] | None, on_vllm: bool) -> ServedDtype:
+def _auto(model_config: dict[str, Any] | None, kind: kinds.ServerKind) -> ServedDtype:
     config_value = None
     if model_config:
         config_value = model_config.get("dtype") or model_config.get("torch_dtype")
@@ -91,20 +93,20 @@ def _auto(model_config: dict[str, Any] | None, on_vllm: bool) -> ServedDtype:
         return ServedDtype(UNKNOWN_FALLBACK, "not reported and no config.json: assumed bfloat16, the coarsest 16-bit type")
     if declared in ("float16", "bfloat16"):
         return ServedDtype(declared, f"config.json torch_dtype {config_value} (dtype auto)")
-    if on_vllm:
-        return ServedDtype(UNKNOWN_FALLBACK, f"config.json torch_dtype {config_value}: vLLM's auto picks the platform's type; "
+    if not kind.auto_dtype_downcasts_float32:
+        return ServedDtype(UNKNOWN_FALLBACK, f"config.json torch_dtype {config_value}: {kind.display_name}'s auto picks the platform's type; "
                                              "assumed bfloat16")
     model_type = str(model_config.get("model_type") or "")
-    chosen = "bfloat16" if model_type.startswith("gemma") else "float16"  # SGLang downcasts a float32 model
-    return ServedDtype(chosen, f"config.json torch_dtype {config_value}: SGLang's auto serves it in {chosen}")
+    chosen = "bfloat16" if model_type.startswith("gemma") else "float16"
+    return ServedDtype(chosen, f"config.json torch_dtype {config_value}: {kind.display_name}'s auto serves it in {chosen}")
 
 
 def served_dtype(server_info: dict[str, Any], model_config: dict[str, Any] | None = None) -> ServedDtype:
     """The type the server's logits are computed in, from /server_info and the model's config.json."""
-    on_vllm = server_info.get("server_kind") == "vllm"
+    kind = kinds.named_or_fallback(server_info.get("server_kind"))  # SGLang's /server_info names no kind
     reported = server_info.get("dtype")
     name = normalise(reported)
-    found = ServedDtype(name, f"/server_info dtype {reported}") if name else _auto(model_config, on_vllm)
+    found = ServedDtype(name, f"/server_info dtype {reported}") if name else _auto(model_config, kind)
     if found.name == "float32" and server_info.get("enable_tf32_matmul") is True:
         found = ServedDtype("tf32", found.source + ", enable_tf32_matmul")
     # fp8 weights with fp8 activations, or an fp8 KV cache, round inside every layer.

@@ -19,12 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecsuiteError
-from harness.server import refserver_contract
+from harness.server import kinds, refserver_contract
 from harness.server.identity import ServerIdentity
 from harness.server.launcher import LaunchedServer, launch_reference_server
-from harness.server.server_kind import AUTO, kind_of, make_client
-from harness.server.sglang_client import SGLangClient
-from harness.server.vllm_client import VLLMClient
+from harness.server.protocol import ServerClient
 from harness.server.vocab import VocabInfo, load_vocab_info
 
 
@@ -32,7 +30,7 @@ from harness.server.vocab import VocabInfo, load_vocab_info
 class ServerUnderTest:
     """The resolved server: client, vocabulary facts, identity and, when launched here, the process."""
 
-    client: SGLangClient | VLLMClient
+    client: ServerClient  # the client of its kind (harness.server.kinds)
     vocab: VocabInfo
     identity: ServerIdentity
     arm: str
@@ -88,18 +86,27 @@ def describe_server_under_test(record: dict[str, Any]) -> str:
     return f"server under test: {kind}{url} (via {record.get('source')}{version})"
 
 
-NOT_SGLANG = "does not look like an SGLang server"
+def _unrecognised(line: str) -> str | None:
+    """The fallback kind's one-line diagnosis of a detected server widened to every kind (no probe recognised it);
+    None when the line is another error."""
+    said = f"does not look like an {kinds.fallback().display_name} server"
+    if said not in line:
+        return None
+    every = [kind.display_name for kind in kinds.all_kinds()]
+    either = ", ".join(every[:-1]) + " or " + every[-1]
+    missing = " nor ".join(kind.signature for kind in kinds.all_kinds()[1:])
+    return line.replace(said, f"does not look like an {either} server (no {missing} either)", 1)
 
 
 def _check_connection(client: Any, server_kind: str) -> dict[str, Any]:
-    """The client's probe; when the kind was detected (neither SGLang's nor vLLM's signature answered), the one-line
-    diagnosis names both kinds the harness speaks."""
+    """The client's probe; when the kind was detected (no kind's signature answered), the one-line diagnosis names
+    every kind the harness speaks."""
     try:
         return client.check_connection()
     except SpecsuiteError as exc:
-        if server_kind == AUTO and NOT_SGLANG in str(exc):
-            raise SpecsuiteError(str(exc).replace(NOT_SGLANG, "does not look like an SGLang or vLLM server "
-                                                  "(no vLLM /version with a vLLM model in /v1/models either)", 1)) from None
+        widened = _unrecognised(str(exc)) if server_kind == kinds.AUTO else None
+        if widened is not None:
+            raise SpecsuiteError(widened) from None
         raise
 
 
@@ -126,7 +133,7 @@ class ServerOptions:
     reference_arm: str = "fix"
     tokenizer: str | None = None
     vocab_size: int | None = None
-    server_kind: str = AUTO
+    server_kind: str = kinds.AUTO
     require_server_url: bool = False
     require_reason: str = "--require-server-url"
     api_key: str | None = field(default=None, repr=False)
@@ -174,7 +181,7 @@ def start_server(options: ServerOptions, log_dir: Path, *, reference_args: Seque
 
 
 def open_server(options: ServerOptions, log_dir: Path) -> ServerUnderTest:
-    """Resolve the server, find its kind (SGLang or vLLM, `harness.server.server_kind`), and probe
+    """Resolve the server, find its kind (SGLang or vLLM, `harness.server.kinds`), and probe
     its vocabulary (one-line errors)."""
     return identify_server(start_server(options, log_dir), options)
 
@@ -185,7 +192,7 @@ def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerU
     url, launched = endpoint.url, endpoint.launched
     arm = options.arm or (options.reference_arm if endpoint.embedded_reference else "candidate")
     try:
-        client = make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
+        client = kinds.make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
         model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
         tokenizer_dir = options.tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
@@ -202,6 +209,6 @@ def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerU
         "source": endpoint.source,
         "url": identity.base_url,
         "version": identity.version,
-        "server_kind": kind_of(client),
+        "server_kind": kinds.kind_of_client(client).name,
     }
     return ServerUnderTest(client, vocab, identity, arm, launched, under_test)

@@ -1,7 +1,8 @@
 """The one BenchConfig builder of the serving benchmark, for `pytest suites -m perf` and `specsuite bench` alike.
 
 Each front end names what its user chose, in BenchConfig's field names (None: not chosen), and a profile
-(harness/config/bench_profiles.py) supplies the rest; the rules that depend on the backend are applied here once.
+(harness/config/bench_profiles.py) supplies the rest; the rules that depend on the backend (and on the server kind that
+offers it, harness.server.kinds) are applied here once.
 """
 
 from __future__ import annotations
@@ -13,9 +14,8 @@ import orjson
 
 from harness.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
 from harness.errors import SpecsuiteError
+from harness.server import kinds
 from harness.session.config import OptionGetter
-
-VLLM_BACKEND = "vllm"
 
 
 def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
@@ -26,11 +26,11 @@ def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base
     values = {**profile.defaults(), **{key: value for key, value in chosen.items() if value is not None}}
     if values["seed"] is None:
         values["seed"] = run_seed if run_seed is not None else 0
-    backend = values.get("backend") or (VLLM_BACKEND if server_kind == VLLM_BACKEND else "sglang")
+    backend = values.get("backend") or kinds.named_or_fallback(server_kind).default_bench_backend
     values["backend"] = backend
-    if chosen.get("flush_cache") is None and backend == VLLM_BACKEND:
-        values["flush_cache"] = False  # vLLM has no /flush_cache: the accept length is a /metrics delta instead
-    if chosen.get("tokenize_prompt") is None and (values.get("dataset_name") == "sharegpt" or backend == "sglang-oai-chat"):
+    if chosen.get("flush_cache") is None and not kinds.kind_of_backend(backend).flushes_cache:
+        values["flush_cache"] = False  # e.g. vLLM has no /flush_cache: the accept length is a /metrics delta instead
+    if chosen.get("tokenize_prompt") is None and (values.get("dataset_name") == "sharegpt" or kinds.bench_backend(backend).needs_text_prompts):
         values["tokenize_prompt"] = False  # ShareGPT turns and chat messages are text
     # The profile's lengths may be fitted to the server's context length; lengths the user chose are not changed. The
     # option table's defaults are the profile's values, so a length equal to the profile's reads as the profile's.

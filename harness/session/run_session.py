@@ -111,7 +111,7 @@ class RunSession:
         backend), against the started server or `base_url` (the suites' bench baseline). The record is appended to
         `output_file` when it ends; on Ctrl-C the finished requests are saved first (harness/workloads/serving/runner.py),
         then the interrupt goes on."""
-        from harness.server.server_kind import kind_of
+        from harness.server import kinds
         from harness.session.bench import build_bench_config
         from harness.workloads.serving.runner import run_benchmark
 
@@ -121,7 +121,7 @@ class RunSession:
         own_url = self.server.client.base_url if self.server is not None else self.endpoint.url  # the client's normal form
         url = base_url or own_url
         config = build_bench_config(chosen, profile, base_url=url, api_key=options.api_key, admin_api_key=options.admin_api_key,
-                                    server_kind=kind_of(self.server.client) if self.server is not None else None)
+                                    server_kind=kinds.kind_of_client(self.server.client).name if self.server is not None else None)
         # The session's own server carries how it was chosen; another URL (a bench baseline) is described by the record.
         under_test = None
         if url == own_url:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.errors import SpecsuiteError
+from harness.server import kinds
 from harness.server.cache_flush import flush_before_measurement
 from harness.server.counters import counter_deltas
 from harness.server.faults import FaultGuard, Outcome, RunStopped, classify, failure_record
@@ -239,7 +240,7 @@ def run_case(
     result.stopped = guard.stop_reason
     if result.stopped is None:
         try:
-            result.server_counters = counter_deltas(metrics_before, client.metrics_text())
+            result.server_counters = counter_deltas(metrics_before, client.metrics_text(), kinds.all_counters())
             # Without the flush the server-wide value mixes in earlier traffic: not this case's.
             if flush.flushed:
                 result.server_accept_length = server_accept_length(client.server_info())

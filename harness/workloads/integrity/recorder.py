@@ -2,13 +2,12 @@
 
 `CheckingClient` is an `SGLangClient` (same transport, same connection pool) whose `generate` and
 `generate_stream` pass each answer through `harness.workloads.integrity.sglang_rules` before handing it back unchanged.
-`CheckingOpenAIClient` does the same for `/v1/completions` and `/v1/chat/completions` answers
-(streamed or not) through `harness.workloads.integrity.openai_rules`.
+`CheckingVLLMClient` does the same for a `VLLMClient`'s raw answers through `harness.workloads.integrity.vllm_rules`,
+and `CheckingOpenAIClient` for `/v1/completions` and `/v1/chat/completions` answers (streamed or not) through
+`harness.workloads.integrity.openai_rules`. Each server kind names its checking client (harness/server/kinds/).
 Violations go to an `IntegrityRecorder` — counted per check and quoted — and are never raised, so
-a workload runs to the end; the suites assert the recorder is clean. One line wires any workload:
-
-    client = checking_client(server, recorder)        # server: a ServerUnderTest
-    openai = checking_openai_client(server, recorder)  # the same server's OpenAI routes
+a workload runs to the end; the suites assert the recorder is clean. `harness.workloads.integrity.wiring` wires
+any workload in one line (`checking_client(server, recorder)`).
 """
 
 from __future__ import annotations
@@ -18,11 +17,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Callable
 
-from harness.errors import SpecsuiteError
 from harness.server.openai_client import OpenAICompletionsClient
-from harness.server.session import ServerUnderTest
 from harness.server.sglang_client import SGLangClient
-from harness.server.tokenizer import load_tokenizer
 from harness.server.transport import HttpTransport, shorten
 from harness.server.vllm_client import VLLMClient
 from harness.workloads.integrity.openai_rules import check_openai, check_openai_stream
@@ -202,39 +198,3 @@ def _result_count(payload: dict[str, Any]) -> int:
         return len(split_payload(payload))
     except (TypeError, AttributeError):
         return 1
-
-
-def context_for_server(server: ServerUnderTest, tokenizer_dir: str | None = None) -> IntegrityContext:
-    """The check context for a resolved server: its EOS ids, tokenizer, draft length, stream mode."""
-    folder = tokenizer_dir or server.identity.tokenizer_path or server.identity.model_path
-    if not folder:
-        raise SpecsuiteError("the server reports no tokenizer_path: pass --tokenizer <local folder>")
-    tokenizer = load_tokenizer(folder)
-    spec = server.identity.speculative
-    draft = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
-    return IntegrityContext(
-        eos_ids=frozenset(server.vocab.eos_ids),
-        skipped_ids=tokenizer.special_ids,
-        encode=lambda text: tokenizer.encode(text, add_special_tokens=False),
-        decode=tokenizer.decode,
-        num_draft_tokens=draft if isinstance(draft, int) else None,
-        incremental_streaming=bool(server.identity.server_args.get("incremental_streaming_output")),
-    )
-
-
-def checking_openai_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None,
-                           context: IntegrityContext | None = None) -> CheckingOpenAIClient:
-    """An OpenAI client for the same server (its URL and API key), checked like `checking_client`;
-    pass `context` to reuse one already built (it loads the tokenizer)."""
-    inner = server.client.inner if isinstance(server.client, CheckingClient) else server.client
-    # SGLang echoes any `model` back without checking it; the served name reads best in logs.
-    model = server.identity.served_model_name or "default"
-    return CheckingOpenAIClient(inner._http, model, recorder, context or context_for_server(server, tokenizer_dir))
-
-
-def checking_client(server: ServerUnderTest, recorder: IntegrityRecorder, tokenizer_dir: str | None = None) -> CheckingClient | CheckingVLLMClient:
-    """`server.client`, checked: the one-line wiring for any workload (never checked twice)."""
-    inner = getattr(server.client, "inner", server.client)
-    if isinstance(inner, VLLMClient):
-        return CheckingVLLMClient(inner, recorder, context_for_server(server, tokenizer_dir))
-    return CheckingClient(inner, recorder, context_for_server(server, tokenizer_dir))

@@ -1,5 +1,5 @@
 """The speculation-off reference the two-sample and greedy tests compare against: a running server
-(--lossless-reference-url; SGLang or vLLM, harness.server.server_kind) or, when none is given, the embedded reference server launched with
+(--lossless-reference-url; SGLang or vLLM, harness.server.kinds) or, when none is given, the embedded reference server launched with
 `--speculative-algorithm NONE` (only meaningful when the server under test serves that same
 model, which is checked before launching)."""
 
@@ -10,11 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecsuiteError
-from harness.server import refserver_contract
+from harness.server import kinds, refserver_contract
 from harness.server.launcher import LaunchedServer, launch_reference_server
-from harness.server.server_kind import AUTO, make_client
-from harness.server.sglang_client import SGLangClient
-from harness.server.vllm_client import VLLMClient
+from harness.server.protocol import ServerClient
 
 SPECULATION_OFF_ARGS = ("--speculative-algorithm", "NONE")
 
@@ -23,7 +21,7 @@ SPECULATION_OFF_ARGS = ("--speculative-algorithm", "NONE")
 class ReferenceServer:
     """The reference's client (None when unavailable, with the reason) and, if launched, its process."""
 
-    client: SGLangClient | VLLMClient | None
+    client: ServerClient | None
     description: dict[str, Any]
     unavailable_reason: str | None = None
     launched: LaunchedServer | None = None
@@ -40,7 +38,7 @@ def embedded_model_path() -> str:
     return refserver_contract.model_dir()
 
 
-def _describe(client: SGLangClient | VLLMClient, how: str) -> dict[str, Any]:
+def _describe(client: ServerClient, how: str) -> dict[str, Any]:
     model = client.check_connection()
     info = client.server_info()
     return {
@@ -57,7 +55,7 @@ def open_reference(
     """Connect to --lossless-reference-url, or launch the embedded speculation-off reference when the server
     under test serves the embedded model; otherwise the reference is unavailable (with the reason)."""
     if reference_url:
-        client = make_client(AUTO, reference_url, api_key=api_key)  # SGLang or vLLM, as the server says
+        client = kinds.make_client(kinds.AUTO, reference_url, api_key=api_key)  # SGLang or vLLM, as the server says
         try:
             description = _describe(client, "url")
         except SpecsuiteError:
@@ -73,7 +71,7 @@ def open_reference(
                   f"pass --lossless-reference-url to a speculation-off server of the same model")
         return ReferenceServer(None, {"how": "none"}, reason)
     launched = launch_reference_server("fix", log_dir=log_dir, extra_args=SPECULATION_OFF_ARGS, ready_timeout_s=ready_timeout_s)
-    client = SGLangClient(launched.base_url)
+    client = kinds.make_client(refserver_contract.SERVER_KIND, launched.base_url)
     try:
         description = _describe(client, "embedded")
     except SpecsuiteError:

@@ -1,6 +1,6 @@
-"""Streaming request functions with bench_serving's timing rules, for four backends.
+"""Streaming request functions with bench_serving's timing rules, for every backend a server kind offers.
 
-Backends (bench_serving's names): `sglang` (native POST /generate, cumulative chunks),
+Backends (bench_serving's names; harness/server/kinds/ says which kind offers each): `sglang` (native POST /generate, cumulative chunks),
 `sglang-oai` (POST /v1/completions), `sglang-oai-chat` (POST /v1/chat/completions), and `vllm`
 (POST /v1/completions as `vllm bench serve` sends it; see "The vllm backend" below).
 
@@ -22,6 +22,9 @@ Timing, per request, all from `time.perf_counter()`:
   tokens each of those chunks carried (native and vllm).
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
+
+Chunks: each backend's reader (harness/workloads/serving/streams.py) is the one its server kind names
+(`BenchBackend.read_chunk`, harness/server/kinds/); this module reads the SSE lines and stamps them.
 
 Request bodies: this module builds no server JSON. Each request goes to the server side as a
 typed `GenerationRequest` (`RequestSettings.bench_request`), and `harness.server.bench_wire.BenchWire`
@@ -71,13 +74,13 @@ from typing import Any
 import aiohttp
 import orjson
 
-from harness.errors import SpecsuiteError
-from harness.server.bench_wire import BACKENDS, BenchWire, bench_sampling
+from harness.server import kinds
+from harness.server.bench_wire import BenchWire, bench_sampling
 from harness.server.protocol import GenerationRequest, Sampling
 from harness.server.transport import error_message_of, shorten
 from harness.workloads.serving.datasets import DatasetRow
+from harness.workloads.serving.streams import ChunkReading, RequestOutput
 
-TOKEN_COUNTING_BACKENDS = ("sglang", "vllm")  # backends that know each chunk's token count
 READ_BUFSIZE = 10 * 1024**2  # cumulative native chunks grow long; bench_serving uses the same 10 MB
 _DONE = b"[DONE]"
 
@@ -100,8 +103,7 @@ class RequestSettings:
     total_timeout_s: float = 6 * 3600.0  # bench_serving's per-request limit
 
     def __post_init__(self) -> None:
-        if self.backend not in BACKENDS:
-            raise SpecsuiteError(f"unknown backend {self.backend!r}: choose one of {', '.join(BACKENDS)}")
+        kinds.bench_backend(self.backend)  # an unknown name is refused here, in one line
 
     @property
     def wire(self) -> BenchWire:
@@ -134,143 +136,23 @@ class RequestSettings:
         return aiohttp.ClientTimeout(total=self.total_timeout_s, sock_connect=self.connect_timeout_s, sock_read=self.read_timeout_s)
 
 
-@dataclass
-class RequestOutput:
-    """One request's measurements (bench_serving's RequestFuncOutput plus per-chunk data)."""
-
-    prompt_len: int
-    success: bool = False
-    start_time: float = 0.0
-    ttft: float = 0.0
-    latency: float = 0.0
-    itl: list[float] = field(default_factory=list)
-    chunk_itl: list[float] = field(default_factory=list)
-    chunk_tokens: list[int] = field(default_factory=list)
-    text_chunks: list[str] = field(default_factory=list)
-    generated_text: str = ""
-    output_len: int = 0
-    server_prompt_len: int | None = None
-    spec_accept_length: float | None = None
-    spec_verify_ct: int | None = None
-    error: str = ""
-
-
-class _StreamState:
-    """Per-request parser state; `feed` handles one JSON chunk stamped with its arrival time."""
+class _StreamState(ChunkReading):
+    """Per-request parser state; `feed` hands one JSON chunk, stamped with its arrival time, to the reader of the
+    run's backend (`harness.workloads.serving.streams`, named by the server kind that offers the backend)."""
 
     def __init__(self, backend: str, output: RequestOutput, requested_len: int) -> None:
+        super().__init__(output, requested_len)
         self.backend = backend
-        self.out = output
-        self.out.output_len = requested_len
-        self.last_stamp = output.start_time
-        self.last_tokens = 0
-        self.first_seen = False
-        self.texts: list[str] = []
+        self.format = kinds.bench_backend(backend)
 
     def feed(self, data: dict[str, Any], stamp: float) -> None:
         message = error_message_of(data)
         if message is not None:
             raise _StreamError(f"server error in stream: {shorten(message)}")
-        if self.backend == "sglang":
-            self._native(data, stamp)
-        elif self.backend == "vllm":
-            self._vllm(data, stamp)
-        else:
-            self._openai(data, stamp)
-
-    def _native(self, data: dict[str, Any], stamp: float) -> None:
-        meta = data.get("meta_info") or {}
-        if meta.get("prompt_tokens"):
-            self.out.server_prompt_len = meta["prompt_tokens"]
-        if meta.get("spec_accept_length") is not None:
-            self.out.spec_accept_length = float(meta["spec_accept_length"])
-        if meta.get("spec_verify_ct") is not None:
-            self.out.spec_verify_ct = int(meta["spec_verify_ct"])
-        text = data.get("text")
-        if not text:
-            return
-        tokens = int(meta["completion_tokens"])
-        self.out.generated_text = text  # cumulative
-        self.out.output_len = tokens
-        if not self.first_seen:
-            self.first_seen = True
-            self.out.ttft = stamp - self.out.start_time
-        else:
-            new = tokens - self.last_tokens
-            if new == 0:
-                return  # no token: the gap merges into the next chunk's
-            gap = stamp - self.last_stamp
-            self.out.itl.extend([gap / new] * new)
-            self.out.chunk_itl.append(gap)
-            self.out.chunk_tokens.append(new)
-        self.last_stamp = stamp
-        self.last_tokens = tokens
-
-    def _openai(self, data: dict[str, Any], stamp: float) -> None:
-        usage = data.get("usage") or {}
-        if usage.get("completion_tokens") is not None:
-            self.out.output_len = int(usage["completion_tokens"])
-        if usage.get("prompt_tokens"):
-            self.out.server_prompt_len = usage["prompt_tokens"]
-        choices = data.get("choices") or []
-        if not choices:
-            return
-        choice = choices[0]
-        if self.backend == "sglang-oai":
-            text = choice.get("text") or ""
-        else:
-            delta = choice.get("delta") or {}
-            text = (delta.get("reasoning_content") or delta.get("reasoning") or "") + (delta.get("content") or "")
-        if not text:
-            return
-        if not self.first_seen:
-            self.first_seen = True
-            self.out.ttft = stamp - self.out.start_time
-        else:
-            gap = stamp - self.last_stamp
-            self.out.itl.append(gap)
-            self.out.chunk_itl.append(gap)
-            self.out.text_chunks.append(text)
-        self.last_stamp = stamp
-        self.texts.append(text)
-
-    def _vllm(self, data: dict[str, Any], stamp: float) -> None:
-        usage = data.get("usage") or {}
-        if usage.get("completion_tokens") is not None:
-            self.out.output_len = int(usage["completion_tokens"])
-        if usage.get("prompt_tokens"):
-            self.out.server_prompt_len = usage["prompt_tokens"]
-        spec = (data.get("metrics") or {}).get("speculative_decoding")
-        if isinstance(spec, dict):  # only with --per-request-spec-decode-metrics, in the usage chunk
-            if spec.get("mean_acceptance_length") is not None:
-                self.out.spec_accept_length = float(spec["mean_acceptance_length"])
-            if spec.get("num_spec_steps") is not None:
-                self.out.spec_verify_ct = int(spec["num_spec_steps"])
-        choices = data.get("choices") or []
-        if not choices:
-            return
-        choice = choices[0]
-        text = choice.get("text") or ""
-        ids = choice.get("token_ids")
-        new = len(ids) if isinstance(ids, list) else None  # None: the server sent no token ids
-        if (new == 0) or (new is None and not text):
-            return  # nothing arrived: the gap merges into the next chunk's
-        self.texts.append(text)
-        if not self.first_seen:
-            self.first_seen = True
-            self.out.ttft = stamp - self.out.start_time
-        else:
-            gap = stamp - self.last_stamp
-            n = new or 1
-            self.out.itl.extend([gap / n] * n)
-            self.out.chunk_itl.append(gap)
-            if new is not None:
-                self.out.chunk_tokens.append(new)
-            self.out.text_chunks.append(text)
-        self.last_stamp = stamp
+        self.format.read_chunk(self, data, stamp)
 
     def finish(self) -> None:
-        if self.backend != "sglang":
+        if not self.format.cumulative_text:
             self.out.generated_text = "".join(self.texts)
 
 

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from harness.errors import SpecsuiteError
+from harness.server import kinds
 from harness.workloads.serving.client import RequestOutput
 
 STATS = ("mean", "median", "std", "p90", "p95", "p99")
 TIMED_METRICS = ("ttft", "tpot", "itl", "e2e_latency", "chunk_itl")
-SPLIT_BACKENDS = ("sglang-oai", "sglang-oai-chat")
 
 
 def distribution(values: Sequence[float], name: str, scale: float = 1000.0, suffix: str = "_ms") -> dict[str, float]:
@@ -52,7 +52,7 @@ def distribution(values: Sequence[float], name: str, scale: float = 1000.0, suff
 def pooled_itl(outputs: Sequence[RequestOutput], backend: str, accept_length: float | None,
                encode: Callable[[str], list[int]] | None) -> list[float]:
     """Every ITL entry of the successful requests, with bench_serving's retokenized split where it applies."""
-    split = accept_length is not None and accept_length > 0 and backend in SPLIT_BACKENDS
+    split = accept_length is not None and accept_length > 0 and kinds.bench_backend(backend).splits_chunk_gaps
     if split and encode is None:
         raise SpecsuiteError("splitting OpenAI chunk gaps per token needs the tokenizer")
     pooled: list[float] = []

@@ -40,12 +40,13 @@ from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter
+from harness.server import kinds
 from harness.server.cache_flush import FlushOutcome, flush_before_measurement
 from harness.server.counters import parse_prometheus
 from harness.server.openai_client import OpenAICompletionsClient
+from harness.server.protocol import ServerClient
 from harness.server.secrets import redact
 from harness.server.session import is_reference_emulation
-from harness.server.sglang_client import SGLangClient
 from harness.server.tokenizer import LocalTokenizer, load_tokenizer
 from harness.server.transport import display_url
 from harness.workloads.serving.client import (
@@ -70,7 +71,7 @@ class BenchConfig:
     (random, since ShareGPT needs a download) and the connection option."""
 
     base_url: str
-    backend: str = "sglang"
+    backend: str = field(default_factory=lambda: kinds.fallback().default_bench_backend)
     model: str | None = None
     tokenizer: str | None = None
     dataset_name: str = "random"
@@ -144,12 +145,18 @@ def warn_range_ratio(config: BenchConfig, echo: Callable[[str], None]) -> None:
              "about L/2 on average; pass --random-range-ratio 1.0 for fixed lengths")
 
 
+def _kind_client(config: BenchConfig, timeout_s: float, admin_api_key: str | None = None) -> ServerClient:
+    """The client of the kind whose bench backend this run speaks."""
+    return kinds.kind_of_backend(config.backend).client_class(config.base_url, api_key=config.api_key, timeout_s=timeout_s,
+                                                              admin_api_key=admin_api_key)
+
+
 def server_context_limit(config: BenchConfig) -> ContextLimit | None:
-    """The server's context limit: SGLang's /server_info, else (vLLM, an OpenAI-only server) /v1/models' max_model_len;
-    None when neither names one."""
-    if config.backend != "vllm":
+    """The server's context limit: SGLang's /server_info where the kind serves one, else (vLLM, an OpenAI-only server)
+    /v1/models' max_model_len; None when neither names one."""
+    if kinds.kind_of_backend(config.backend).serves_server_info:
         try:
-            with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
+            with _kind_client(config, timeout_s=30.0) as client:
                 limit = sglang_context_limit(client.server_info())
             if limit is not None:
                 return limit
@@ -182,15 +189,15 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
     to the server: `fit_to_server`)."""
     config.check()
     tokenizer_path = config.tokenizer
-    if tokenizer_path is None and config.backend == "vllm":
-        tokenizer_path = _vllm_model_root(config)
+    if tokenizer_path is None and not kinds.kind_of_backend(config.backend).serves_model_info:
+        tokenizer_path = _model_card_root(config)
     if tokenizer_path is None:  # an OpenAI-only server has no /model_info: then --tokenizer is needed
-        with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
+        with _kind_client(config, timeout_s=30.0) as client:
             info = client.model_info()
         tokenizer_path = info.get("tokenizer_path") or info.get("model_path") or ""
     tokenizer = load_tokenizer(tokenizer_path)
     model = config.model
-    if model is None and config.backend != "sglang":
+    if model is None and kinds.bench_backend(config.backend).sends_model:
         with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
             cards = oai.models()
         model = str(cards[0].get("id")) if cards else "default"
@@ -203,8 +210,8 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
     return tokenizer, rows, rng, model or "default"
 
 
-def _vllm_model_root(config: BenchConfig) -> str:
-    """The served model's path from vLLM's /v1/models (`root`), the tokenizer it loaded."""
+def _model_card_root(config: BenchConfig) -> str:
+    """The served model's path from /v1/models (`root`, as vLLM names it), the tokenizer it loaded."""
     with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
         cards = oai.models()
     root = cards[0].get("root") if cards else None
@@ -308,6 +315,8 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
                      start_gate: Callable[[], None] | None = None) -> tuple[float | None, dict[str, Any] | None]:
     semaphore = asyncio.Semaphore(config.max_concurrency) if config.max_concurrency else None
     shared = _new_session(config, shared=True) if config.keep_alive else None
+    kind = kinds.kind_of_backend(config.backend)
+    accept_counters = kind.bench_accept_counters  # set: the accept length is a /metrics delta over the measured requests
 
     async def one(row: DatasetRow) -> RequestOutput:
         if semaphore is not None:
@@ -328,8 +337,8 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             warm = await asyncio.gather(*(one(warm_row) for _ in range(config.warmup_requests)))
             if not any(o.success for o in warm):
                 raise SpecsuiteError(f"warmup failed on {display_url(config.base_url)}: {warm[0].error}")
-        if config.flush_cache and config.backend == "vllm":
-            state.warnings.append("--flush-cache skipped: vLLM has no /flush_cache (the accept length is a /metrics delta instead)")
+        if config.flush_cache and not kind.flushes_cache:
+            state.warnings.append(f"--flush-cache skipped: {kind.display_name} has no /flush_cache (the accept length is a /metrics delta instead)")
             echo(state.warnings[-1])
         elif config.flush_cache:
             outcome = await asyncio.to_thread(_flush, config)
@@ -347,8 +356,7 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             state.outputs[index] = await one(row)
             bar.update(1)
 
-        vllm = config.backend == "vllm"
-        counters_before = await asyncio.to_thread(_vllm_counters, config) if vllm else None
+        counters_before = await asyncio.to_thread(_metrics_counters, config) if accept_counters is not None else None
         if start_gate is not None:
             await asyncio.to_thread(start_gate)
         state.start = time.perf_counter()
@@ -356,9 +364,10 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
             await asyncio.gather(*(scheduled(i, row) for i, row in enumerate(rows)))
         finally:
             bar.close()
-        server_info = None if vllm else await asyncio.to_thread(_server_info, config)
+        server_info = await asyncio.to_thread(_server_info, config) if kind.serves_server_info else None
         state.duration = time.perf_counter() - state.start
-        vllm_accept = vllm_accept_length(counters_before, await asyncio.to_thread(_vllm_counters, config)) if vllm else None
+        counted_accept = (accept_counters.accept_length(counters_before, await asyncio.to_thread(_metrics_counters, config))
+                          if accept_counters is not None else None)
     finally:
         if shared is not None:
             await shared.close()
@@ -366,20 +375,16 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
     accept = internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
     if state.cache_flushed is False:
         accept = None  # it would mix in the warmup and earlier traffic, under the name of this run's
-    if config.backend == "vllm":
-        accept = vllm_accept
+    if accept_counters is not None:
+        accept = counted_accept
     failed = [o for o in state.outputs if o is not None and not o.success]
     if failed:
         echo(f"{len(failed)} of {len(rows)} requests failed; first error: {failed[0].error}")
     return (float(accept) if accept is not None else None), server_info
 
 
-VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
-VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-
-
-def _vllm_counters(config: BenchConfig) -> dict[str, float] | None:
-    """vLLM's /metrics, parsed; None when it cannot be read (the accept length is then left out)."""
+def _metrics_counters(config: BenchConfig) -> dict[str, float] | None:
+    """The server's /metrics, parsed; None when it cannot be read (the accept length is then left out)."""
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
     try:
         with requests.Session() as session:
@@ -390,24 +395,15 @@ def _vllm_counters(config: BenchConfig) -> dict[str, float] | None:
     return parse_prometheus(response.text) if response.status_code == 200 else None
 
 
-def vllm_accept_length(before: dict[str, float] | None, after: dict[str, float] | None) -> float | None:
-    """`vllm bench serve`'s acceptance length: 1 + accepted draft tokens / drafts between two scrapes."""
-    if not before or not after or VLLM_DRAFTS not in after:
-        return None
-    drafts = after[VLLM_DRAFTS] - before.get(VLLM_DRAFTS, 0.0)
-    accepted = after.get(VLLM_ACCEPTED, 0.0) - before.get(VLLM_ACCEPTED, 0.0)
-    return 1.0 + accepted / drafts if drafts > 0 else None
-
-
 def _flush(config: BenchConfig) -> FlushOutcome:
     """POST /flush_cache with the admin key, retried for a while: SGLang refuses while requests are still finishing."""
-    with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=60.0, admin_api_key=config.admin_api_key) as client:
+    with _kind_client(config, timeout_s=60.0, admin_api_key=config.admin_api_key) as client:
         return flush_before_measurement(client, retry_s=FLUSH_RETRY_S)
 
 
 def _server_info(config: BenchConfig) -> dict[str, Any] | None:
     """GET /server_info (None when the server does not offer it, as bench_serving tolerates)."""
-    with SGLangClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as client:
+    with _kind_client(config, timeout_s=30.0) as client:
         try:
             return client.server_info()
         except SpecsuiteError:
