@@ -6,8 +6,9 @@ sampler with the stock CPU expand fails (vllm #55005, docs/findings/vllm-spec-pa
 classes; vLLM with the corrected expand (fixtures/vllm_patches/expand_fix) passes everything.
 
 Skips, with the reason, where the SGLang wheel cannot be had or no vLLM environment is found
-(SPECSUITE_VLLM_PYTHON, else the project's .venv-vllm).  CI sets SPECSUITE_REQUIRE_KERNEL_ENGINES=1
-where both must be present, which turns those skips into failures.
+(SPECSUITE_VLLM_PYTHON, else the project's .venv-vllm). SPECSUITE_REQUIRE_KERNEL_ENGINES turns those skips
+into failures: `1` for both engines, or a comma list (`sglang`, `vllm`). CI requires SGLang's in the project's
+tests, and the vLLM job (where the vLLM environment is) runs the vLLM tests requiring vLLM's.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ RUN_TIMEOUT_S = 1200  # a hang guard, not a timing test: about 75 s of CPU, but 
 BLOCK_FAILURES = {"no-unsupported-fallback": ["partial-prefix-q-negative"], "in-target-support": ["partial-prefix-q-negative"]}
 
 
-def _unavailable(reason: str) -> None:
-    if os.environ.get(REQUIRE_ENV) == "1":
-        pytest.fail(f"{REQUIRE_ENV}=1 but {reason}")
+def _required(engine: str) -> bool:
+    """`1` requires every engine; a comma list (`sglang`, `vllm`) only those named."""
+    wanted = {name.strip() for name in os.environ.get(REQUIRE_ENV, "").split(",")}
+    return "1" in wanted or engine in wanted
+
+
+def _unavailable(engine: str, reason: str) -> None:
+    if _required(engine):
+        pytest.fail(f"{REQUIRE_ENV}={os.environ[REQUIRE_ENV]} requires the {engine} engine but {reason}")
     pytest.skip(reason)
 
 
@@ -39,7 +46,7 @@ def _need_wheel(version: str) -> None:
     try:
         extract_member(version, KERNEL_MEMBER)
     except SpecsuiteError as exc:
-        _unavailable(f"sglang=={version}'s wheel is not available: {exc}")
+        _unavailable("sglang", f"sglang=={version}'s wheel is not available: {exc}")
 
 
 def _need_vllm() -> None:
@@ -47,12 +54,12 @@ def _need_vllm() -> None:
 
     python = default_vllm_python()
     if python is None or not Path(python).is_file():
-        _unavailable(f"no vLLM environment: set {VLLM_PYTHON_ENV} (fixtures/vllm_models/install_vllm.sh .venv-vllm makes one)")
+        _unavailable("vllm", f"no vLLM environment: set {VLLM_PYTHON_ENV} (fixtures/vllm_models/install_vllm.sh .venv-vllm makes one)")
     probe = subprocess.run([python, "-c", "import vllm"], capture_output=True, timeout=300, check=False)
     if probe.returncode != 0:
-        _unavailable(f"{python} cannot import vllm")
+        _unavailable("vllm", f"{python} cannot import vllm")
     if not expand_patch_path().is_file():
-        _unavailable(f"the corrected-expand patch {expand_patch_path()} is missing")
+        _unavailable("vllm", f"the corrected-expand patch {expand_patch_path()} is missing")
 
 
 @pytest.mark.slow
