@@ -1,7 +1,9 @@
 """The report's building blocks (headings, paragraphs, tables, figures) and its number formats.
 
 reports/document.py lays the report out with them and reports/kernel_section.py adds its section
-with them; both import this module, so neither imports the other's importer (no import cycle).
+with them; both import this module, so neither imports the other's importer (no import cycle).  The
+number formats are the results model's (harness.results.types), which the harness's text in the
+analysis uses too; they are re-exported here for the renderers.
 """
 
 from __future__ import annotations
@@ -9,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from harness.results.types import fmt, fmt_p, pct
+
+__all__ = ["Document", "FigureRef", "Table", "fmt", "fmt_p", "pct"]
 
 
 @dataclass
@@ -45,27 +51,3 @@ class Document:
     def bullets(self, items: list[str]) -> None:
         if items:
             self.blocks.append(("list", items))
-
-
-# ---------------------------------------------------------------- number formatting
-
-
-def fmt(value: float | None, digits: int = 3) -> str:
-    """A number to `digits` significant figures; '∞' for a missing bound."""
-    if value is None:
-        return "∞"
-    if value == 0:
-        return "0"
-    if abs(value) >= 10 ** digits:
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}"
-
-
-def pct(value: float | None, digits: int = 3) -> str:
-    return "∞" if value is None else f"{fmt(value * 100, digits)}%"
-
-
-def fmt_p(p: float | None) -> str:
-    if p is None:
-        return "–"
-    return "<1e-300" if p == 0 else f"{p:.2g}"

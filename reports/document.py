@@ -2,20 +2,22 @@
 
 `build_document(results, figures, figure_notes)` lays out what the Markdown and HTML renderers
 print: the run header, the before/after tables per sampling case (values with 95 %
-intervals and the verdict against the baseline), the verdict table (effect, interval, p, Holm p,
-MDE), the spread between repeats, and the figures.  Everything is read from the results dict:
-the A/B analysis under `ANALYSIS_KEY` (written by harness.compare.verdicts.compare_arms) and the raw
-arms.  Nothing here computes statistics; it only formats them.  Which rows there are, their labels
-and display formats are the metric registry's, read from the analysis (`metrics`, `report_rows`,
-`spread_rows`), since the reports import nothing from the harness.  Verdicts are shown as given,
-"suspect" (a higher accept length in an arm that emits invalid ids) with its note.
+intervals and the verdict against the baseline), each workload family's own section (the lossless
+tests, the integrity checks: written into the analysis by the family, harness/families/), the
+verdict table (effect, interval, p, Holm p, MDE), the spread between repeats, and the figures.
+Everything is read from the results dict: the A/B analysis under `ANALYSIS_KEY` (written by
+harness.compare.verdicts.compare_arms) and the raw arms. Nothing here computes statistics; it only
+formats them. Which rows there are, their labels and display formats are the metric registry's, read
+from the analysis (`metrics`, `report_rows`, `spread_rows`), since the reports import nothing from
+the harness. Verdicts are shown as given, "suspect" (a higher accept length in an arm that emits
+invalid ids) with its note.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, ReportSection, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
 from harness.results.types import Document as ResultsDocument
 
 # The blocks and number formats live in reports.blocks (kernel_section builds on them too, without
@@ -37,6 +39,11 @@ def shown_verdict(row: dict[str, Any] | ComparisonRow) -> str:
 
 def case_title(temperature: float, top_p: float) -> str:
     return f"T = {temperature:g}, top_p = {top_p:g}"
+
+
+def row_case_title(row: ComparisonRow) -> str:
+    """A comparison row's case: its sampling setting, or its case id where no setting names it (a session's checks)."""
+    return str(row.case_id) if row.temperature is None or row.top_p is None else case_title(row.temperature, row.top_p)
 
 
 def interval(ci: list[float | None] | None, kind: str) -> str:
@@ -144,6 +151,9 @@ def build_document(results: dict[str, Any], figures: list[FigureRef], figure_not
         doc.bullets(figure_notes)
         return doc
     _before_after(doc, analysis, gsm8k_is_synthetic(document))
+    for family in analysis.families.values():
+        if family.section is not None:
+            _family_section(doc, family.section)
     _verdicts(doc, analysis)
     _spread(doc, analysis, document)
     doc.heading(2, "Figures")
@@ -174,9 +184,10 @@ def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> lis
                      f"comparisons AND an effect past the practical threshold; intervals are {analysis.confidence:.0%}; "
                      f"MDE at {analysis.power:.0%} power")
         lines += [f"note: {note}" for note in analysis.notes or []]
-        for family, label in (("gsm8k", "GSM8K"), ("bench", "serving benchmark")):
+        for family in analysis.workloads:
             if not analysis.ran(family):
-                lines.append(f"{label}: {NOT_RUN} in this results file")
+                facts = analysis.families.get(family)
+                lines.append(f"{facts.label if facts is not None else family}: {NOT_RUN} in this results file")
     return lines
 
 
@@ -204,7 +215,9 @@ def _identity_text(arm: Arm) -> str:
 
 
 def _cases(analysis: Comparison) -> list[tuple[float, float]]:
-    keys = {(row.temperature, row.top_p) for row in analysis.estimates}
+    """The sampling cases of the before/after tables: those of the metrics they show."""
+    rows = set(analysis.report_rows)
+    keys = {(row.temperature, row.top_p) for row in analysis.estimates if row.metric in rows}
     return sorted(keys)
 
 
@@ -231,7 +244,7 @@ def _before_after(doc: Document, analysis: Comparison, synthetic: bool = False) 
                 label += " (synthetic set)"
             if metric in counters and metric not in present:
                 continue  # the server does not export this counter
-            workload = None if facts.source == "cases" else facts.source
+            workload = facts.source if facts.source in analysis.workloads else None
             if workload and not analysis.ran(workload):
                 rows.append([label] + [NOT_RUN] * (len(arms) + len(candidates)))
                 continue
@@ -250,6 +263,17 @@ def _before_after(doc: Document, analysis: Comparison, synthetic: bool = False) 
         doc.paragraph(f"Not shown: {', '.join(missing)} (no values in these results).")
 
 
+def _family_section(doc: Document, section: ReportSection) -> None:
+    """A workload family's own section, as the family wrote it into the analysis."""
+    doc.heading(2, section.title)
+    for paragraph in section.paragraphs:
+        doc.paragraph(paragraph)
+    for table in section.tables:
+        if table.title:
+            doc.heading(3, table.title)
+        doc.table(Table(list(table.header), [list(row) for row in table.rows]))
+
+
 def _verdicts(doc: Document, analysis: Comparison) -> None:
     doc.heading(2, "Verdicts")
     rows = analysis.comparisons
@@ -265,7 +289,7 @@ def _verdicts(doc: Document, analysis: Comparison) -> None:
                    "p", "p (Holm)", "MDE", "test", "verdict"], [])
     for row in rows:
         kind = kind_of(analysis, row.metric)
-        table.rows.append([row.metric, case_title(row.temperature, row.top_p), row.candidate, row.baseline,
+        table.rows.append([row.metric, row_case_title(row), row.candidate, row.baseline,
                            _value(row.candidate_value, kind) + _statistic(row), _value(row.baseline_value, kind) + _statistic(row),
                            effect_text(row), fmt_p(row.p_value), fmt_p(row.p_adjusted), mde_text(row, kind),
                            (row.test or "–") + _note_cell(row),
@@ -283,7 +307,7 @@ def _suspect_summary(rows: list[ComparisonRow]) -> list[str]:
     lines = []
     for (label, candidate, baseline), hits in groups.items():
         signs = sorted({sign for row in hits for sign in row.suspect_because or ()})
-        cases = "; ".join(case_title(row.temperature, row.top_p) for row in hits)
+        cases = "; ".join(row_case_title(row) for row in hits)
         lines.append(f"**suspect**: {label}, {candidate} vs {baseline}, in {len(hits)} case(s) ({cases}): higher while worse on "
                      f"{', '.join(signs) or 'a corruption sign'}")
     return lines

@@ -19,8 +19,7 @@ SYNTHETIC_GSM8K_NOTE = ("GSM8K here is the project's **synthetic** GSM8K-format 
 
 def gsm8k_sources(results: dict[str, Any] | Document) -> set[str]:
     """The GSM8K sources the runs used: each run's `source`, else the run's `--gsm8k-path` option (older results)."""
-    document = Document.of(results)
-    return {str(run.source or document.option("--gsm8k-path") or "unknown") for arm in document.arms.values() for run in arm.gsm8k_runs()}
+    return Document.of(results).gsm8k_sources()
 
 
 def gsm8k_is_synthetic(results: dict[str, Any] | Document) -> bool:

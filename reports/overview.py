@@ -4,15 +4,19 @@
 
 1. the server under test (reports/server_under_test.py), always first;
 2. the title and one line of provenance (created, specsuite version, profile, seeds, wall time);
-3. the verdict: one line per arm and family (correctness, GSM8K, serving benchmark), the
-   candidates' from the A/B comparisons, the baseline's as its own figures; an explanation of
-   each unusual verdict shown (e.g. "suspect"); one line naming what did not run;
+3. the verdict: one line per arm and workload family (correctness, GSM8K, serving benchmark,
+   lossless, integrity, and any other the harness registers), the candidates' from the A/B
+   comparisons, the baseline's as its own figures; an explanation of each unusual verdict shown
+   (e.g. "suspect"); one line naming what did not run;
 4. the figures;
-5. the tables of reports/document.py, less every row and section that holds nothing but "not run".
+5. the tables of reports/document.py (with each family's own section), less every row and section
+   that holds nothing but "not run".
 
-Verdict strings are rendered as they come (any string the analysis holds); labels, families and
-display formats come from the analysis's metric table when it has one, with fallbacks here for
-older results.  Nothing here computes statistics: every number is read from the typed results (harness.results.types).
+Verdict strings are rendered as they come (any string the analysis holds).  The families, their
+labels, how their lines read and each arm's figures come from the analysis's family table
+(`families`, harness/families/), metric labels and display formats from its metric table; an older
+analysis without a family table reads its families from its metrics' sources.  Nothing here computes
+statistics: every number is read from the typed results (harness.results.types).
 """
 
 from __future__ import annotations
@@ -20,13 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.results.types import Comparison, ComparisonRow, Effect, EstimateRow
+from harness.results.types import Comparison, ComparisonRow, Effect, FamilyFacts
 from harness.results.types import Document as ResultsDocument
-from reports.document import NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, fmt, header_value, metric_fact, pct
-from reports.gsm8k_source import gsm8k_is_synthetic, gsm8k_source_note
+from reports.document import NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, header_value, metric_fact
+from reports.gsm8k_source import gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
-FAMILIES = (("cases", "correctness"), ("gsm8k", "GSM8K"), ("bench", "serving benchmark"))
 # The order of a line's verdicts: the corruption itself first, then what it disguises itself as
 # (unknown verdicts sit between "better" and the calm ones).
 SEVERITY = {"worse": 0, "suspect": 1, "better": 2, "inconclusive": 8, "equivalent": 9, NONE_IN_EITHER: 10}
@@ -52,10 +55,15 @@ class VerdictLine:
 
 
 def _family(analysis: Comparison, metric: str) -> str:
-    source = analysis.facts(metric).source
-    if source in ("cases", "gsm8k", "bench"):
-        return source
-    return "gsm8k" if metric.startswith("gsm8k") else "bench" if metric in ("itl_median", "output_throughput") else "cases"
+    return analysis.facts(metric).source or ""
+
+
+def families(analysis: Comparison) -> dict[str, FamilyFacts]:
+    """The analysis's workload families in order; an older analysis's, from its metrics' sources (named by them)."""
+    if analysis.families:
+        return analysis.families
+    sources = dict.fromkeys(str(facts.source) for facts in analysis.metrics.values() if facts.source)
+    return {source: FamilyFacts(label=source, effect_in_line=True, where_in_line=True) for source in sources}
 
 
 def _short(analysis: dict[str, Any] | Comparison, metric: str) -> str:
@@ -84,19 +92,27 @@ def _effect(row: ComparisonRow) -> str:
     return ""
 
 
+def _case_of(row: ComparisonRow) -> tuple[float | None, float | None] | str | None:
+    """A row's case: its sampling setting, or its case id where no setting names it."""
+    return (row.temperature, row.top_p) if row.temperature is not None else row.case_id
+
+
 def _where(rows: list[ComparisonRow], total_cases: int) -> str:
-    cases = {(r.temperature, r.top_p) for r in rows}
+    cases = {_case_of(r) for r in rows}
     if len(cases) == total_cases and total_cases > 1:
         return "every case"
     if len(cases) == 1:
-        t, p = next(iter(cases))
-        return f"T={t:g}" + ("" if p == 1 else f" top_p={p:g}")
+        row = rows[0]
+        if row.temperature is None:
+            return str(row.case_id)
+        return f"T={row.temperature:g}" + ("" if row.top_p == 1 else f" top_p={row.top_p:g}")
     return f"{len(cases)} of {total_cases} cases"
 
 
 def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[ComparisonRow]) -> VerdictLine:
     """`worse on A, B (4 of 5 cases); suspect on acceptance; equivalent elsewhere`, ordered by severity."""
-    total_cases = len({(r.temperature, r.top_p) for r in rows})
+    facts = families(analysis).get(family, FamilyFacts())
+    total_cases = len({_case_of(r) for r in rows})
     by_metric: dict[str, list[ComparisonRow]] = {}
     for row in rows:
         by_metric.setdefault(row.metric, []).append(row)
@@ -112,9 +128,9 @@ def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[Comp
         named.append(verdict)
         items = []
         for label, hits in groups[verdict]:
-            effect = _effect(hits[0]) if family != "cases" and len(hits) == 1 else ""
+            effect = _effect(hits[0]) if facts.effect_in_line and len(hits) == 1 else ""
             items.append(label + (f" {effect}" if effect else ""))
-        where = _where([r for _, hits in groups[verdict] for r in hits], total_cases) if family != "bench" else ""
+        where = _where([r for _, hits in groups[verdict] for r in hits], total_cases) if facts.where_in_line else ""
         parts.append(f"**{verdict}** on {', '.join(items)}" + (f" ({where})" if where else ""))
     calm = [v for v in CALM if v in groups]
     if calm:
@@ -122,37 +138,6 @@ def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[Comp
         parts.append(f"{' or '.join(f'**{v}**' for v in calm)} on {rest}")
         named += calm
     return VerdictLine(arm, family, "; ".join(parts) or "no comparisons", named)
-
-
-def _state(analysis: Comparison, arm: str, family: str) -> str:
-    """An arm's own figures for a family (the baseline's line, and the candidates' after their verdicts)."""
-    rows = [r for r in analysis.estimates if r.arm == arm and _family(analysis, r.metric) == family]
-    by_metric: dict[str, list[EstimateRow]] = {}
-    for row in rows:
-        by_metric.setdefault(row.metric, []).append(row)
-    if family == "cases":
-        sampled = [r for r in by_metric.get("invalid_ids", []) if r.temperature > 0]
-        parts = []
-        if sampled:
-            k, n = sum(int(r.k or 0) for r in sampled), sum(float(r.n or 0) for r in sampled)
-            parts.append(f"{k:,} invalid ids in {int(n):,} sampled tokens")
-        stray = [r.value for r in by_metric.get("stray_per_1200", []) if r.value is not None]
-        if stray:
-            parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
-        accept = sorted(r.value for r in by_metric.get("accept_length", []) if r.value is not None)
-        if accept:
-            parts.append(f"accept length (mean of requests) {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
-        return ", ".join(parts)
-    if family == "gsm8k":
-        accuracy = sorted(by_metric.get("gsm8k_accuracy", []), key=lambda r: r.temperature)
-        shown = [f"{pct(r.value)} at T={r.temperature:g}" for r in accuracy if r.value is not None]
-        return f"accuracy {', '.join(shown)}" if shown else ""
-    parts = []
-    for metric, unit in (("itl_median", " ms"), ("output_throughput", " tok/s")):
-        values = [r.value for r in by_metric.get(metric, []) if r.value is not None]
-        if values:
-            parts.append(f"{_short(analysis, metric)} {fmt(values[0], 4)}{unit}")
-    return ", ".join(parts)
 
 
 def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine]:
@@ -164,18 +149,16 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
     baseline = analysis.baseline
     lines = []
     for arm in analysis.arm_order:
-        for family, label in FAMILIES:
+        for family, facts in families(analysis).items():
             # A one-server run has a candidate and nothing to compare it with: no arm is anyone's baseline.
             role = " (baseline)" if arm == baseline and len(analysis.arm_order) > 1 and arm != "baseline" else ""
             reason = errored_reason(document, arm, family)
             if reason:
-                lines.append(VerdictLine(arm, family, f"**{arm}**{role} · {label}: **errored**: {reason}", ["errored"]))
+                lines.append(VerdictLine(arm, family, f"**{arm}**{role} · {facts.label}: **errored**: {reason}", ["errored"]))
                 continue
             if not _ran(analysis, family):
                 continue
-            state = _state(analysis, arm, family)
-            if family == "gsm8k" and state and gsm8k_is_synthetic(document):
-                state = f"synthetic-set {state}"
+            state = facts.state.get(arm, "")
             if arm == baseline:
                 line = VerdictLine(arm, family, state or "no figures")
             else:
@@ -185,25 +168,23 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
                 line = _candidate_line(analysis, arm, family, rows)
                 if state:
                     line.text += f" — {state}"
-            line.text = f"**{arm}**{role} · {label}: {line.text}"
+            line.text = f"**{arm}**{role} · {facts.label}: {line.text}"
             lines.append(line)
     return lines
 
 
-# The suite module of each family: a failed or errored test there, with no data from the family, is why it did not run.
-FAMILY_MODULES = {"cases": "test_correctness", "gsm8k": "test_gsm8k", "bench": "test_serving_bench"}
-
-
 def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: str) -> str | None:
     """Why a family has no data from an arm although its tests ran: the first error (else failure) message of its
-    suite's tests in the arm's sessions (`repeats[].tests`, from their JUnit XML); None when it has data or none ran."""
+    suite's tests (the family's `suite_module`) in the arm's sessions (`repeats[].tests`, from their JUnit XML); None
+    when it has data or none ran."""
     document = ResultsDocument.of(results)
     analysis = document.analysis
     if analysis is not None and any(r.arm == arm and _family(analysis, r.metric) == family for r in analysis.estimates):
         return None
+    module = families(analysis).get(family, FamilyFacts()).suite_module if analysis is not None else None
     measured = document.arms.get(arm)
     failed = [f for r in (measured.repeats if measured is not None else []) for f in ((r.extra.get("tests") or {}).get("failed") or [])
-              if isinstance(f, dict) and f.get("module") == FAMILY_MODULES[family]]
+              if module and isinstance(f, dict) and f.get("module") == module]
     if not failed:
         return None
     first = next((f for f in failed if f.get("kind") == "error"), failed[0])
@@ -225,13 +206,14 @@ def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
     analysis = document.analysis
     if analysis is None:
         return None
-    missing = [label for family, label in FAMILIES if not _ran(analysis, family)
+    reported = {family: facts for family, facts in families(analysis).items() if facts.reported_when_absent}
+    missing = [str(facts.label) for family, facts in reported.items() if not _ran(analysis, family)
                and not any(errored_reason(document, arm, family) for arm in analysis.arm_order)]  # those say "errored"
     if (document.repeats or 1) < 2:
         missing.append("spread between repeats (one repeat per arm; `--repeats N` measures it)")
     if not missing:
         return None
-    narrowed = document.markers and any(not _ran(analysis, family) for family, _ in FAMILIES)
+    narrowed = document.markers and any(not _ran(analysis, family) for family in reported)
     markers = f" (`-m {document.markers}`)" if narrowed else ""
     return f"Not run{markers}: {', '.join(missing)}."
 

@@ -49,8 +49,8 @@ def _safe(name: str) -> str:
 
 
 def display_unit(unit: str) -> tuple[float, str]:
-    """(multiplier, axis label) for a metric unit: per-token rates and fractions in percent."""
-    if unit in PERCENT_UNITS:
+    """(multiplier, axis label) for a metric unit: per-token rates and fractions (a lossless test's repeats passed) in percent."""
+    if unit in PERCENT_UNITS or unit.startswith("fraction "):
         return 100.0, f"% ({unit})" if unit.startswith("per") else "%"
     return 1.0, unit
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.verdicts import METRICS, compare_arms
+from harness.compare.metric_registry import METRICS
+from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.results.store import load_results
 from harness.results.types import Comparison, ComparisonRow

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd
+from harness.compare.engines import log_sd, robust_log_sd
+from harness.compare.verdicts import compare_run_values, describe_run_level
 from harness.errors import SpecsuiteError
 from harness.results.types import ComparisonRow
 from harness.workloads.serving.client import RequestOutput, _StreamState

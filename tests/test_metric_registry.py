@@ -9,10 +9,11 @@ import pytest
 
 from harness.compare import metric_registry, verdicts
 from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
-from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY, SPREAD_ROWS, STATISTICS
+from harness.compare.metric_registry import BY_NAME, METRICS, REGISTRY
 from harness.compare.verdicts import compare_arms, describe_run_level
 from harness.errors import SpecsuiteError
-from harness.history.metrics import DIRECTIONS, THRESHOLDS
+from harness.families.registry import verdict_rule
+from harness.history.metrics import direction_of
 from harness.results.types import Comparison, ComparisonRow
 from reports import document
 from reports.document import ANALYSIS_KEY, build_document
@@ -90,21 +91,21 @@ def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: di
     assert len(notes) == 1 and "in 3 case(s)" in notes[0] and "fallback_ids" in notes[0]
 
 
-def test_every_metric_has_an_engine_a_test_and_json_facts() -> None:
+def test_every_metric_has_a_verdict_rule_a_test_and_json_facts() -> None:
     assert set(METRICS) == {metric.name for metric in REGISTRY} and len(METRICS) == len(REGISTRY)
-    assert {metric.statistic for metric in REGISTRY} <= set(STATISTICS) == set(verdicts._ENGINES)
+    assert all(verdict_rule(metric.statistic).test for metric in REGISTRY)  # each cites a registered rule, described
     table = metric_registry.metric_table()
     json.dumps(table, allow_nan=False)
     assert set(table["report_rows"]) <= set(METRICS) and set(table["spread_rows"]) <= set(METRICS)
-    assert verdicts.DEFAULT_THRESHOLDS == THRESHOLDS == {m.name: m.threshold for m in REGISTRY}
-    assert DIRECTIONS["accept_length"] == "either" and DIRECTIONS["output_throughput"] == "higher"
+    assert verdicts.check_thresholds(None) == metric_registry.default_thresholds() == {m.name: m.threshold for m in REGISTRY}
+    assert direction_of(BY_NAME["accept_length"]) == "either" and direction_of(BY_NAME["output_throughput"]) == "higher"
     assert [m.name for m in REGISTRY if m.suspect_when_better] == ["accept_length"]
 
 
 def test_the_reports_read_the_registrys_display_facts_from_the_analysis() -> None:
     from reports import overview
 
-    analysis = {"metrics": metric_registry.metric_table()["metrics"], "spread_rows": list(SPREAD_ROWS)}
+    analysis = {"metrics": metric_registry.metric_table()["metrics"], "spread_rows": metric_registry.metric_table()["spread_rows"]}
     for metric in REGISTRY:
         assert document.kind_of(analysis, metric.name) == metric.report_format
         assert document.metric_fact(analysis, metric.name, "short") == (metric.short or metric.label)

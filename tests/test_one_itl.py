@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.compare.metric_registry import itl_ms
 from harness.compare.verdicts import compare_arms
+from harness.families.bench import itl_ms
 from reports.document import ANALYSIS_KEY, fmt
 from reports.render import render_report
 

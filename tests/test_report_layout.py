@@ -106,7 +106,10 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     assert head.splitlines()[0].startswith("**Server under test: the embedded reference emulation**")
     assert "created 2026-12-04T04:43:13Z" in head and "specsuite 0.1.0" in head and "arms side by side" in head
     families = [(line.arm, line.family) for line in verdict_lines(main_job)]
-    assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench")]
+    # The recorded run checked every answer's integrity, so the integrity family has its line too (harness/families/).
+    assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench", "integrity")]
+    assert "**nofix** · integrity: **none in either arm** on every row — 0 violations in 400 checked answers" in head
+    assert "## Integrity" in tables and "| all checks | 0 in 400 answers | 0 in 400 answers | **none in either arm** |" in tables
     assert re.search(r"\*\*nofix\*\* · GSM8K: \*\*worse\*\* on accuracy −\d+ pt \(T=1\)", head)
     assert re.search(r"\*\*nofix\*\* · correctness: \*\*worse\*\* on invalid ids, fallback ids.*; \*\*(better|suspect)\*\* on acceptance",
                      head), head  # "suspect" once the A/B marks the founding bug's signature so

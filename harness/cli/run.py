@@ -2,7 +2,7 @@
 analysis, `summary.md` and the report, and the exit code (the exit policy below).
 
 Exit policy: 0 done; 1 when a `--fail-on` rule fires, or with `--profile nightly` when a candidate's
-verdict on a correctness metric (a `corruption_sign` metric of harness/compare/metric_registry.py, or
+verdict on a correctness metric (a `corruption_sign` metric of harness/families/correctness.py, or
 accept length) is "worse" or "suspect" (no `--fail-on` needed); 2 when a session tested nothing
 (its own one-line reason is printed, and no report is written when no session reached a server);
 130 interrupted.  The README's demo run (the embedded reference arms, profile smoke) exits 0 even

@@ -164,7 +164,7 @@ def _any_events(rule: FailOnRule, analysis: Comparison) -> tuple[list[str], bool
 
 def _evaluable(rule: FailOnRule, row: ComparisonRow) -> bool:
     if rule.kind in ("worse", "suspect"):
-        return row.p_adjusted is not None
+        return row.p_adjusted is not None or bool(row.verdict_by_rule)
     return row.effect is not None and row.effect.has("ci") and row.effect.ci is not None
 
 
@@ -174,7 +174,8 @@ def _check_row(rule: FailOnRule, row: ComparisonRow) -> str | None:
     if rule.kind == "worse":
         if row.verdict != "worse":
             return None
-        return f"{where}: worse ({effect.name} {_fmt(effect.value)}, p_adj={row.p_adjusted:.3g})"
+        decided = "by its verdict rule" if row.p_adjusted is None else f"p_adj={row.p_adjusted:.3g}"
+        return f"{where}: worse ({effect.name} {_fmt(effect.value)}, {decided})"
     if rule.kind == "suspect":
         if row.verdict != "suspect":
             return None

@@ -1,89 +1,56 @@
-"""Each A/B metric read from a merged results dict, per arm, case and repeat.
+"""Each A/B metric read from a merged results dict, per arm, family, case and repeat.
 
-The metrics themselves (names, labels, units, directions, how each is extracted) are
-harness.compare.metric_registry's.  This module gathers each arm's data (`gather_arm`), gives one
-value per repeat (`run_values`, for the spread between repeats and run-level tests) and the pooled
-per-arm estimates with 95 % intervals (`estimates`) that the report's before/after tables show.
-Workload results live under `repeats[].workloads.gsm8k` / `.bench`, as one result dict or a list
-of them (one per setting); a run's setting is its `config.temperature` / `config.top_p`
-(bench_serving's 0 and 1 when absent).  `bench_results_document` wraps benchmark session
-summaries in that shape.
+The metrics themselves (names, labels, units, directions, how each is extracted) are the workload
+families' (harness/families/).  This module gathers each arm's records of every registered family
+(`gather_arm`) and gives the pooled per-arm estimates with 95 % intervals (`estimates`) that the
+report's before/after tables show, and one value per repeat (`repeat_spread`).  Each family finds its
+own records in a repeat (`WorkloadFamily.records`): the correctness cases under `repeats[].cases`, the
+workloads under `repeats[].workloads` (GSM8K and the bench at their `config.temperature` /
+`config.top_p`, bench_serving's 0 and 1 when absent).  `bench_results_document` wraps benchmark
+session summaries in that shape.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats as scipy_stats
 
-from harness.compare.metric_registry import BY_NAME, METRICS, Metric
+from harness.compare.metric import Metric
+from harness.compare.series import (
+    CONFIDENCE,
+    CaseRuns,
+    interval,
+    num,
+    per_request_series,
+    per_token_values,
+    proportion_series,
+    rate_series,
+    run_values,
+    sorted_cases,
+)
 from harness.errors import SpecsuiteError
+from harness.families.registry import families, registered_metrics
 from harness.results.builder import bench_repeats, comparison_of
-from harness.results.types import Arm, BenchRun, Document, EstimateRow, Gsm8kRun, Repeat, SpreadEntry, Workloads
+from harness.results.types import Arm, Document, EstimateRow, SpreadEntry
 from harness.stats import clopper_pearson
-from harness.workloads.correctness.workload import SamplingCase
 
-CONFIDENCE = 0.95
-
-
-def num(value: Any) -> float | None:
-    """JSON-safe float: None for missing, nan or infinite values."""
-    if value is None:
-        return None
-    value = float(value)
-    return value if math.isfinite(value) else None
-
-
-def interval(ci: Sequence[float] | None, scale: float = 1.0) -> list[float | None] | None:
-    """A (low, high) pair scaled into the display unit, JSON-safe (an open end becomes None)."""
-    return None if ci is None else [num(ci[0] * scale), num(ci[1] * scale)]
-
-
-def _case_id(temperature: float, top_p: float) -> str:
-    return SamplingCase(temperature, top_p).case_id
-
-
-# ---------------------------------------------------------------- gathering the data
-
-
-@dataclass
-class CaseRuns:
-    """One sampling case (or workload setting) of one arm: its typed record per repeat
-    (`Case`, `Gsm8kRun` or `BenchRun`, harness.results.types)."""
-
-    temperature: float
-    top_p: float
-    runs: list[tuple[int, Any]] = field(default_factory=list)
-
-
-ArmData = dict[str, dict[str, CaseRuns]]  # family ("cases", "gsm8k", "bench") -> case_id -> runs
-
-
-def _workload_runs(repeat: Repeat, name: str) -> list[Gsm8kRun] | list[BenchRun]:
-    """A repeat's runs of one workload: one run or a list of them (one per setting)."""
-    workloads = repeat.workloads if isinstance(repeat.workloads, Workloads) else Workloads()
-    return workloads.gsm8k_runs() if name == "gsm8k" else workloads.bench_runs()
+ArmData = dict[str, dict[str, CaseRuns]]  # family -> case_id -> runs
 
 
 def gather_arm(arm: Arm | dict[str, Any]) -> ArmData:
     """An arm's records by family and case, each with its repeat number."""
     typed = arm if isinstance(arm, Arm) else Arm.from_dict(arm)
-    data: ArmData = {"cases": {}, "gsm8k": {}, "bench": {}}
+    registered = families()
+    data: ArmData = {family.name: {} for family in registered}
     for index, repeat in enumerate(typed.repeats or [], start=1):
         number = int(repeat.repeat if repeat.has("repeat") else index)
-        for case in repeat.cases or []:
-            if case.has("case_id"):
-                entry = data["cases"].setdefault(case.case_id, CaseRuns(float(case.temperature or 0.0), float(case.top_p or 1.0)))
-                entry.runs.append((number, case))
-        for family in ("gsm8k", "bench"):
-            for run in _workload_runs(repeat, family):
-                temperature, top_p = run.setting()
-                entry = data[family].setdefault(_case_id(temperature, top_p), CaseRuns(temperature, top_p))
-                entry.runs.append((number, run))
+        for family in registered:
+            for found in family.records(repeat):
+                entry = data[family.name].setdefault(found.case_id, CaseRuns(found.temperature, found.top_p))
+                entry.runs.append((number, found.record))
     return data
 
 
@@ -105,55 +72,11 @@ def arm_roles(results: Document | dict[str, Any]) -> tuple[list[str], str | None
     return order, baseline, notes
 
 
-# ---------------------------------------------------------------- per-metric series
-
-
-def rate_series(runs: CaseRuns, metric: Metric) -> list[tuple[int, int, float]]:
-    """(repeat, events, exposure) of an event-rate metric, for each repeat that has it."""
-    series = []
-    for number, case in runs.runs:
-        events = metric.extract(case)
-        if events is not None:
-            series.append((number, *events))
-    return series
-
-
-def per_request_series(runs: CaseRuns, metric: Metric) -> list[tuple[int, list[float]]]:
-    """(repeat, per-request values) of a per-request metric (accept length)."""
-    return [(number, values) for number, case in runs.runs if (values := metric.extract(case))]
-
-
-def proportion_series(runs: CaseRuns, metric: Metric) -> list[tuple[int, int, int]]:
-    """(repeat, k, n) of a proportion metric (GSM8K accuracy and invalid rate)."""
-    return [(number, *counts) for number, run in runs.runs if (counts := metric.extract(run))]
-
-
-def per_token_values(runs: CaseRuns, metric: Metric) -> list[float]:
-    """The per-token values of every run pooled (median ITL's gaps); empty for other metrics."""
-    return [x for _, run in runs.runs for x in metric.per_token(run)] if metric.per_token else []
-
-
-def run_values(runs: CaseRuns, name: str) -> list[tuple[int, float]]:
-    """One value per repeat in the metric's display unit (for spread tables and run-level tests)."""
-    metric = BY_NAME[name]
-    values: list[tuple[int, float | None]]
-    if metric.reading == "events":
-        values = [(n, k / e * metric.rate_scale) for n, k, e in rate_series(runs, metric)]
-    elif metric.reading == "per_request":
-        values = [(n, float(np.median(v))) for n, v in per_request_series(runs, metric)]
-    elif metric.reading == "proportion":
-        values = [(n, k / total) for n, k, total in proportion_series(runs, metric)]
-    else:
-        values = [(n, metric.extract(run)) for n, run in runs.runs]
-    return [(n, float(v)) for n, v in values if v is not None and math.isfinite(float(v)) and float(v) >= 0]
-
-
 # ---------------------------------------------------------------- estimates
 
 
-def _estimate(name: str, runs: CaseRuns) -> dict[str, Any] | None:
+def _estimate(metric: Metric, runs: CaseRuns) -> dict[str, Any] | None:
     """Pooled value of one arm and case with its 95 % interval, or None without data."""
-    metric = BY_NAME[name]
     row: dict[str, Any] = {"value": None, "ci": None, "k": None, "n": None, "repeats": 0, "note": None}
     if metric.reading == "events":
         series = rate_series(runs, metric)
@@ -180,7 +103,7 @@ def _estimate(name: str, runs: CaseRuns) -> dict[str, Any] | None:
         k, n = sum(c[1] for c in counts), sum(c[2] for c in counts)
         row.update(value=k / n, k=k, n=n, repeats=len(counts), ci=interval(clopper_pearson(k, n, CONFIDENCE)))
     else:
-        values = run_values(runs, name)
+        values = run_values(runs, metric)
         if not values:
             return None
         row.update(value=float(np.mean([v for _, v in values])), n=len(values), repeats=len(values))
@@ -204,11 +127,6 @@ def _mean_interval(values: np.ndarray) -> tuple[float, float]:
 # ---------------------------------------------------------------- per-arm tables
 
 
-def sorted_cases(cases: dict[str, CaseRuns]) -> list[tuple[str, CaseRuns]]:
-    """Cases in (temperature, top_p) order."""
-    return sorted(cases.items(), key=lambda item: (item[1].temperature, item[1].top_p))
-
-
 _ESTIMATE_KEYS = ("arm", "metric", "label", "case_id", "temperature", "top_p", "unit", "value", "ci", "k", "n", "repeats", "note")
 
 
@@ -216,12 +134,12 @@ def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[EstimateRo
     """One row per (arm, metric, case) with data: pooled value, 95 % interval, k, n, repeats."""
     rows = []
     for arm in order:
-        for metric in METRICS:
-            for case_id, runs in sorted_cases(gathered[arm][BY_NAME[metric].source]):
+        for metric in registered_metrics():
+            for case_id, runs in sorted_cases(gathered[arm].get(metric.source) or {}):
                 estimate = _estimate(metric, runs)
                 if estimate is not None:
-                    rows.append(EstimateRow(arm=arm, metric=metric, label=BY_NAME[metric].label, case_id=case_id,
-                                            temperature=runs.temperature, top_p=runs.top_p, unit=BY_NAME[metric].unit,
+                    rows.append(EstimateRow(arm=arm, metric=metric.name, label=metric.label, case_id=case_id,
+                                            temperature=runs.temperature, top_p=runs.top_p, unit=metric.unit,
                                             **estimate, key_order=_ESTIMATE_KEYS))
     return rows
 
@@ -229,15 +147,15 @@ def estimates(order: list[str], gathered: dict[str, ArmData]) -> list[EstimateRo
 def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, dict[str, dict[str, SpreadEntry]]]:
     """{metric: {case_id: {arm: SpreadEntry (repeats, values, min, max, mean, sd)}}}; sd is None for one repeat."""
     spread: dict[str, dict[str, dict[str, SpreadEntry]]] = {}
-    for metric in METRICS:
+    for metric in registered_metrics():
         for arm in order:
-            for case_id, runs in sorted_cases(gathered[arm][BY_NAME[metric].source]):
+            for case_id, runs in sorted_cases(gathered[arm].get(metric.source) or {}):
                 values = run_values(runs, metric)
                 if not values:
                     continue
                 numbers = np.array([v for _, v in values])
-                spread.setdefault(metric, {}).setdefault(case_id, {})[arm] = SpreadEntry.written(
-                    temperature=runs.temperature, top_p=runs.top_p, unit=BY_NAME[metric].unit,
+                spread.setdefault(metric.name, {}).setdefault(case_id, {})[arm] = SpreadEntry.written(
+                    temperature=runs.temperature, top_p=runs.top_p, unit=metric.unit,
                     repeats=[n for n, _ in values], values=numbers.tolist(),
                     min=float(numbers.min()), max=float(numbers.max()), mean=float(numbers.mean()),
                     sd=float(np.std(numbers, ddof=1)) if numbers.size >= 2 else None)

@@ -25,7 +25,8 @@ from collections import defaultdict
 from datetime import datetime, timezone
 from typing import Any
 
-from harness.history.metrics import METRIC_LABELS, SCALES, THRESHOLDS, MetricRecord
+from harness.families.registry import metric as registered_metric
+from harness.history.metrics import MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.steps import DEFAULT_ALPHA, DEFAULT_MIN_SIZE, ChangePoint, check_parameters, detect_steps, segment_means
 from harness.history.store import HistoryStore
@@ -40,7 +41,8 @@ def series_key(run: RunRecord) -> str:
 
 def _effect(metric: str, before: float, after: float) -> tuple[float | None, bool]:
     """(effect on the metric's scale, practically large?) for a step from `before` to `after`."""
-    scale, threshold = SCALES[metric], THRESHOLDS[metric]
+    registered = registered_metric(metric)
+    scale, threshold = registered.scale, registered.threshold
     if scale == "difference":
         change = after - before
         return change, abs(change) > threshold
@@ -81,15 +83,15 @@ def _step_entry(metric: MetricRecord, point: ChangePoint, stretch: list[tuple[in
     position = stretch[point.index][0]
     previous = stretch[point.index - 1][0]
     effect, practical = _effect(metric.name, point.before_mean, point.after_mean)
-    run = runs[position]
+    run, registered = runs[position], registered_metric(metric.name)
     return {
-        "metric": metric.name, "label": METRIC_LABELS[metric.name], "unit": metric.unit, "direction": metric.direction,
+        "metric": metric.name, "label": registered.label, "unit": metric.unit, "direction": metric.direction,
         "case_id": metric.case_id, "metric_version": metric.version,
         "position": position, "night": position + 1, "run_id": run.id, "started_utc": run.started_utc, "build_hash": run.build_hash,
         "label_at_step": run.label, "previous_run_id": runs[previous].id, "previous_label": runs[previous].label,
         "before_mean": point.before_mean, "after_mean": point.after_mean, "before_nights": point.before_n, "after_nights": point.after_n,
-        "effect": {"scale": SCALES[metric.name], "value": effect, "from_zero": point.before_mean == 0 and effect is None},
-        "threshold": THRESHOLDS[metric.name], "practical": practical, "kind": _kind(metric.direction, point.before_mean, point.after_mean),
+        "effect": {"scale": registered.scale, "value": effect, "from_zero": point.before_mean == 0 and effect is None},
+        "threshold": registered.threshold, "practical": practical, "kind": _kind(metric.direction, point.before_mean, point.after_mean),
         "shape": point.kind, "statistic": point.statistic, "p_value": point.p_value, "p_adjusted": point.p_adjusted,
         "candidates_searched": point.candidates,
         "alpha": alpha, "test": TEST_NAME, "open": False,
@@ -121,7 +123,7 @@ def _trend(name: str, case_id: str, points: list[tuple[int, MetricRecord]], runs
         for start, end, mean in segment_means(values, found):
             segments.append({"start_position": stretch[start][0], "end_position": stretch[end - 1][0], "mean": mean})
     return {
-        "metric": name, "label": METRIC_LABELS[name], "unit": newest.unit, "direction": newest.direction, "case_id": case_id,
+        "metric": name, "label": registered_metric(name).label, "unit": newest.unit, "direction": newest.direction, "case_id": case_id,
         "temperature": newest.temperature, "top_p": newest.top_p,
         "points": [{"position": pos, "run_id": runs[pos].id, "value": rec.value, "ci_low": rec.ci_low, "ci_high": rec.ci_high,
                     "k": rec.k, "n": rec.n, "version": rec.version} for pos, rec in points],

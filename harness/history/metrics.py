@@ -1,10 +1,12 @@
 """The metrics the history keeps for each run and sampling case, and what "worse" means for each.
 
-The metrics, their readings, units, thresholds and versions are harness.compare.metric_registry's
-(the ones `--fail-on` and the A/B reports use): event rates from the detectors and server counters
+The metrics, their readings, units, thresholds and versions are the workload families'
+(harness/families/; the ones `--fail-on` and the A/B reports use), and each family names the ones the
+history keeps (`WorkloadFamily.history_metrics`): event rates from the detectors and server counters
 (`invalid_ids`, `fallback_ids`, `stray_per_1200`, ...), the per-request accept length (mean per
-case), GSM8K accuracy and invalid rate when that workload ran, and the bench's median ITL and
-output throughput when it ran.
+case), GSM8K accuracy and invalid rate when that workload ran, the bench's median ITL and output
+throughput when it ran, each lossless test's pass rate per setting, and the integrity violations
+per checked answer, in all and per check.
 
 A metric's registry `version` is bumped when its definition changes (a detector rule, a
 denominator, a unit), and the history will never draw or test old and new values as one trend.
@@ -18,31 +20,23 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from harness.compare.metric_registry import BY_NAME, REGISTRY
-from harness.compare.metrics import (
-    CaseRuns,
-    estimates,
-    gather_arm,
-    per_request_series,
-    proportion_series,
-    rate_series,
-    run_values,
-)
+from harness.compare.metric import Metric
+from harness.compare.metrics import estimates, gather_arm
+from harness.compare.series import CaseRuns, per_request_series, proportion_series, rate_series, run_values
+from harness.families.registry import families, metric, registered_metrics
 
 Direction = Literal["lower", "higher", "either"]
 
 # Mutable on purpose: a test bumps one version to check that the trend splits.
-METRIC_VERSIONS: dict[str, int] = {metric.name: metric.version for metric in REGISTRY}
+METRIC_VERSIONS: dict[str, int] = {entry.name: entry.version for entry in registered_metrics()}
 
-# Which way is worse: the registry's direction, or "either" where a step either way is worth a
-# look (accept length: a drop slows serving, a rise at T > 0 is the founding bug's signature).
-DIRECTIONS: dict[str, Direction] = {metric.name: "either" if metric.watch_both_ways else metric.direction for metric in REGISTRY}
 
-# A step must also be practically large to count: the A/B thresholds, on the metric's effect scale
-# ("ratio": rate ratio beyond 1 + t, any rise from zero; "relative": |change| > t; "difference": > t).
-THRESHOLDS: dict[str, float] = {metric.name: metric.threshold for metric in REGISTRY}
-SCALES: dict[str, str] = {metric.name: metric.scale for metric in REGISTRY}
-METRIC_LABELS: dict[str, str] = {metric.name: metric.label for metric in REGISTRY}
+def direction_of(entry: Metric) -> Direction:
+    """Which way is worse: the registry's direction, or "either" where a step either way is worth a look (accept
+    length: a drop slows serving, a rise at T > 0 is the founding bug's signature).  A step must also be practically
+    large to count: the metric's A/B threshold on its effect scale (harness.history.analysis)."""
+    return "either" if entry.watch_both_ways else entry.direction
+
 
 _SINGLE_ARM = "arm"
 
@@ -72,16 +66,15 @@ class MetricRecord:
         return asdict(self)
 
 
-def _samples(name: str, runs: CaseRuns) -> list[dict[str, Any]]:
+def _samples(entry: Metric, runs: CaseRuns) -> list[dict[str, Any]]:
     """The raw data behind one metric's value, one entry per repeat."""
-    metric = BY_NAME[name]
-    if metric.reading == "events":
-        return [{"repeat": n, "events": k, "exposure": e} for n, k, e in rate_series(runs, metric)]
-    if metric.reading == "per_request":
-        return [{"repeat": n, "values": values} for n, values in per_request_series(runs, metric)]
-    if metric.reading == "proportion":
-        return [{"repeat": n, "k": k, "n": total} for n, k, total in proportion_series(runs, metric)]
-    return [{"repeat": n, "value": value} for n, value in run_values(runs, name)]
+    if entry.reading == "events":
+        return [{"repeat": n, "events": k, "exposure": e} for n, k, e in rate_series(runs, entry)]
+    if entry.reading == "per_request":
+        return [{"repeat": n, "values": values} for n, values in per_request_series(runs, entry)]
+    if entry.reading == "proportion":
+        return [{"repeat": n, "k": k, "n": total} for n, k, total in proportion_series(runs, entry)]
+    return [{"repeat": n, "value": value} for n, value in run_values(runs, entry)]
 
 
 def extract_metrics(arm: dict[str, Any], document_ref: str) -> list[MetricRecord]:
@@ -91,17 +84,21 @@ def extract_metrics(arm: dict[str, Any], document_ref: str) -> list[MetricRecord
     too many to copy (per-token ITLs) point there instead.
     """
     gathered = {_SINGLE_ARM: gather_arm(arm)}
+    kept = {name for family in families() for name in family.history_metrics}
     records = []
     for row in estimates([_SINGLE_ARM], gathered):
-        metric, case_id = row.metric, str(row.case_id)
-        runs = gathered[_SINGLE_ARM][BY_NAME[metric].source][case_id]
+        if row.metric not in kept:
+            continue
+        entry, case_id = metric(row.metric), str(row.case_id)
+        runs = gathered[_SINGLE_ARM][entry.source][case_id]
         ci = row.ci or (None, None)
         records.append(MetricRecord(
-            name=metric, case_id=case_id, temperature=float(row.temperature or 0.0), top_p=float(row.top_p or 0.0),
+            name=entry.name, case_id=case_id, temperature=float(row.temperature or 0.0), top_p=float(row.top_p or 0.0),
             value=row.value, ci_low=ci[0], ci_high=ci[1],
             k=None if row.k is None else float(row.k), n=None if row.n is None else float(row.n),
-            repeats=int(row.repeats or 0), samples=_samples(metric, runs),
-            samples_ref=f"{document_ref}#workloads.bench.itls" if BY_NAME[metric].per_token else None,
-            note=row.note, version=METRIC_VERSIONS[metric], unit=BY_NAME[metric].unit, direction=DIRECTIONS[metric],
+            repeats=int(row.repeats or 0), samples=_samples(entry, runs),
+            samples_ref=f"{document_ref}#workloads.bench.itls" if entry.per_token else None,
+            note=row.note, version=METRIC_VERSIONS.get(entry.name, entry.version), unit=entry.unit,
+            direction=direction_of(entry),
         ))
     return records

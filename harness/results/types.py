@@ -17,9 +17,13 @@ The levels (the writers are named in harness.results.builder):
 - `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
   `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
 - `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list and
-  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict);
+  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`);
 - `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
-  `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm.
+  `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm;
+  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`).
+
+The number formats (`fmt`, `pct`, `fmt_p`) live here too: the report and the text the harness writes into
+the analysis for it format numbers alike.
 """
 
 from __future__ import annotations
@@ -38,6 +42,33 @@ NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
 FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
 
 NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
+
+
+# ---------------------------------------------------------------- number formats
+
+
+# Shared by the report (reports/blocks.py re-exports them) and the text the harness writes into the analysis
+# for it (a family's verdict-line figures and report section), so both read alike.
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number to `digits` significant figures; '∞' for a missing bound."""
+    if value is None:
+        return "∞"
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def pct(value: float | None, digits: int = 3) -> str:
+    return "∞" if value is None else f"{fmt(value * 100, digits)}%"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<1e-300" if p == 0 else f"{p:.2g}"
+
 
 R = TypeVar("R", bound="Record")
 _HIDDEN = ("extra", "key_order")
@@ -337,13 +368,13 @@ class BenchRun(Record):
 
 @dataclass
 class Workloads(Record):
-    """A session's workloads: GSM8K per temperature, the benchmark, the integrity checks; others in ``extra``."""
+    """A session's workloads: GSM8K per temperature, the benchmark, the integrity checks; others (the lossless tests') in ``extra``."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"gsm8k": ("list", Gsm8kRun), "bench": ("one", BenchRun)}
 
     gsm8k: list[Gsm8kRun] = field(default_factory=list)
     bench: BenchRun | None = None
-    integrity_checks: dict[str, Any] | None = None
+    integrity_checks: dict[str, Any] | None = None  # IntegrityRecorder.to_dict (harness.workloads.integrity.recorder)
 
     def gsm8k_runs(self) -> list[Gsm8kRun]:
         """The GSM8K runs: a list of them, or one run written as a single object."""
@@ -617,6 +648,7 @@ class ComparisonRow(Record):
     threshold: float | None = None
     events: ArmCounts | None = None
     verdict: str | None = None
+    verdict_by_rule: bool | None = None  # the metric's verdict rule decided it without a test: no Holm-adjusted p
     suspect_because: dict[str, list[str]] = field(default_factory=dict)  # "suspect" rows: metric -> cases the arm is worse in
     value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
     equivalence: Equivalence | None = None  # TOST within the threshold (run-level and per-token ITL rows)
@@ -639,7 +671,7 @@ class MetricFacts(Record):
 
     label: str | None = None
     unit: str | None = None
-    source: str | None = None  # cases | gsm8k | bench
+    source: str | None = None  # its workload family (cases, gsm8k, bench, lossless, integrity, ...)
     short: str | None = None  # its name in a verdict line
     report_label: str | None = None
     report_format: str | None = None  # token_rate, proportion, per_1200, ms, tok_s, ...
@@ -654,12 +686,48 @@ class MetricFacts(Record):
 
 
 @dataclass
+class ReportTable(Record):
+    """A table of a family's report section: its heading (none when empty), header and rows, as text."""
+
+    title: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class ReportSection(Record):
+    """A family's own report section (its `WorkloadFamily.section`): a title, paragraphs, then tables."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tables": ("list", ReportTable)}
+
+    title: str = ""
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+
+
+@dataclass
+class FamilyFacts(Record):
+    """What the family registry says of a workload family, as the analysis carries it (``families.<name>``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"section": ("one", ReportSection)}
+
+    label: str | None = None  # its name in the verdict lines
+    results_key: str | None = None  # where a repeat holds its data
+    suite_module: str | None = None  # its suite's test module (why it errored)
+    reported_when_absent: bool | None = None  # the "not run" line names it when it has no data
+    effect_in_line: bool | None = None  # a verdict line names the effect of a metric with one hit
+    where_in_line: bool | None = None  # a verdict line names the cases its verdicts hold in
+    state: dict[str, str] = field(default_factory=dict)  # arm -> its own figures
+    section: ReportSection | None = None
+
+
+@dataclass
 class Comparison(Record):
     """The A/B analysis of a document (harness.compare.verdicts.compare_arms)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
         "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts),
-        "repeat_spread": ("map.map.map", SpreadEntry)}
+        "repeat_spread": ("map.map.map", SpreadEntry), "families": ("map", FamilyFacts)}
 
     family_alpha: float | None = None
     correction: str | None = None
@@ -669,7 +737,7 @@ class Comparison(Record):
     candidates: list[str] = field(default_factory=list)
     arm_order: list[str] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=dict)
-    workloads: dict[str, str] = field(default_factory=dict)  # gsm8k/bench -> "run" | why not
+    workloads: dict[str, str] = field(default_factory=dict)  # workload family -> "run" | why not
     notes: list[str] = field(default_factory=list)
     comparisons: list[ComparisonRow] = field(default_factory=list)
     estimates: list[EstimateRow] = field(default_factory=list)
@@ -677,6 +745,7 @@ class Comparison(Record):
     metrics: dict[str, MetricFacts] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
     report_rows: list[str] = field(default_factory=list)
     spread_rows: list[Any] = field(default_factory=list)
+    families: dict[str, FamilyFacts] = field(default_factory=dict)  # family -> registry facts, in registration order
 
     def facts(self, metric: str) -> MetricFacts:
         return self.metrics.get(metric) or MetricFacts()
@@ -737,6 +806,10 @@ class Document(Record):
             elif option.startswith(flag + "="):
                 value = option.split("=", 1)[1]
         return value
+
+    def gsm8k_sources(self) -> set[str]:
+        """The GSM8K sources the runs used: each run's `source`, else the run's `--gsm8k-path` option (older results)."""
+        return {str(run.source or self.option("--gsm8k-path") or "unknown") for arm in self.arms.values() for run in arm.gsm8k_runs()}
 
     def ordered_arms(self) -> list[str]:
         """The arms in run order: ``arm_order`` when written, else as stored."""

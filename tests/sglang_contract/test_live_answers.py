@@ -60,7 +60,7 @@ def test_streamed_answer_reassembles_to_the_plain_one(path):
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
 def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path):
-    from harness.compare import metric_registry
+    from harness.families import correctness
     from harness.server import kinds
 
     answers = recording(path)
@@ -68,7 +68,7 @@ def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path)
     assert info["device"] == "cpu" and info["speculative_algorithm"] == "EAGLE"
     assert {"version", "model_path", "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens"} <= info.keys()
     assert answers["model_info"]["model_path"].endswith("target")
-    read = set(kinds.get("sglang").counters) | {metric_registry.GENERATED_TOKENS}
+    read = set(kinds.get("sglang").counters) | {correctness.GENERATED_TOKENS}
     # A labelled counter is exported from its first increment on: the abort counter (0.5.23
     # srt/observability/metrics_collector.py:1959-1960, incremented at :2186) stays absent until a request is
     # aborted, and the harness takes an absent counter as no data (harness/server/counters.py counter_deltas).

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.compare import metric_registry
+from harness.families import correctness
 from harness.server import kinds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,10 +41,10 @@ def test_the_scan_finds_sglang_metrics(sglang_source):
 
 
 def test_counters_the_harness_reads_exist(sglang_source):
-    """harness/server/kinds/sglang.py and harness/compare/metric_registry.py name these; a renamed metric
+    """harness/server/kinds/sglang.py and harness/families/correctness.py read these by name; a renamed metric
     would read as "no metrics" and silently drop the server-side evidence."""
     metrics = sglang_metrics(sglang_source)
-    read = [*kinds.get("sglang").counters, metric_registry.GENERATED_TOKENS]
+    read = [*kinds.get("sglang").counters, correctness.GENERATED_TOKENS]
     assert read and all(name.startswith("sglang:") for name in read)
     assert {name: metrics.get(name) for name in read} == {name: "counter" for name in read}
 

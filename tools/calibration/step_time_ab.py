@@ -47,7 +47,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.compare.verdicts import compare_run_values, describe_run_level, log_sd, robust_log_sd  # noqa: E402
+from harness.compare.engines import log_sd, robust_log_sd  # noqa: E402
+from harness.compare.verdicts import compare_run_values, describe_run_level  # noqa: E402
 from harness.errors import SpecsuiteError  # noqa: E402
 from harness.results.types import ComparisonRow  # noqa: E402
 from harness.server.counters import parse_prometheus  # noqa: E402
