@@ -330,7 +330,16 @@ async def _disconnect_mid_stream(url: str, count: int) -> int:
     return read
 
 
-def test_clients_disconnecting_mid_stream_are_aborted(server, http):
+@pytest.fixture(scope="module")
+def paced_server(tmp_path_factory):
+    """A reference server whose decode steps take at least 5 ms: a 2000-token stream then lasts 10 s or more, so
+    every stream is still running when its client drops it, however slowly a loaded machine runs the client."""
+    with launch_reference_server("fix", tmp_path_factory.mktemp("refserver-paced"), ["--step-time-ms", "5"], ready_timeout_s=120) as running:
+        yield running
+
+
+def test_clients_disconnecting_mid_stream_are_aborted(paced_server, http):
+    server = paced_server
     before = counters(http, server)
     assert asyncio.run(_disconnect_mid_stream(server.base_url, DISCONNECTING_CLIENTS)) == DISCONNECTING_CLIENTS
 

@@ -38,7 +38,11 @@ DEFAULT_SGLANG_DIR = PROJECT_ROOT / ".sglang"
 OPS_BANNER = "specsuite: sgl_kernel is the project's PyTorch CPU ops"
 EAGLE_ARGS = ("--speculative-algorithm", "EAGLE", "--speculative-eagle-topk", "1", "--speculative-num-steps", "3",
               "--speculative-num-draft-tokens", "4")
-SMALL_MACHINE_ARGS = ("--device", "cpu", "--dtype", "float32", "--max-total-tokens", "16384", "--mem-fraction-static", "0.3", "--enable-metrics")
+# --sleep-on-idle: an idle scheduler otherwise spins a whole core polling its sockets; with it the scheduler waits on
+# them (up to 1 s, woken by any request: srt/managers/scheduler_components/idle_sleeper.py IdleSleeper.maybe_sleep in
+# 0.5.20 and 0.5.23). On 2 cores an idle EAGLE server beside a busy reference took half the machine.
+SMALL_MACHINE_ARGS = ("--device", "cpu", "--dtype", "float32", "--max-total-tokens", "16384", "--mem-fraction-static", "0.3", "--enable-metrics",
+                      "--sleep-on-idle")
 SERVER_ENV = {"SGLANG_USE_CPU_ENGINE": "1", "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
 
 
