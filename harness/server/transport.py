@@ -103,10 +103,6 @@ class HttpTransport:
         self._session = requests.Session()
         # Proxies from the environment would route a local server through a remote hop.
         self._session.trust_env = False
-        # One connection per request, as the serving benchmark does by default. A pooled connection that the
-        # server closes at its keep-alive timeout (uvicorn: 5 s) can be reused in that same instant; the POST then
-        # fails with a reset that cannot be told from a real one, so it cannot be retried safely.
-        self._session.headers["Connection"] = "close"
         if self._api_key:
             self._session.headers["Authorization"] = f"Bearer {self._api_key}"
 
