@@ -1,7 +1,11 @@
 """Count string-key reads in the source: subscripts with a string constant (reads only, not
-stores) and ``.get("...")`` calls, per group of packages. Usage: ``python tools/count_string_key_reads.py [ROOT]``.
+stores) and ``.get("...")`` calls, per group of packages. Usage:
+``python tools/count_string_key_reads.py [ROOT] [--list]``.
 
 The counts measure how much of the code digs through dicts by key instead of reading typed fields.
+Modules that parse what a server (or a child process) sends are counted apart: reading a wire
+format's keys is their job, and each one turns the wire's JSON into typed values for the rest.
+``--list`` prints every remaining read outside wire parsing, by file and line.
 """
 
 from __future__ import annotations
@@ -12,25 +16,63 @@ from pathlib import Path
 
 GROUPS = {"harness+suites": ("harness", "suites"), "reports": ("reports",)}
 
+# Modules whose job is parsing a wire format: JSON bodies and streams from SGLang, vLLM or the
+# OpenAI API, the server's /server_info and /get_model_info, and the kernel child's JSON lines.
+WIRE_PARSING_MODULES = (
+    "harness/server/openai_client.py",
+    "harness/server/sglang_client.py",
+    "harness/server/vllm_client.py",
+    "harness/server/transport.py",
+    "harness/server/identity.py",
+    "harness/server/served_dtype.py",
+    "harness/server/faults.py",
+    "harness/server/generation.py",
+    "harness/server/answer_shapes.py",
+    "harness/server/bench_formats.py",
+    "harness/server/vocab.py",
+    "harness/server/kinds/sglang.py",
+    "harness/server/kinds/vllm.py",
+    "harness/workloads/integrity/openai_rules.py",
+    "harness/workloads/integrity/sglang_rules.py",
+    "harness/workloads/integrity/vllm_rules.py",
+    "harness/workloads/serving/streams.py",
+    "harness/kernels/vllm_child.py",
+)
 
-def string_key_reads(tree: ast.AST) -> int:
-    count = 0
+
+def string_key_read_lines(tree: ast.AST) -> list[int]:
+    lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
                 and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-            count += 1
+            lines.append(node.lineno)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
                 and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-            count += 1
-    return count
+            lines.append(node.lineno)
+    return sorted(lines)
 
 
-def main(root: Path) -> None:
+def string_key_reads(tree: ast.AST) -> int:
+    return len(string_key_read_lines(tree))
+
+
+def main(root: Path, list_reads: bool) -> None:
+    wire = {root / module for module in WIRE_PARSING_MODULES}
+    wire_total = 0
     for group, packages in GROUPS.items():
-        total = sum(string_key_reads(ast.parse(path.read_text())) for package in packages
-                    for path in sorted((root / package).rglob("*.py")))
-        print(f"{group}: {total}")
+        total = 0
+        for path in sorted(path for package in packages for path in (root / package).rglob("*.py")):
+            lines = string_key_read_lines(ast.parse(path.read_text()))
+            if path in wire:
+                wire_total += len(lines)
+                continue
+            total += len(lines)
+            if list_reads and lines:
+                print(f"  {path.relative_to(root)}: {len(lines)} (lines {', '.join(map(str, lines))})")
+        print(f"{group} outside wire parsing: {total}")
+    print(f"wire parsing ({len(wire)} modules): {wire_total}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent)
+    arguments = [argument for argument in sys.argv[1:] if argument != "--list"]
+    main(Path(arguments[0]) if arguments else Path(__file__).resolve().parent.parent, "--list" in sys.argv[1:])
