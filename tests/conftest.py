@@ -13,3 +13,15 @@ def fault(proxy):
         proxy.fault = name
     yield set_fault
     proxy.fault = None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist with `--dist loadgroup` (the README's test command): the suites stay on one worker (one
+    session, so one embedded server and one results file), and each test module of tests/ stays on one worker (its
+    module-scoped servers start once)."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    suites_dir = config.rootpath / "suites"
+    for item in items:
+        group = "suites" if item.path.is_relative_to(suites_dir) else str(item.path.relative_to(config.rootpath))
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -9,6 +9,7 @@ tests use a second one whose engine runs in its own process on a step clock, so 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -16,6 +17,7 @@ import signal
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import requests
@@ -385,3 +387,29 @@ def test_an_abort_with_another_status_is_that_status_in_the_openai_error_shape()
     assert response is not None and response.status == 503
     assert json.loads(response.body) == {"object": "error", "message": "SLA exceeded", "type": "503", "param": None, "code": 503}
     assert abort_error_response([ok, result({"type": "abort", "message": "Aborted", "status_code": None, "err_type": None})]) is None
+
+
+class _InstantEngine:
+    """An engine that answers a request inside `submit`, before the handler that submitted it runs again."""
+
+    config = SimpleNamespace(speculative=False, num_steps=0, num_draft_tokens=0)
+
+    def submit(self, request) -> None:
+        request.notify()
+
+    def abort(self, request) -> None:
+        pass
+
+
+def test_health_counts_an_answer_that_arrives_before_the_handler_resumes(monkeypatch):
+    """SGLang takes the check's start time before its request runs (http_server.py:775-778), so an engine that
+    answers at once makes a healthy server; a start taken after the submit would wait for a later answer."""
+    from refserver.server import STATE_KEY, ServerState, health
+
+    monkeypatch.setenv("SGLANG_HEALTH_CHECK_TIMEOUT", "3")
+    model = SimpleNamespace(vocab_size=16, context_length=64, stop_str_max_len=lambda stops: 0)
+    state = ServerState(model=model, engine=_InstantEngine(), server_args={"random_seed": 0}, launch_command="",
+                        api_key=None, enable_metrics=False, ready=True)
+    request = SimpleNamespace(app={STATE_KEY: state}, path="/health")
+    response = asyncio.run(health(request))
+    assert response.status == 200 and not state.unhealthy
