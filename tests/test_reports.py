@@ -15,6 +15,7 @@ import pytest
 from harness.cli.report import command_report
 from harness.compare.verdicts import compare_arms
 from harness.results.store import load_results
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.render import render_report
 from tests.helpers.ab_results import with_workloads
@@ -25,7 +26,7 @@ RESOURCE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|ur
 
 
 def analysed(results: dict) -> dict:
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 

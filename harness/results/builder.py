@@ -8,8 +8,8 @@ Each front end says what it measured; these functions lay it out as a `Document`
 - `measured_arm`: the arm of a server the session opened (its identity, vocab, how it was chosen);
 - `run_document`: the header ``specsuite run``'s merger starts from (the merger then adds one
   repeat per session it ran);
-- `comparison_of`: arms given as their repeats, for comparisons built in memory (the perf suite's
-  interleaved benchmark runs).
+- `comparison_of`: arms given as their repeats, for comparisons built in memory (the ab suite, the
+  nightly baseline from the history, the perf suite's interleaved benchmark runs).
 
 The header fields (schema version, times, run id, status check) stay harness.results.store's.
 """
@@ -80,12 +80,12 @@ def run_document(*, embedded: bool, seed: int | None, profile: str | None, repea
     return document.to_dict()
 
 
-def comparison_of(arms: Mapping[str, Sequence[Repeat | Mapping[str, Any]]], baseline: str) -> Document:
-    """Arms given as their repeats (typed or as dicts), as a document the A/B reads: the candidates
-    in the order given, the baseline last."""
+def comparison_of(arms: Mapping[str, Sequence[Repeat]], baseline: str) -> Document:
+    """Arms given as their repeats, as a document the A/B (`compare_arms`) reads: the candidates in the
+    order given, the baseline last.  For comparisons built in memory (the ab suite, the nightly baseline
+    from the history, the perf suite's interleaved benchmark runs)."""
     order = [name for name in arms if name != baseline] + [baseline]
-    typed = {name: [r if isinstance(r, Repeat) else Repeat.from_dict(dict(r)) for r in arms[name]] for name in order}
-    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=typed[name]) for name in order},
+    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=list(arms[name])) for name in order},
                     key_order=("schema_version", "arm_order", "baseline_arm", "arms"))
 
 

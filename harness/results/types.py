@@ -397,10 +397,33 @@ class Workloads(Record):
 
 
 @dataclass
+class FailedTest(Record):
+    """One test of a session that failed or errored, with its one-line message (harness.orchestration.junit)."""
+
+    test: str = ""  # "module::name"
+    module: str | None = None
+    function: str | None = None
+    kind: str = "failed"  # failed | error
+    message: str | None = None
+
+
+@dataclass
+class JunitOutcome(Record):
+    """A session's JUnit outcome as ``specsuite run``'s merge records it (``repeats[].tests``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"failed": ("list", FailedTest)}
+
+    passed: int = 0
+    skipped: int = 0
+    failed: list[FailedTest] = field(default_factory=list)
+
+
+@dataclass
 class Repeat(Record):
     """One session of one arm. ``specsuite run`` adds how the session ran (exit code, folder, parts)."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"cases": ("list", Case), "workloads": ("one", Workloads)}
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "cases": ("list", Case), "workloads": ("one", Workloads), "tests": ("one", JunitOutcome)}
 
     repeat: int = 1  # 1-based, in run order
     seed: int | None = None
@@ -417,6 +440,7 @@ class Repeat(Record):
     markers: str | None = None
     running: bool | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
+    tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
 
 
 @dataclass
@@ -818,3 +842,46 @@ class Document(Record):
     @property
     def analysis(self) -> Comparison | None:
         return self.ab_compare
+
+
+# ---------------------------------------------------------------- typed views of sections kept as dicts
+
+
+@dataclass
+class ArmVocab(Record):
+    """An arm's ``vocab`` (harness.server.vocab.VocabInfo.to_dict), read typed where a rule needs its sizes."""
+
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    padded_row_count: int | None = None
+
+
+@dataclass
+class IntegrityTotals(Record):
+    """A repeat's ``workloads.integrity_checks`` totals (harness.workloads.integrity.recorder), read typed."""
+
+    answers_checked: int | None = None
+    streams_checked: int | None = None
+    violations: int | None = None
+
+
+@dataclass
+class ArmIdentity(Record):
+    """An arm's ``identity`` (harness.server.identity.ServerIdentity.to_dict), read typed where the history places a run."""
+
+    base_url: str | None = None
+    model_path: str | None = None
+    served_model_name: str | None = None
+    version: str | None = None
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    speculative: dict[str, Any] | None = None
+    cuda_graph: str | None = None
+    server_args: dict[str, Any] | None = None
+
+
+@dataclass
+class FailOnVerdict(Record):
+    """A document's ``fail_on`` outcome (harness.compare.fail_on.FailOnOutcome.to_dict), read typed: whether a rule fired."""
+
+    failed: bool | None = None
