@@ -126,7 +126,7 @@ def test_ten_nights_give_the_same_steps_as_sqlite(database, tmp_path):
             for results in nights:
                 add_night(store, results, "failed" if results["seed"] >= 7 else "passed")
             trends = analyse(store)
-        found[label] = sorted((s["metric"], s["case_id"], s["night"], round(s["p_adjusted"], 12)) for s in trends["steps"])
+        found[label] = sorted((s.metric, s.case_id, s.night, round(s.p_adjusted, 12)) for s in trends.steps)
     assert found["postgres"] == found["sqlite"]
     assert {night for _, _, night, _ in found["postgres"]} == {7}
 

@@ -260,17 +260,17 @@ def test_a_metric_whose_definition_changed_is_not_compared(store, monkeypatch):
 def test_ten_nights_flag_night_seven_and_nothing_else(store):
     store_nights(store, regressed_series())
     trends = analyse(store)
-    assert {step["night"] for step in trends["steps"]} == {7}
-    flagged = {(step["metric"], step["kind"]) for step in trends["regressions"]}
+    assert {step.night for step in trends.steps} == {7}
+    flagged = {(step.metric, step.kind) for step in trends.regressions}
     assert {("invalid_ids", "regression"), ("stray_per_1200", "regression"), ("accept_length", "change")} <= flagged
-    assert all(step["open"] for step in trends["regressions"])
-    assert all(step["case_id"] != "t=0-top_p=1" for step in trends["steps"])  # greedy decoding never samples
+    assert all(step.open for step in trends.regressions)
+    assert all(step.case_id != "t=0-top_p=1" for step in trends.steps)  # greedy decoding never samples
 
 
 def test_one_noisy_night_raises_no_alarm(store):
     nights = [night(n, invalid_rate=0.02 if n == 5 else 0.0) for n in range(1, 11)]
     store_nights(store, nights)
-    assert analyse(store)["steps"] == []
+    assert analyse(store).steps == []
 
 
 def test_a_metric_version_change_splits_the_trend(store, monkeypatch):
@@ -278,24 +278,24 @@ def test_a_metric_version_change_splits_the_trend(store, monkeypatch):
     monkeypatch.setitem(metrics_module.METRIC_VERSIONS, "accept_length", 2)
     store_nights(store, [night(n, accept_mean=4.2) for n in range(6, 11)])
     trends = analyse(store)
-    accept = [t for t in trends["series"][0]["trends"] if t["metric"] == "accept_length" and t["case_id"] == "t=1-top_p=1"][0]
-    assert accept["version_changes"] == [{"position": 5, "from": 1, "to": 2}]
-    assert accept["steps"] == []  # 2.4 -> 4.2 sits on the version boundary: never tested across it
-    assert {s["metric"] for s in trends["steps"]} <= {"invalid_ids"}  # nothing else moved
+    accept = [t for t in trends.series[0].trends if t.metric == "accept_length" and t.case_id == "t=1-top_p=1"][0]
+    assert accept.version_changes == [{"position": 5, "from": 1, "to": 2}]
+    assert accept.steps == []  # 2.4 -> 4.2 sits on the version boundary: never tested across it
+    assert {s.metric for s in trends.steps} <= {"invalid_ids"}  # nothing else moved
 
 
 def test_configurations_are_separate_series(store):
     store_nights(store, regressed_series(6, regress_from=99))
     store_nights(store, [night(n) for n in range(11, 14)], accelerator="H200")
     trends = analyse(store)
-    assert [(s["accelerator"], s["nights"]) for s in trends["series"]] == [("MI355X", 6), ("H200", 3)]
-    assert trends["series"][1]["differs_from_first"] == ["accelerator: 'MI355X' vs 'H200'"]
-    assert analyse(store, accelerator="H200")["series"][0]["nights"] == 3
+    assert [(s.accelerator, s.nights) for s in trends.series] == [("MI355X", 6), ("H200", 3)]
+    assert trends.series[1].differs_from_first == ["accelerator: 'MI355X' vs 'H200'"]
+    assert analyse(store, accelerator="H200").series[0].nights == 3
 
 
 def test_render_writes_a_figure_per_metric_and_the_list(store, tmp_path):
     store_nights(store, regressed_series())
-    trends = analyse(store, metrics=["invalid_ids", "accept_length"])  # two figures keep the test fast
+    trends = analyse(store, metrics=["invalid_ids", "accept_length"]).to_dict()  # two figures keep the test fast
     written = render_trends(trends, tmp_path / "out")
     figures = trends["series"][0]["figures"]
     assert set(figures) == {"invalid_ids", "accept_length"}

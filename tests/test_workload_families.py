@@ -122,10 +122,10 @@ def test_the_history_trends_a_lossless_pass_rate(tmp_path: Path) -> None:
             for item in items_from_results(upgraded_document(results), arms=["nofix"], date=f"2026-12-0{night}", node="test"):
                 store.add(item)
         trends = analyse(store, metrics=["lossless_pit"])
-    trend = next(t for t in trends["series"][0]["trends"] if t["case_id"] == "t=0.7-top_p=0.9")
-    assert [point["value"] for point in trend["points"]] == [1.0, 0.0]
-    assert (trend["label"], trend["direction"]) == ("PIT calibration", "higher")
-    assert display_unit(trend["unit"]) == (100.0, "%")  # drawn in percent of repeats passed
+    trend = next(t for t in trends.series[0].trends if t.case_id == "t=0.7-top_p=0.9")
+    assert [point.value for point in trend.points] == [1.0, 0.0]
+    assert (trend.label, trend.direction) == ("PIT calibration", "higher")
+    assert display_unit(trend.unit) == (100.0, "%")  # drawn in percent of repeats passed
 
 
 @pytest.mark.parametrize(("candidate_p", "baseline_p", "expected"), [
