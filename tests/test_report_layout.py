@@ -37,7 +37,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def recorded() -> dict:
     """A recorded `specsuite run` (correctness only) with its analysis."""
-    results = load_results(REAL)
+    results = load_results(REAL).to_dict()
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 

@@ -35,7 +35,7 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, l
     """The real run rendered through the `specsuite report` handler."""
     out = tmp_path_factory.mktemp("real") / "report"
     assert command_report(str(REAL), str(out)) == 0
-    return analysed(load_results(REAL)), out, sorted(out.iterdir())
+    return analysed(load_results(REAL).to_dict()), out, sorted(out.iterdir())
 
 
 @pytest.fixture(scope="module")

@@ -49,6 +49,7 @@ def upgrade(document: dict[str, Any]) -> dict[str, Any]:
     ``repeat``, ``cases`` and ``workloads``). An older label becomes ``SCHEMA_VERSION`` and the
     document remembers ``upgraded_from``.
     """
+    # The parsed JSON, read by key: an older file is not the typed shape until this has run.
     version = document.get("schema_version")
     arms = document.get("arms")
     reshaped = {name: _upgrade_arm(arm, document.get("seed")) for name, arm in arms.items()} if isinstance(arms, dict) else arms

@@ -267,6 +267,7 @@ class RunDirectory:
         """
         if isinstance(data, Document):
             data = data.to_dict()
+        # The file boundary: the dict written, read by key (the header, then every repeat completed as version 3).
         status = data.get("status", "running")
         if status not in STATUSES:
             raise SpecsuiteError(f"invalid run status {status!r}; expected one of {', '.join(STATUSES)}")

@@ -248,7 +248,7 @@ class Case(Record):
 
     def detector(self, name: str, key: str = "count") -> float:
         """A detector's total (0 when it did not run or found nothing)."""
-        found = self.detectors.get(name)
+        found = (self.detectors or {}).get(name)
         return float((found.get(key) if isinstance(found, dict) else None) or 0)
 
     def counter(self, name: str) -> float | None:
@@ -257,10 +257,8 @@ class Case(Record):
 
     def detector_events(self, name: str) -> tuple[int, float] | None:
         """(events, denominator) of a detector that ran over a non-empty denominator, else None."""
-        entry = (self.detectors or {}).get(name)
-        if isinstance(entry, dict) and entry.get("total"):
-            return int(entry.get("count") or 0), float(entry["total"])
-        return None
+        total = self.detector(name, "total")
+        return (int(self.detector(name)), total) if total else None
 
     def accept_lengths(self) -> list[float]:
         """The per-request accept lengths recorded (None entries left out)."""
@@ -289,6 +287,14 @@ class Gsm8kScoring(Record):
 
     accuracy: Proportion = field(default_factory=Proportion)
     invalid: Proportion = field(default_factory=Proportion)
+
+
+def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, default: float) -> float:
+    """A run's sampling setting `name`: its config's, else its own key's, else `default`."""
+    for stated in (config or {}, own):
+        if name in stated:
+            return float(stated[name])
+    return default
 
 
 @dataclass
@@ -322,9 +328,8 @@ class Gsm8kRun(Record):
 
     def setting(self) -> tuple[float, float]:
         """Temperature and top_p it ran at: its config's, else its own fields, else greedy (0, 1)."""
-        config = self.config or {}
         own_temperature = self.temperature if self.has("temperature") else 0.0
-        return float(config.get("temperature", own_temperature)), float(config.get("top_p", self.extra.get("top_p", 1.0)))
+        return _setting(self.config, {}, "temperature", own_temperature), _setting(self.config, self.extra, "top_p", 1.0)
 
     def detector(self, name: str, key: str = "count") -> float:
         found = self.detectors.get(name)
@@ -352,10 +357,10 @@ class BenchRun(Record):
 
     def temperature(self) -> float:
         """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
-        return float((self.config or {}).get("temperature", self.extra.get("temperature", 0.0)))
+        return _setting(self.config, self.extra, "temperature", 0.0)
 
     def top_p(self) -> float:
-        return float((self.config or {}).get("top_p", self.extra.get("top_p", 1.0)))
+        return _setting(self.config, self.extra, "top_p", 1.0)
 
     def setting(self) -> tuple[float, float]:
         """Temperature and top_p it ran at (bench_serving's 0 and 1 when unrecorded)."""
@@ -380,7 +385,7 @@ class Workloads(Record):
         """The GSM8K runs: a list of them, or one run written as a single object."""
         if self.gsm8k:
             return list(self.gsm8k)
-        written = self.extra.get("gsm8k")
+        written = self.extra.get("gsm8k")  # kept in `extra` when written as one object, not a list
         if isinstance(written, dict):
             return [Gsm8kRun.from_dict(written)]
         return [Gsm8kRun.from_dict(run) for run in written if isinstance(run, dict)] if isinstance(written, list) else []
@@ -389,7 +394,7 @@ class Workloads(Record):
         """The benchmark summaries: one, or a list of them (as some writers kept them)."""
         if self.bench is not None:
             return [self.bench]
-        listed = self.extra.get("bench")
+        listed = self.extra.get("bench")  # kept in `extra` when written as a list
         return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
 
 
@@ -464,8 +469,8 @@ class Arm(Record):
 
     def refserver_sampler(self) -> dict[str, Any] | None:
         """The reference server's sampler description from its /server_info, when it reports one."""
-        args = (self.identity or {}).get("server_args")
-        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None
+        args = ArmIdentity.from_dict(self.identity or {}).server_args
+        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None  # server_args: the server's own, open-ended
         return sampler if isinstance(sampler, dict) else None
 
 
