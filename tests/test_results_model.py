@@ -14,7 +14,7 @@ from harness.compare.verdicts import compare_arms
 from harness.history.ingest import items_from_file
 from harness.results import builder, model
 from harness.results.store import load_results
-from harness.results.types import Document
+from harness.results.types import Document, Workloads
 from reports.document import ANALYSIS_KEY as REPORTS_ANALYSIS_KEY
 from reports.render import render_report
 
@@ -54,7 +54,7 @@ def test_v1_files_feed_the_history_and_the_report(tmp_path):
 
 
 def test_upgrade_leaves_a_current_document_alone():
-    current = {"schema_version": model.SCHEMA_VERSION, "arms": {"fix": {"repeats": [builder.session_repeat([], {}, 0).to_dict()]}}}
+    current = {"schema_version": model.SCHEMA_VERSION, "arms": {"fix": {"repeats": [builder.session_repeat([], Workloads(), 0).to_dict()]}}}
     assert model.upgrade(current) is current
 
 
@@ -63,7 +63,7 @@ def test_the_renderers_read_the_models_analysis_key():
 
 
 def test_comparisons_built_in_memory_use_the_models_shape():
-    repeat = builder.session_repeat([], {}, 0)
+    repeat = builder.session_repeat([], Workloads(), 0)
     document = builder.comparison_of({"base": [repeat], "cand": [repeat, repeat]}, "base")
     assert document.schema_version == model.SCHEMA_VERSION
     assert document.arm_order == ["cand", "base"] and document.baseline_arm == "base"

@@ -28,6 +28,7 @@ from harness.results.types import (
     Document,
     Gsm8kRun,
     KernelSection,
+    Workloads,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -145,7 +146,7 @@ class _Server:
 
 def test_the_builder_writes_the_session_shape_every_front_end_shares():
     case = json.loads(V2_SESSION.read_text())["arms"]["fix"]["repeats"][0]["cases"][0]
-    arm = builder.measured_arm(_Server(), [case], {"gsm8k": []}, 7)
+    arm = builder.measured_arm(_Server(), [Case.from_dict(case)], Workloads.from_dict({"gsm8k": []}), 7)
     kernel = {"label": "k", "device": "cpu", "failing": []}
     document = builder.session_document(status="running", server_under_test=_Server.server_under_test, arms={"srv": arm}, seed=7,
                                         command="pytest suites", warnings=["w"], profile="smoke", sections={"kernel": kernel, "other": 1})
@@ -182,7 +183,7 @@ def test_the_typed_model_imports_nothing_of_the_project():
 
 
 def test_a_session_document_keeps_the_keys_and_order_sessions_always_wrote():
-    arm = builder.measured_arm(_Server(), [], {}, 0)
+    arm = builder.measured_arm(_Server(), [], Workloads(), 0)
     written = builder.session_document(status="complete", server_under_test={}, arms={"srv": arm}, seed=0, command="c",
                                        profile="smoke", sections={"kernel": {"label": "k"}}).to_dict()
     assert list(written) == ["status", "server_under_test", "warnings", "seed", "profile", "command", "arms", "kernel"]

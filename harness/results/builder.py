@@ -34,17 +34,12 @@ class OpenedServer(Protocol):
     vocab: _ToDict
 
 
-def session_repeat(cases: Sequence[Mapping[str, Any] | Case], workloads: Mapping[str, Any] | Workloads | None,
-                   seed: int | None, repeat: int = 1) -> Repeat:
+def session_repeat(cases: Sequence[Case], workloads: Workloads, seed: int | None, repeat: int = 1) -> Repeat:
     """The repeat a session writes for an arm it measured: its cases and workloads."""
-    typed_cases = [case if isinstance(case, Case) else Case.from_dict(dict(case)) for case in cases]
-    typed_workloads = workloads if isinstance(workloads, Workloads) else Workloads.from_dict(dict(workloads or {}))
-    return Repeat(repeat=repeat, seed=seed, cases=typed_cases, workloads=typed_workloads,
-                  key_order=("repeat", "seed", "cases", "workloads"))
+    return Repeat(repeat=repeat, seed=seed, cases=list(cases), workloads=workloads, key_order=("repeat", "seed", "cases", "workloads"))
 
 
-def measured_arm(server: OpenedServer, cases: Sequence[Mapping[str, Any] | Case], workloads: Mapping[str, Any] | None,
-                 seed: int | None) -> Arm:
+def measured_arm(server: OpenedServer, cases: Sequence[Case], workloads: Workloads, seed: int | None) -> Arm:
     """The arm of an opened server, with the one repeat this session measured."""
     return Arm(server_under_test=server.server_under_test, identity=server.identity.to_dict(), vocab=server.vocab.to_dict(),
                repeats=[session_repeat(cases, workloads, seed)])
@@ -91,4 +86,4 @@ def comparison_of(arms: Mapping[str, Sequence[Repeat]], baseline: str) -> Docume
 
 def bench_repeats(runs: Sequence[Mapping[str, Any]]) -> list[Repeat]:
     """Benchmark summaries, one repeat each, in run order."""
-    return [session_repeat([], {"bench": dict(run)}, None, repeat=number) for number, run in enumerate(runs, start=1)]
+    return [session_repeat([], Workloads.from_dict({"bench": dict(run)}), None, repeat=number) for number, run in enumerate(runs, start=1)]
