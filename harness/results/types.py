@@ -16,11 +16,15 @@ The levels (the writers are named in harness.results.builder):
 
 - `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
   `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
-- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list and
-  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`);
+- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list,
+  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`)
+  and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
 - `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
   `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm;
-  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`).
+  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`);
+- typed views of sections the model keeps as dicts, for the readers that need a few of their fields:
+  `ArmVocab`, `ArmIdentity`, `IntegrityTotals`, `FailOnVerdict`;
+- the history's trends.json (harness.history.analysis): `Trends`, its `TrendSeries`, `Trend` and `TrendStep`.
 
 The number formats (`fmt`, `pct`, `fmt_p`) live here too: the report and the text the harness writes into
 the analysis for it format numbers alike.
