@@ -46,7 +46,7 @@ class HistoryBaseline:
         for repeat in self.document.repeats:
             cases = [case for case in repeat.cases if case.case_id == case_id]
             if cases:
-                repeats.append(Repeat(repeat=repeat.repeat if repeat.has("repeat") else len(repeats) + 1, cases=cases))
+                repeats.append(Repeat.written(repeat=repeat.repeat if repeat.has("repeat") else len(repeats) + 1, cases=cases))
         return repeats
 
     def stale_metrics(self) -> dict[str, int]:
