@@ -183,12 +183,12 @@ def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: 
         return None
     module = families(analysis).get(family, FamilyFacts()).suite_module if analysis is not None else None
     measured = document.arms.get(arm)
-    failed = [f for r in (measured.repeats if measured is not None else []) for f in ((r.extra.get("tests") or {}).get("failed") or [])
-              if module and isinstance(f, dict) and f.get("module") == module]
+    failed = [f for r in (measured.repeats if measured is not None else []) for f in (r.tests.failed if r.tests is not None else [])
+              if module and f.module == module]
     if not failed:
         return None
-    first = next((f for f in failed if f.get("kind") == "error"), failed[0])
-    return str(first.get("message") or f"{first.get('test')} {first.get('kind', 'failed')}")
+    first = next((f for f in failed if f.kind == "error"), failed[0])
+    return str(first.message or f"{first.test} {first.kind}")
 
 
 def side_by_side_note(results: dict[str, Any] | ResultsDocument) -> str | None:

@@ -30,6 +30,7 @@ import pytest
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
+from harness.results.types import ArmIdentity
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -67,7 +68,8 @@ HISTORY_KEY = pytest.StashKey[HistoryState]()
 def _tonight(state: SpecsuiteSession) -> tuple[dict[str, Any], str]:
     assert state.server is not None
     run_config = state.run_config
-    config = config_from_identity(state.server.identity.to_dict(), profile=run_config.profile, accelerator=run_config.history.accelerator)
+    identity = ArmIdentity.from_dict(state.server.identity.to_dict())
+    config = config_from_identity(identity, profile=run_config.profile, accelerator=run_config.history.accelerator)
     return config, config_key(config)
 
 

@@ -34,7 +34,7 @@ from harness.config.options import add_pytest_options, check_values, deprecation
 from harness.errors import SpecsuiteError
 from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
-from harness.results.types import Document, Gsm8kRun
+from harness.results.types import Case, Document, Gsm8kRun, Workloads
 from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
@@ -209,9 +209,11 @@ class SpecsuiteSession:
     def _document(self, status: str) -> Document:
         seed = self.run_config.seed
         arms = {} if self.server is None else {  # a kernel-only session has no server
-            self.server.arm: measured_arm(self.server, [result.to_dict() for result in self.cases.values()], self.workloads, seed)}
+            self.server.arm: measured_arm(self.server, [Case.from_dict(result.to_dict()) for result in self.cases.values()],
+                                          Workloads.from_dict(dict(self.workloads)), seed)}
         if self.baseline is not None:
-            arms["baseline"] = measured_arm(self.baseline, [result.to_dict() for result in self.baseline_cases.values()], {}, seed)
+            arms["baseline"] = measured_arm(self.baseline, [Case.from_dict(result.to_dict()) for result in self.baseline_cases.values()],
+                                            Workloads(), seed)
         return session_document(
             status=status, server_under_test=self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
             warnings=self.warnings(), seed=seed, profile=self.run_config.profile, command=" ".join(sys.argv),

@@ -11,14 +11,15 @@ from __future__ import annotations
 import pytest
 
 from harness.compare.verdicts import compare_arms
-from harness.results.model import comparison_document
+from harness.results.builder import comparison_of
+from harness.results.types import Case, Document, Repeat
 
 pytestmark = pytest.mark.ab
 
 
-def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> dict:
-    return dict(comparison_document({candidate: [{"repeat": 1, "cases": [candidate_case]}],
-                                     "baseline": [{"repeat": 1, "cases": [baseline_case]}]}, "baseline"))
+def _as_merged(candidate: str, candidate_case: dict, baseline_case: dict) -> Document:
+    return comparison_of({candidate: [Repeat(cases=[Case.from_dict(candidate_case)])],
+                          "baseline": [Repeat(cases=[Case.from_dict(baseline_case)])]}, "baseline")
 
 
 def test_not_worse_than_baseline(specsuite, sampling_case):

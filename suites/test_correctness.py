@@ -20,7 +20,8 @@ import pytest
 
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
-from harness.results.model import comparison_document
+from harness.results.builder import comparison_of
+from harness.results.types import Case, Repeat
 from harness.server import kinds
 from harness.stats import fisher_exact_2x2, rate_ratio_test
 from harness.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
@@ -205,8 +206,8 @@ def test_acceptance_not_suspect_against_baseline(specsuite, sampled_case):
         pytest.skip("acceptance is judged against a baseline arm: pass --baseline-url (one server alone has no reference for it)")
     candidate = specsuite.case_result(sampled_case).to_dict()
     baseline = specsuite.baseline_case_result(sampled_case).to_dict()
-    merged = dict(comparison_document({specsuite.server.arm: [{"repeat": 1, "cases": [candidate]}],
-                                       "baseline": [{"repeat": 1, "cases": [baseline]}]}, "baseline"))
+    merged = comparison_of({specsuite.server.arm: [Repeat(cases=[Case.from_dict(candidate)])],
+                            "baseline": [Repeat(cases=[Case.from_dict(baseline)])]}, "baseline")
     analysis = compare_arms(merged, alpha=specsuite.run_config.alpha)
     suspect = [row for row in analysis.comparisons if row.metric == "accept_length" and row.verdict == "suspect"]
     assert not suspect, "; ".join(

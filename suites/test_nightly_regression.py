@@ -15,7 +15,7 @@ from __future__ import annotations
 import pytest
 
 from harness.history import compare_case
-from harness.results.types import ComparisonRow, Effect
+from harness.results.types import Case, ComparisonRow, Effect
 
 pytestmark = pytest.mark.ab
 
@@ -30,7 +30,7 @@ def _effect(row: ComparisonRow) -> str:
 def test_not_worse_than_history_baseline(specsuite, history_baseline, sampling_case):
     if not history_baseline.case_runs(sampling_case.case_id):
         pytest.skip(f"baseline {history_baseline.describe()} did not run {sampling_case.case_id}")
-    tonight = specsuite.case_result(sampling_case).to_dict()
+    tonight = Case.from_dict(specsuite.case_result(sampling_case).to_dict())
     comparison = compare_case(history_baseline, tonight, alpha=specsuite.run_config.alpha)
     lines = [f"{row.label}: {row.candidate_value:.4g} tonight vs {row.baseline_value:.4g} ({row.unit}), {_effect(row)}, "
              f"{row.test}, p_adj={row.p_adjusted:.2e}" for row in comparison.worse]

@@ -12,7 +12,7 @@ from harness.compare.metric_registry import METRICS
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.results.store import load_results
-from harness.results.types import Comparison, ComparisonRow
+from harness.results.types import Comparison, ComparisonRow, Document
 from harness.stats import holm
 from tests.helpers.ab_results import make_results, nofix_vs_fix, null_pair, with_workloads
 
@@ -65,7 +65,7 @@ def test_holm_is_applied_over_the_whole_family(real: Comparison) -> None:
 
 
 def test_synthetic_nofix_gives_worse_invalid_ids_with_tiny_p() -> None:
-    out = compare_arms(nofix_vs_fix())
+    out = compare_arms(Document.from_dict(nofix_vs_fix()))
     (row,) = rows(out, "invalid_ids", "t=1-top_p=1")
     assert row.verdict == "worse" and row.p_value < 1e-3
     assert row.events.candidate > 0 and row.events.baseline == 0
@@ -74,7 +74,7 @@ def test_synthetic_nofix_gives_worse_invalid_ids_with_tiny_p() -> None:
 def test_identical_arms_give_no_worse_or_better() -> None:
     results = nofix_vs_fix()
     results["arms"]["fix"] = copy.deepcopy(results["arms"]["nofix"])
-    out = compare_arms(results)
+    out = compare_arms(Document.from_dict(results))
     assert out.comparisons
     assert {c.verdict for c in out.comparisons} <= {"equivalent", "inconclusive"}
     assert all(c.p_value == pytest.approx(1.0) for c in out.comparisons if c.metric != "accept_length")
@@ -82,7 +82,7 @@ def test_identical_arms_give_no_worse_or_better() -> None:
 
 def test_null_ab_over_twenty_seeds_rarely_if_ever_says_worse() -> None:
     # Holm keeps the family-wise error near alpha; with practical thresholds "worse" is rarer still.
-    seeds_with_worse = sum(any(c.verdict == "worse" for c in compare_arms(null_pair(seed)).comparisons)
+    seeds_with_worse = sum(any(c.verdict == "worse" for c in compare_arms(Document.from_dict(null_pair(seed))).comparisons)
                            for seed in range(20))
     assert seeds_with_worse <= 2
 
@@ -92,14 +92,14 @@ def test_single_event_over_a_zero_baseline_is_not_significant() -> None:
     for repeat in results["arms"]["nofix"]["repeats"]:
         for case in repeat["cases"]:
             case["detectors"]["invalid_id"]["count"] = 1 if case["temperature"] == 1.0 else 0
-    (row,) = rows(compare_arms(results), "invalid_ids", "t=1-top_p=1")
+    (row,) = rows(compare_arms(Document.from_dict(results)), "invalid_ids", "t=1-top_p=1")
     assert row.verdict == "inconclusive" and row.p_value > 0.05
 
 
 def test_practical_threshold_blocks_a_significant_but_small_change() -> None:
     results = nofix_vs_fix()  # nofix's higher accept length is "suspect": it is "better" held against its invalid ids
-    assert rows(compare_arms(results), "accept_length", "t=1-top_p=1")[0].verdict == "suspect"
-    loose = compare_arms(results, thresholds={"accept_length": 5.0})
+    assert rows(compare_arms(Document.from_dict(results)), "accept_length", "t=1-top_p=1")[0].verdict == "suspect"
+    loose = compare_arms(Document.from_dict(results), thresholds={"accept_length": 5.0})
     assert rows(loose, "accept_length", "t=1-top_p=1")[0].verdict not in ("better", "suspect")
 
 
@@ -108,46 +108,46 @@ def test_practical_threshold_blocks_a_significant_but_small_change() -> None:
                                               ({"alpha": 1.5}, "alpha")])
 def test_bad_settings_raise_one_line_errors(kwargs: dict, fragment: str) -> None:
     with pytest.raises(SpecsuiteError, match=fragment):
-        compare_arms(nofix_vs_fix(), **kwargs)
+        compare_arms(Document.from_dict(nofix_vs_fix()), **kwargs)
 
 
 def test_not_a_results_dict_is_refused() -> None:
     with pytest.raises(SpecsuiteError, match="arms"):
-        compare_arms({"status": "complete"})
+        compare_arms(Document.from_dict({"status": "complete"}))
 
 
 def test_missing_baseline_gives_estimates_and_a_note_but_no_comparisons() -> None:
     results = nofix_vs_fix()
     del results["arms"]["fix"]
-    out = compare_arms(results)
+    out = compare_arms(Document.from_dict(results))
     assert out.comparisons == [] and out.baseline is None
     assert any("fix" in note for note in out.notes)
     assert any(e.arm == "nofix" and e.metric == "invalid_ids" for e in out.estimates)
 
 
 def test_gsm8k_drop_is_worse_and_no_drop_is_not() -> None:
-    out = compare_arms(with_workloads(accuracy_drop=0.12))
+    out = compare_arms(Document.from_dict(with_workloads(accuracy_drop=0.12)))
     (acc,) = rows(out, "gsm8k_accuracy")
     assert acc.verdict == "worse" and acc.test.startswith("exact McNemar")
     assert acc.n.candidate == 300 and acc.effect.ci[1] < 0
     assert rows(out, "gsm8k_invalid")[0].verdict == "worse"
-    same = compare_arms(with_workloads(accuracy_drop=0.0))
+    same = compare_arms(Document.from_dict(with_workloads(accuracy_drop=0.0)))
     assert rows(same, "gsm8k_accuracy")[0].verdict != "worse"
     assert rows(same, "gsm8k_accuracy")[0].p_value == pytest.approx(1.0)
 
 
 def test_bench_single_run_uses_per_token_itls() -> None:
-    slow = rows(compare_arms(with_workloads(itl_slowdown=0.05)), "itl_median")[0]
+    slow = rows(compare_arms(Document.from_dict(with_workloads(itl_slowdown=0.05))), "itl_median")[0]
     assert slow.verdict == "worse" and "bootstrap" in slow.test
     assert 0.03 < slow.effect.value < 0.07 and slow.effect.ci[0] > 0.01
-    even = rows(compare_arms(with_workloads(itl_slowdown=0.0)), "itl_median")[0]
+    even = rows(compare_arms(Document.from_dict(with_workloads(itl_slowdown=0.0))), "itl_median")[0]
     assert even.verdict != "worse"
-    throughput = rows(compare_arms(with_workloads()), "output_throughput")[0]
+    throughput = rows(compare_arms(Document.from_dict(with_workloads())), "output_throughput")[0]
     assert throughput.p_value is None and throughput.verdict == "inconclusive" and "repeats" in throughput.note
 
 
 def test_repeats_compare_run_level_values_and_report_spread() -> None:
-    out = compare_arms(with_workloads(repeats=3))
+    out = compare_arms(Document.from_dict(with_workloads(repeats=3)))
     accept = rows(out, "accept_length", "t=1-top_p=1")[0]
     assert accept.n.to_dict() == {"candidate": 3, "baseline": 3, "unit": "repeats"} and "run-level" in accept.test
     assert accept.mde.repeats_needed >= 2
@@ -161,17 +161,17 @@ def test_repeats_compare_run_level_values_and_report_spread() -> None:
 
 def test_null_with_repeats_has_no_worse_verdict() -> None:
     for seed in range(3):
-        assert all(c.verdict != "worse" for c in compare_arms(null_pair(seed, repeats=3)).comparisons)
+        assert all(c.verdict != "worse" for c in compare_arms(Document.from_dict(null_pair(seed, repeats=3))).comparisons)
 
 
 def test_counter_metrics_appear_only_when_the_server_exports_them() -> None:
     results = nofix_vs_fix()
-    assert rows(compare_arms(results), "nonfinite_draft_probs")
+    assert rows(compare_arms(Document.from_dict(results)), "nonfinite_draft_probs")
     for arm in results["arms"].values():
         for repeat in arm["repeats"]:
             for case in repeat["cases"]:
                 case["server_counters"] = {}
-    out = compare_arms(results)
+    out = compare_arms(Document.from_dict(results))
     assert not rows(out, "nonfinite_draft_probs") and not rows(out, "sampler_fallbacks")
     assert {c.metric for c in out.comparisons} <= set(METRICS)
 
@@ -179,5 +179,5 @@ def test_counter_metrics_appear_only_when_the_server_exports_them() -> None:
 def test_failed_repeat_without_cases_is_skipped() -> None:
     results = make_results({"nofix": nofix_vs_fix()["arms"]["nofix"]["repeats"] + [{"cases": [], "workloads": {}}],
                             "fix": nofix_vs_fix()["arms"]["fix"]["repeats"]})
-    (row,) = rows(compare_arms(results), "invalid_ids", "t=1-top_p=1")
+    (row,) = rows(compare_arms(Document.from_dict(results)), "invalid_ids", "t=1-top_p=1")
     assert row.verdict == "worse"

@@ -17,6 +17,7 @@ from harness.compare.arms import ArmSpec, parse_arm
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.orchestration import runner
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.overview import SIDE_BY_SIDE_NOTE
 
@@ -84,7 +85,7 @@ def test_a_sequential_round_is_not_side_by_side(tmp_path: Path, monkeypatch: pyt
 def test_the_caveat_goes_with_every_timing_verdict() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results["side_by_side"] = True
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
     lines = run_verdict_lines(results)  # what the terminal prints and summary.md opens with
     assert any("serving benchmark" in line for line in lines) and SIDE_BY_SIDE_NOTE in lines
     assert SIDE_BY_SIDE_NOTE in summary_document(results, lines, "exit 0")

@@ -22,6 +22,7 @@ from harness.results.types import (
     ArmCounts,
     Comparison,
     ComparisonRow,
+    Document,
     Effect,
     Equivalence,
     Mde,
@@ -35,7 +36,7 @@ RUN_LEVEL = ("itl_median", "output_throughput")
 
 @pytest.fixture(scope="module")
 def analysis() -> Comparison:
-    return compare_arms(json.loads(gzip.decompress(RECORDED.read_bytes())))
+    return compare_arms(Document.from_dict(json.loads(gzip.decompress(RECORDED.read_bytes()))))
 
 
 def loads_back(analysis: Comparison) -> bool:

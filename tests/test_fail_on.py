@@ -7,18 +7,18 @@ import pytest
 from harness.compare.fail_on import evaluate_fail_on, parse_fail_on
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
-from harness.results.types import Comparison
+from harness.results.types import Comparison, Document
 from tests.helpers.ab_results import nofix_vs_fix, null_pair, with_workloads
 
 
 @pytest.fixture(scope="module")
 def nofix() -> Comparison:
-    return compare_arms(nofix_vs_fix())
+    return compare_arms(Document.from_dict(nofix_vs_fix()))
 
 
 @pytest.fixture(scope="module")
 def null() -> Comparison:
-    return compare_arms(null_pair(7))
+    return compare_arms(Document.from_dict(null_pair(7)))
 
 
 def fired(expression: str, comparison: Comparison) -> list[str]:
@@ -67,15 +67,15 @@ def test_any_checks_the_only_arm_when_there_is_no_baseline() -> None:
     results = nofix_vs_fix()
     del results["arms"]["fix"]
     results["arm_order"], results["baseline_arm"] = ["nofix"], "nofix"
-    assert fired("invalid_ids:any", compare_arms(results)) == ["invalid_ids:any"]
+    assert fired("invalid_ids:any", compare_arms(Document.from_dict(results))) == ["invalid_ids:any"]
 
 
 def test_threshold_rules_use_the_whole_interval() -> None:
-    slow = compare_arms(with_workloads(itl_slowdown=0.05, accuracy_drop=0.12))
+    slow = compare_arms(Document.from_dict(with_workloads(itl_slowdown=0.05, accuracy_drop=0.12)))
     assert fired("itl_median:+1%,gsm8k_accuracy:-2pt", slow) == ["itl_median:+1%", "gsm8k_accuracy:-2pt"]
     # A 5 % slowdown does not demonstrate more than +20 %, nor a 12-point drop more than 30 points.
     assert fired("itl_median:+20%,gsm8k_accuracy:-30pt", slow) == []
-    even = compare_arms(with_workloads(itl_slowdown=0.0, accuracy_drop=0.0))
+    even = compare_arms(Document.from_dict(with_workloads(itl_slowdown=0.0, accuracy_drop=0.0)))
     assert fired("itl_median:+1%,gsm8k_accuracy:-2pt", even) == []
 
 
@@ -87,7 +87,7 @@ def test_rate_thresholds_are_on_the_ratio(nofix: Comparison) -> None:
 
 
 def test_throughput_drop_with_repeats() -> None:
-    out = compare_arms(with_workloads(itl_slowdown=0.05, repeats=3))
+    out = compare_arms(Document.from_dict(with_workloads(itl_slowdown=0.05, repeats=3)))
     assert fired("output_throughput:-1%", out) == ["output_throughput:-1%"]
     assert fired("output_throughput:+1%", out) == []
 

@@ -356,8 +356,8 @@ def test_launched_server_crash_stops_the_session_with_junit_and_results(tmp_path
     assert "server process is gone" in completed.stdout
     run_dir = _only_run_dir(tmp_path / "results")
     results = load_results(run_dir)
-    assert results["status"] == "interrupted" and "server process is gone" in results["stopped_at"]
-    assert results["faults"]["stop_reason"] and results["faults"]["error_classes"]
+    assert results.status == "interrupted" and "server process is gone" in results.stopped_at
+    assert results.faults["stop_reason"] and results.faults["error_classes"]
     records = read_records(run_dir / "arms" / "candidate" / "requests.jsonl")
     assert sum(r["status"] == "ok" for r in records) == 30 and any(r["status"] == "skipped" for r in records)
     assert len([r for r in records if r["case_id"] == records[-1]["case_id"]]) == 24  # the broken case: all accounted for
@@ -386,7 +386,7 @@ def test_sigterm_to_pytest_writes_junit_results_and_stops_the_server(tmp_path):
     assert time.monotonic() - signalled < 20, output[-2000:]
     assert process.returncode == 2, output[-2000:]  # pytest's "interrupted"
     document = load_results(_only_run_dir(results))
-    assert document["status"] == "interrupted" and "during case t=0-top_p=1" in document["stopped_at"]
+    assert document.status == "interrupted" and "during case t=0-top_p=1" in document.stopped_at
     assert junit.is_file() and ET.parse(junit).getroot() is not None
     assert _wait_for(lambda: _process_gone(int(pid_file.read_text())), 10)
 
@@ -404,11 +404,11 @@ def test_sigterm_to_specsuite_run_lets_the_session_clean_up(tmp_path):
     assert process.returncode == 130, output[-2000:]
     assert "interrupted (SIGTERM): stopping slowarm repeat 1" in output  # said at once
     run_dir = _only_run_dir(results)
-    assert load_results(run_dir)["status"] == "interrupted"
+    assert load_results(run_dir).status == "interrupted"
     # The session either finished its own cleanup within specsuite run's grace (3 s) or was killed, and its results say which.
     session = load_results(run_dir / "sessions" / "slowarm-r1")
-    assert session["status"] == "interrupted"
-    assert "during case" in session["stopped_at"] or "killed by specsuite run" in session["stopped_at"], session["stopped_at"]
+    assert session.status == "interrupted"
+    assert "during case" in session.stopped_at or "killed by specsuite run" in session.stopped_at, session.stopped_at
     assert _wait_for(lambda: _process_gone(int(pid_file.read_text())), 10)
     assert not [pid for pid in _children_of(process.pid)], "a pytest session outlived specsuite run"
 

@@ -22,6 +22,7 @@ from harness.cli.run import RUN_GIVE_A_SERVER, exit_policy_line, run_verdict_lin
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
 from harness.compare.verdicts import compare_arms
 from harness.config.options import FRONT_ENDS, option_kwargs, options_for
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -79,7 +80,7 @@ def test_pytest_refused_fallback_names_pytest_options(tmp_path: Path) -> None:
 
 def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    analysis = compare_arms(results)
+    analysis = compare_arms(Document.from_dict(results))
     results[ANALYSIS_KEY] = analysis.to_dict()  # as results.json holds it
     outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
     lines = [RUN_GIVE_A_SERVER, *run_verdict_lines(results)]

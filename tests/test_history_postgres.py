@@ -23,6 +23,7 @@ import pytest
 from harness.errors import SpecsuiteError
 from harness.history import HistoryStore, analyse, items_from_results
 from harness.history.schema import SCHEMA_VERSION
+from harness.results.model import upgraded_document
 from tests.helpers.ab_results import CASES, make_case
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip install 'specsuite[postgres]'")
@@ -97,7 +98,7 @@ def night(number: int, *, invalid_rate: float = 0.0, accept_mean: float = 2.4, r
 
 
 def add_night(store: HistoryStore, results: dict, outcome: str = "passed") -> int:
-    [item] = items_from_results(results, outcome=outcome, build_hash=f"b{results['seed']}", accelerator="MI355X")
+    [item] = items_from_results(upgraded_document(results), outcome=outcome, build_hash=f"b{results['seed']}", accelerator="MI355X")
     return store.add(item).id
 
 
@@ -111,7 +112,7 @@ def test_round_trip_and_idempotence(database):
         assert (run.id, run.build_hash, run.accelerator, run.outcome) == (first, "b1", "MI355X", "passed")
         metrics = store.metrics_by_run([first])[first]
         assert {m.name for m in metrics} >= {"invalid_ids", "stray_per_1200", "accept_length"}
-        assert store.document(first)["repeats"][0]["cases"] == results["arms"]["nightly"]["cases"]
+        assert store.document(first).to_dict()["repeats"][0]["cases"] == results["arms"]["nightly"]["cases"]
         assert store.last_good(run.config_key, "nightly").id == first
         version = store.backend.query("SELECT max(version) AS v FROM schema_migrations")[0]["v"]
         assert version == SCHEMA_VERSION
@@ -125,7 +126,7 @@ def test_ten_nights_give_the_same_steps_as_sqlite(database, tmp_path):
             for results in nights:
                 add_night(store, results, "failed" if results["seed"] >= 7 else "passed")
             trends = analyse(store)
-        found[label] = sorted((s["metric"], s["case_id"], s["night"], round(s["p_adjusted"], 12)) for s in trends["steps"])
+        found[label] = sorted((s.metric, s.case_id, s.night, round(s.p_adjusted, 12)) for s in trends.steps)
     assert found["postgres"] == found["sqlite"]
     assert {night for _, _, night, _ in found["postgres"]} == {7}
 

@@ -31,6 +31,8 @@ from harness.history import baseline as baseline_module
 from harness.history import metrics as metrics_module
 from harness.history.backends import mask_url, sqlite_path
 from harness.history.schema import MIGRATIONS, SCHEMA_VERSION
+from harness.results.model import upgraded_document
+from harness.results.types import ArmIdentity, Case
 from reports.trends import render_trends
 from tests.helpers.ab_results import CASES, make_case, nofix_vs_fix
 
@@ -60,7 +62,7 @@ def store_nights(store: HistoryStore, nights: list[dict[str, Any]], *, accelerat
     ids = []
     for results in nights:
         passed = all(c["detectors"]["invalid_id"]["count"] == 0 for c in results["arms"]["nightly"]["cases"])
-        for item in items_from_results(results, outcome="passed" if passed else "failed", build_hash=f"b{results['seed']}",
+        for item in items_from_results(upgraded_document(results), outcome="passed" if passed else "failed", build_hash=f"b{results['seed']}",
                                        accelerator=accelerator):
             ids.append(store.add(item).id)
     return ids
@@ -82,7 +84,7 @@ def store(tmp_path):
 
 def test_run_and_metrics_round_trip(store):
     results = night(1)
-    [item] = items_from_results(results, outcome="passed", build_hash="abc123", accelerator="MI355X")
+    [item] = items_from_results(upgraded_document(results), outcome="passed", build_hash="abc123", accelerator="MI355X")
     stored = store.add(item)
     assert stored.created
     [run] = store.runs()
@@ -97,17 +99,17 @@ def test_run_and_metrics_round_trip(store):
     assert accept.samples[0]["values"] == pytest.approx(case["acceptance"]["per_request"])
     assert accept.value == pytest.approx(np.mean(case["acceptance"]["per_request"])) and accept.ci_low < accept.value < accept.ci_high
     assert accept.direction == "either" and metrics[("invalid_ids", case["case_id"])].direction == "lower"
-    assert store.document(run.id)["repeats"][0]["cases"] == results["arms"]["nightly"]["cases"]
+    assert store.document(run.id).to_dict()["repeats"][0]["cases"] == results["arms"]["nightly"]["cases"]
 
 
 def test_the_same_run_is_stored_once(store):
-    [item] = items_from_results(night(1), outcome="passed")
+    [item] = items_from_results(upgraded_document(night(1)), outcome="passed")
     first, second = store.add(item), store.add(item)
     assert first.created and not second.created and first.id == second.id
     assert len(store.runs()) == 1
     next_night = night(2)
     next_night["run_id"] = "night-01"  # a job that reuses one --run-id every night
-    [item] = items_from_results(next_night, outcome="passed")
+    [item] = items_from_results(upgraded_document(next_night), outcome="passed")
     assert store.add(item).created and len(store.runs()) == 2
 
 
@@ -173,24 +175,24 @@ def test_a_folder_is_not_a_database(tmp_path):
 
 def test_unfinished_or_unidentified_runs_are_refused():
     with pytest.raises(SpecsuiteError, match="status 'running'"):
-        items_from_results(night(1, status="running"))
+        items_from_results(upgraded_document(night(1, status="running")))
     with pytest.raises(SpecsuiteError, match="no arm other"):
-        items_from_results(night(1), arms=["other"])
+        items_from_results(upgraded_document(night(1)), arms=["other"])
     anonymous = night(1)
     anonymous["arms"]["nightly"]["identity"] = {}
     with pytest.raises(SpecsuiteError, match="no server identity"):
-        items_from_results(anonymous)
+        items_from_results(upgraded_document(anonymous))
     with pytest.raises(SpecsuiteError, match="YYYY-MM-DD"):
-        items_from_results(night(1), date="yesterday")
+        items_from_results(upgraded_document(night(1)), date="yesterday")
 
 
 def test_specsuite_run_file_gives_one_run_per_arm_with_its_outcome(tmp_path):
     results = nofix_vs_fix(seed=1, repeats=2)
     results["created_utc"] = "2025-03-01T02:00:00Z"
-    items = items_from_results(results)
+    items = items_from_results(upgraded_document(results))
     assert [(i.run.arm, i.run.repeats, i.run.outcome) for i in items] == [("nofix", 2, "passed"), ("fix", 2, "passed")]
     results["arms"]["nofix"]["repeats"][1]["exit_code"] = 1
-    assert items_from_results(results, arms=["nofix"])[0].run.outcome == "failed"
+    assert items_from_results(upgraded_document(results), arms=["nofix"])[0].run.outcome == "failed"
     path = tmp_path / "results.json"
     path.write_bytes(orjson.dumps(results))
     [item] = items_from_file(tmp_path, arms=["fix"], date="2025-03-04")
@@ -198,15 +200,15 @@ def test_specsuite_run_file_gives_one_run_per_arm_with_its_outcome(tmp_path):
 
 
 def test_config_key_ignores_the_build_and_keeps_the_configuration():
-    base = config_key(config_from_identity(IDENTITY, profile="smoke", accelerator="MI355X"))
+    base = config_key(config_from_identity(ArmIdentity.from_dict(IDENTITY), profile="smoke", accelerator="MI355X"))
     rebuilt = copy.deepcopy(IDENTITY)
     rebuilt.update(version="0.5.24", base_url="http://node-b:30000")
     rebuilt["server_args"].update(refserver_arm="nofix", launch_command="other")
-    assert config_key(config_from_identity(rebuilt, profile="smoke", accelerator="MI355X")) == base
+    assert config_key(config_from_identity(ArmIdentity.from_dict(rebuilt), profile="smoke", accelerator="MI355X")) == base
     other_draft = copy.deepcopy(IDENTITY)
     other_draft["speculative"]["speculative_num_draft_tokens"] = 8
     for identity, profile, accelerator in ((other_draft, "smoke", "MI355X"), (IDENTITY, "nightly", "MI355X"), (IDENTITY, "smoke", "H200")):
-        assert config_key(config_from_identity(identity, profile=profile, accelerator=accelerator)) != base
+        assert config_key(config_from_identity(ArmIdentity.from_dict(identity), profile=profile, accelerator=accelerator)) != base
 
 
 # ---------------------------------------------------------------- baselines
@@ -222,7 +224,7 @@ def test_last_good_is_the_newest_passed_run_of_the_configuration(store):
 
 def test_compare_to_a_run_of_another_configuration_is_refused(store):
     [run_id] = store_nights(store, [night(1)], accelerator="H200")
-    tonight = config_from_identity(IDENTITY, profile="smoke", accelerator="MI355X")
+    tonight = config_from_identity(ArmIdentity.from_dict(IDENTITY), profile="smoke", accelerator="MI355X")
     with pytest.raises(SpecsuiteError, match="refusing to compare.*accelerator: 'H200' vs 'MI355X'"):
         resolve_baseline(store, run_id, config_key=config_key(tonight), config=tonight, arm="nightly")
     assert resolve_baseline(store, "last-good", config_key=config_key(tonight), config=tonight, arm="nightly") is None
@@ -232,21 +234,21 @@ def test_compare_to_a_run_of_another_configuration_is_refused(store):
 
 def test_tonight_against_the_baseline_flags_the_injected_regression(store):
     store_nights(store, [night(1)])
-    tonight = config_from_identity(IDENTITY, profile="smoke", accelerator="MI355X")
+    tonight = config_from_identity(ArmIdentity.from_dict(IDENTITY), profile="smoke", accelerator="MI355X")
     baseline = resolve_baseline(store, "last-good", config_key=config_key(tonight), config=tonight, arm="nightly")
     sampled = night(2, invalid_rate=0.015)["arms"]["nightly"]["cases"][2]
-    worse = {row.metric for row in compare_case(baseline, sampled, alpha=0.001).worse}
+    worse = {row.metric for row in compare_case(baseline, Case.from_dict(sampled), alpha=0.001).worse}
     assert {"invalid_ids", "fallback_ids", "stray_per_1200"} <= worse
     healthy = night(3)["arms"]["nightly"]["cases"][2]
-    assert compare_case(baseline, healthy, alpha=0.001).worse == []
+    assert compare_case(baseline, Case.from_dict(healthy), alpha=0.001).worse == []
 
 
 def test_a_metric_whose_definition_changed_is_not_compared(store, monkeypatch):
     store_nights(store, [night(1)])
-    tonight = config_from_identity(IDENTITY, profile="smoke", accelerator="MI355X")
+    tonight = config_from_identity(ArmIdentity.from_dict(IDENTITY), profile="smoke", accelerator="MI355X")
     baseline = resolve_baseline(store, "last-good", config_key=config_key(tonight), config=tonight, arm="nightly")
     monkeypatch.setitem(baseline_module.METRIC_VERSIONS, "invalid_ids", 2)
-    comparison = compare_case(baseline, night(2, invalid_rate=0.015)["arms"]["nightly"]["cases"][2], alpha=0.001)
+    comparison = compare_case(baseline, Case.from_dict(night(2, invalid_rate=0.015)["arms"]["nightly"]["cases"][2]), alpha=0.001)
     assert comparison.skipped == ["invalid_ids: stored as version 1, now version 2"]
     assert "invalid_ids" not in {row.metric for row in comparison.rows}
     assert "fallback_ids" in {row.metric for row in comparison.worse}
@@ -258,17 +260,17 @@ def test_a_metric_whose_definition_changed_is_not_compared(store, monkeypatch):
 def test_ten_nights_flag_night_seven_and_nothing_else(store):
     store_nights(store, regressed_series())
     trends = analyse(store)
-    assert {step["night"] for step in trends["steps"]} == {7}
-    flagged = {(step["metric"], step["kind"]) for step in trends["regressions"]}
+    assert {step.night for step in trends.steps} == {7}
+    flagged = {(step.metric, step.kind) for step in trends.regressions}
     assert {("invalid_ids", "regression"), ("stray_per_1200", "regression"), ("accept_length", "change")} <= flagged
-    assert all(step["open"] for step in trends["regressions"])
-    assert all(step["case_id"] != "t=0-top_p=1" for step in trends["steps"])  # greedy decoding never samples
+    assert all(step.open for step in trends.regressions)
+    assert all(step.case_id != "t=0-top_p=1" for step in trends.steps)  # greedy decoding never samples
 
 
 def test_one_noisy_night_raises_no_alarm(store):
     nights = [night(n, invalid_rate=0.02 if n == 5 else 0.0) for n in range(1, 11)]
     store_nights(store, nights)
-    assert analyse(store)["steps"] == []
+    assert analyse(store).steps == []
 
 
 def test_a_metric_version_change_splits_the_trend(store, monkeypatch):
@@ -276,24 +278,24 @@ def test_a_metric_version_change_splits_the_trend(store, monkeypatch):
     monkeypatch.setitem(metrics_module.METRIC_VERSIONS, "accept_length", 2)
     store_nights(store, [night(n, accept_mean=4.2) for n in range(6, 11)])
     trends = analyse(store)
-    accept = [t for t in trends["series"][0]["trends"] if t["metric"] == "accept_length" and t["case_id"] == "t=1-top_p=1"][0]
-    assert accept["version_changes"] == [{"position": 5, "from": 1, "to": 2}]
-    assert accept["steps"] == []  # 2.4 -> 4.2 sits on the version boundary: never tested across it
-    assert {s["metric"] for s in trends["steps"]} <= {"invalid_ids"}  # nothing else moved
+    accept = [t for t in trends.series[0].trends if t.metric == "accept_length" and t.case_id == "t=1-top_p=1"][0]
+    assert accept.version_changes == [{"position": 5, "from": 1, "to": 2}]
+    assert accept.steps == []  # 2.4 -> 4.2 sits on the version boundary: never tested across it
+    assert {s.metric for s in trends.steps} <= {"invalid_ids"}  # nothing else moved
 
 
 def test_configurations_are_separate_series(store):
     store_nights(store, regressed_series(6, regress_from=99))
     store_nights(store, [night(n) for n in range(11, 14)], accelerator="H200")
     trends = analyse(store)
-    assert [(s["accelerator"], s["nights"]) for s in trends["series"]] == [("MI355X", 6), ("H200", 3)]
-    assert trends["series"][1]["differs_from_first"] == ["accelerator: 'MI355X' vs 'H200'"]
-    assert analyse(store, accelerator="H200")["series"][0]["nights"] == 3
+    assert [(s.accelerator, s.nights) for s in trends.series] == [("MI355X", 6), ("H200", 3)]
+    assert trends.series[1].differs_from_first == ["accelerator: 'MI355X' vs 'H200'"]
+    assert analyse(store, accelerator="H200").series[0].nights == 3
 
 
 def test_render_writes_a_figure_per_metric_and_the_list(store, tmp_path):
     store_nights(store, regressed_series())
-    trends = analyse(store, metrics=["invalid_ids", "accept_length"])  # two figures keep the test fast
+    trends = analyse(store, metrics=["invalid_ids", "accept_length"]).to_dict()  # two figures keep the test fast
     written = render_trends(trends, tmp_path / "out")
     figures = trends["series"][0]["figures"]
     assert set(figures) == {"invalid_ids", "accept_length"}

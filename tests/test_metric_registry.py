@@ -14,7 +14,7 @@ from harness.compare.verdicts import compare_arms, describe_run_level
 from harness.errors import SpecsuiteError
 from harness.families.registry import verdict_rule
 from harness.history.metrics import direction_of
-from harness.results.types import Comparison, ComparisonRow
+from harness.results.types import Comparison, ComparisonRow, Document
 from reports import document
 from reports.document import ANALYSIS_KEY, build_document
 from tests.helpers.ab_results import arm_repeats, bench_run, make_results
@@ -46,7 +46,7 @@ def _rows(analysis: Comparison, metric: str) -> dict[str, ComparisonRow]:
 @pytest.fixture(scope="module")
 def fallback_arm() -> dict:
     results = _results(0.015)
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 
@@ -63,7 +63,7 @@ def test_higher_accept_length_with_fallback_ids_is_suspect_not_better(fallback_a
 
 
 def test_clean_candidate_with_higher_accept_length_is_still_better() -> None:
-    analysis = compare_arms(_results(0.0))
+    analysis = compare_arms(Document.from_dict(_results(0.0)))
     assert {row.verdict for row in _rows(analysis, "accept_length").values()} == {"better"}
     assert all(not row.suspect_because for row in analysis.comparisons)
 
@@ -73,7 +73,7 @@ def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> No
         outcome = evaluate_fail_on(rules, Comparison.from_dict(fallback_arm[ANALYSIS_KEY]))
         assert outcome.failed and outcome.triggered[0].rule == rules
         assert "suspect" in outcome.triggered[0].reason and "fallback_ids" in outcome.triggered[0].reason
-    clean = evaluate_fail_on("accept_length:suspect", compare_arms(_results(0.0)))
+    clean = evaluate_fail_on("accept_length:suspect", compare_arms(Document.from_dict(_results(0.0))))
     assert not clean.failed and not clean.unevaluated
     assert not evaluate_fail_on("accept_length:worse", Comparison.from_dict(fallback_arm[ANALYSIS_KEY])).failed  # suspect is not worse
     with pytest.raises(SpecsuiteError, match="'suspect' applies to accept_length"):
@@ -94,7 +94,7 @@ def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: di
 def test_every_metric_has_a_verdict_rule_a_test_and_json_facts() -> None:
     assert set(METRICS) == {metric.name for metric in REGISTRY} and len(METRICS) == len(REGISTRY)
     assert all(verdict_rule(metric.statistic).test for metric in REGISTRY)  # each cites a registered rule, described
-    table = metric_registry.metric_table()
+    table = metric_registry.metric_table().to_dict()
     json.dumps(table, allow_nan=False)
     assert set(table["report_rows"]) <= set(METRICS) and set(table["spread_rows"]) <= set(METRICS)
     assert verdicts.check_thresholds(None) == metric_registry.default_thresholds() == {m.name: m.threshold for m in REGISTRY}
@@ -105,7 +105,8 @@ def test_every_metric_has_a_verdict_rule_a_test_and_json_facts() -> None:
 def test_the_reports_read_the_registrys_display_facts_from_the_analysis() -> None:
     from reports import overview
 
-    analysis = {"metrics": metric_registry.metric_table()["metrics"], "spread_rows": metric_registry.metric_table()["spread_rows"]}
+    table = metric_registry.metric_table().to_dict()
+    analysis = {"metrics": table["metrics"], "spread_rows": table["spread_rows"]}
     for metric in REGISTRY:
         assert document.kind_of(analysis, metric.name) == metric.report_format
         assert document.metric_fact(analysis, metric.name, "short") == (metric.short or metric.label)
@@ -133,7 +134,7 @@ def test_bench_rows_with_repeats_carry_the_rank_pair_and_read_as_one_line() -> N
     rng = np.random.default_rng(4)
     arms = {name: [{"cases": [], "workloads": {"bench": bench_run(rng, itl, 200.0, requests=4, tokens=10)}} for _ in range(4)]
             for name, itl in (("slow", 10.5), ("base", 10.0))}
-    analysis = compare_arms(make_results(arms))
+    analysis = compare_arms(Document.from_dict(make_results(arms)))
     row = _rows(analysis, "itl_median")["t=0-top_p=1"]
     assert row.test == "Welch t on log run-level values + TOST" and row.rank.p_value is not None
     assert BY_NAME["itl_median"].statistic == "run_level" and row.equivalence.ci is not None

@@ -18,6 +18,7 @@ import pytest
 from harness.cli.main import main
 from harness.compare.absolute import RULES, judge_absolute
 from harness.orchestration import runner
+from harness.results.types import Document
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 
@@ -92,16 +93,16 @@ def test_test_verdicts_gate_through_the_sessions_junit(recorded: dict[str, Any])
     """Padded rows, lossless, integrity and GSM8K's floor are the suites' verdicts, read from each session's JUnit."""
     arm = copy.deepcopy(recorded["arms"]["fix"])
     results = {"arm_order": ["candidate"], "baseline_arm": "candidate", "arms": {"candidate": arm}}
-    assert not judge_absolute(results).failed
+    assert not judge_absolute(Document.from_dict(results)).failed
     failures = [("test_correctness", "test_padded_row_ids_within_model_mass"), ("test_lossless", "test_two_sample_homogeneity"),
                 ("test_integrity", "test_every_answer_in_the_session_passed_integrity"), ("test_gsm8k", "test_gsm8k_accuracy")]
     arm["repeats"][0]["tests"] = {"passed": 3, "skipped": 0, "failed": [
         {"test": f"{m}::{f}[x]", "module": m, "function": f, "kind": "failed", "message": "why"} for m, f in failures]}
-    assert {f.rule for f in judge_absolute(results).findings} == {"padded_rows", "lossless", "integrity", "gsm8k_floor"}
+    assert {f.rule for f in judge_absolute(Document.from_dict(results)).findings} == {"padded_rows", "lossless", "integrity", "gsm8k_floor"}
     # a statistical test against the same server's T=0 control is not an absolute rule
     arm["repeats"][0]["tests"]["failed"] = [{"test": "test_correctness::test_stray_rate_not_above_greedy_control[t=1]",
                                              "module": "test_correctness", "function": "test_stray_rate_not_above_greedy_control"}]
-    assert not judge_absolute(results).failed
+    assert not judge_absolute(Document.from_dict(results)).failed
 
 
 def test_out_of_range_ids_fail_and_fallback_needs_padded_rows(recorded: dict[str, Any]) -> None:
@@ -109,9 +110,9 @@ def test_out_of_range_ids_fail_and_fallback_needs_padded_rows(recorded: dict[str
     results = {"arm_order": ["candidate"], "arms": {"candidate": arm}}
     case = arm["repeats"][0]["cases"][-1]
     case["detectors"]["invalid_id"]["count"] = 3  # none of them padded rows: ids >= vocab_size
-    assert [f.rule for f in judge_absolute(results).findings] == ["out_of_range_ids"]
+    assert [f.rule for f in judge_absolute(Document.from_dict(results)).findings] == ["out_of_range_ids"]
     case["detectors"]["invalid_id"]["count"] = 0
     case["detectors"]["fallback_id"]["count"] = 2
-    assert [f.rule for f in judge_absolute(results).findings] == ["fallback_ids"]
+    assert [f.rule for f in judge_absolute(Document.from_dict(results)).findings] == ["fallback_ids"]
     arm["vocab"]["padded_row_count"] = 0  # vocab_size-1 is then a real token
-    assert not judge_absolute(results).failed
+    assert not judge_absolute(Document.from_dict(results)).failed

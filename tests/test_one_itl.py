@@ -12,6 +12,7 @@ import pytest
 
 from harness.compare.verdicts import compare_arms
 from harness.families.bench import itl_ms
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY, fmt
 from reports.render import render_report
 
@@ -22,7 +23,7 @@ MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 

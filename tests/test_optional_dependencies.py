@@ -16,6 +16,7 @@ from harness.cli.main import main
 from harness.cli.run import run_verdict_lines
 from harness.compare.verdicts import compare_arms
 from harness.orchestration.junit import read_junit
+from harness.results.types import Document
 from harness.session import dependencies
 from reports.document import ANALYSIS_KEY
 from reports.overview import not_run_line
@@ -93,7 +94,7 @@ def test_an_errored_family_reads_errored_not_not_run() -> None:
             {"test": "test_gsm8k::test_gsm8k_accuracy[t=0]", "module": "test_gsm8k", "function": "test_gsm8k_accuracy",
              "kind": "error", "message": "--gsm8k-path hf needs the datasets package"}]}
     bench_only = copy.deepcopy(results)
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
     lines = run_verdict_lines(results)
     assert "**nofix** · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
     assert "**fix** (baseline) · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
@@ -101,5 +102,5 @@ def test_an_errored_family_reads_errored_not_not_run() -> None:
     # a family with data is never "errored", whatever failed in its suite
     del bench_only["arms"]["nofix"]["repeats"][0]["tests"]
     bench_only["arms"]["fix"]["repeats"][0]["tests"]["failed"][0].update(module="test_serving_bench", kind="failed")
-    bench_only[ANALYSIS_KEY] = compare_arms(bench_only).to_dict()
+    bench_only[ANALYSIS_KEY] = compare_arms(Document.from_dict(bench_only)).to_dict()
     assert not any("errored" in line for line in run_verdict_lines(bench_only))

@@ -17,6 +17,7 @@ import pytest
 
 from harness.compare.verdicts import compare_arms
 from harness.results.store import load_results
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.html import verdict_class
 from reports.overview import verdict_lines
@@ -36,8 +37,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def recorded() -> dict:
     """A recorded `specsuite run` (correctness only) with its analysis."""
-    results = load_results(REAL)
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results = load_results(REAL).to_dict()
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 
@@ -46,14 +47,14 @@ def full() -> dict:
     """Every family: correctness, GSM8K and the bench, two arms."""
     results = with_workloads(repeats=1)
     results.update(created_utc="2026-12-04T04:00:00Z", specsuite_version="9.9.9", run_id="full-run", side_by_side=True)
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 

@@ -15,6 +15,7 @@ import pytest
 from harness.cli.report import command_report
 from harness.compare.verdicts import compare_arms
 from harness.results.store import load_results
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.render import render_report
 from tests.helpers.ab_results import with_workloads
@@ -25,7 +26,7 @@ RESOURCE_REFERENCE = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|ur
 
 
 def analysed(results: dict) -> dict:
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 
@@ -34,7 +35,7 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, l
     """The real run rendered through the `specsuite report` handler."""
     out = tmp_path_factory.mktemp("real") / "report"
     assert command_report(str(REAL), str(out)) == 0
-    return analysed(load_results(REAL)), out, sorted(out.iterdir())
+    return analysed(load_results(REAL).to_dict()), out, sorted(out.iterdir())
 
 
 @pytest.fixture(scope="module")

@@ -181,13 +181,13 @@ def test_write_results_adds_the_header_and_redacts(tmp_path):
     run = RunDirectory(tmp_path, seed=0, now=NOW, secrets=[KEY])
     run.write_results({"schema_version": 99, "run_id": "forged", "seed": 0, "command": f"--api-key {KEY}", "arms": {}})
     data = load_results(run.results_path)
-    assert list(data)[:5] == ["schema_version", "created_utc", "specsuite_version", "run_id", "status"]
-    assert data["schema_version"] == SCHEMA_VERSION
-    assert data["created_utc"] == "2025-03-04T05:06:07Z"
-    assert data["run_id"] == run.run_id
-    assert data["status"] == "running"
-    assert isinstance(data["specsuite_version"], str) and data["specsuite_version"]
-    assert data["command"] == "--api-key ***"
+    assert list(data.to_dict())[:5] == ["schema_version", "created_utc", "specsuite_version", "run_id", "status"]
+    assert data.schema_version == SCHEMA_VERSION
+    assert data.created_utc == "2025-03-04T05:06:07Z"
+    assert data.run_id == run.run_id
+    assert data.status == "running"
+    assert isinstance(data.specsuite_version, str) and data.specsuite_version
+    assert data.command == "--api-key ***"
     with pytest.raises(SpecsuiteError, match="invalid run status"):
         run.write_results({"status": "done"})
 
@@ -197,19 +197,19 @@ def test_mark_interrupted_keeps_what_was_written(tmp_path):
     run.write_results({"seed": 3, "arms": {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2]}]}}})
     run.mark_interrupted("arm fix, gsm8k")
     data = load_results(run.path)
-    assert data["status"] == "interrupted"
-    assert data["stopped_at"] == "arm fix, gsm8k"
-    assert data["arms"] == {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2], "workloads": {}}]}} and data["seed"] == 3
+    assert data.status == "interrupted"
+    assert data.stopped_at == "arm fix, gsm8k"
+    assert data.to_dict()["arms"] == {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2], "workloads": {}}]}} and data.seed == 3
     run.mark_failed("server died")
-    assert load_results(run.path)["status"] == "failed"
-    assert load_results(run.path)["error"] == "server died"
+    assert load_results(run.path).status == "failed"
+    assert load_results(run.path).error == "server died"
 
 
 def test_mark_interrupted_before_any_results(tmp_path):
     run = RunDirectory(tmp_path, seed=0, now=NOW)
     run.mark_interrupted("startup")
     data = load_results(run.path)
-    assert (data["status"], data["stopped_at"]) == ("interrupted", "startup")
+    assert (data.status, data.stopped_at) == ("interrupted", "startup")
 
 
 @pytest.mark.parametrize(

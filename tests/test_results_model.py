@@ -12,8 +12,9 @@ from pathlib import Path
 
 from harness.compare.verdicts import compare_arms
 from harness.history.ingest import items_from_file
-from harness.results import model
+from harness.results import builder, model
 from harness.results.store import load_results
+from harness.results.types import Document, Workloads
 from reports.document import ANALYSIS_KEY as REPORTS_ANALYSIS_KEY
 from reports.render import render_report
 
@@ -25,7 +26,7 @@ V1_RUN = DATA / "ab_results" / "nofix_vs_fix_smoke.json"
 def test_a_recorded_v1_pytest_session_loads_as_one_repeat_of_its_arm():
     raw = json.loads(V1_SESSION.read_text())
     assert raw["schema_version"] == 1 and "cases" in raw["arms"]["fix"]
-    loaded = load_results(V1_SESSION)
+    loaded = load_results(V1_SESSION).to_dict()
     assert loaded["schema_version"] == model.SCHEMA_VERSION and loaded["upgraded_from"] == 1
     arm = loaded["arms"]["fix"]
     assert "cases" not in arm and "workloads" not in arm
@@ -38,22 +39,22 @@ def test_a_recorded_v1_pytest_session_loads_as_one_repeat_of_its_arm():
 def test_a_recorded_v1_run_keeps_its_repeats_and_reads_the_same():
     raw = json.loads(V1_RUN.read_text())
     loaded = load_results(V1_RUN)
-    assert loaded["upgraded_from"] == 1
-    assert loaded["arms"] == raw["arms"]  # `specsuite run` already wrote repeats in version 1
-    assert compare_arms(loaded).to_dict()["comparisons"] == compare_arms(raw).to_dict()["comparisons"]
+    assert loaded.upgraded_from == 1
+    assert loaded.to_dict()["arms"] == raw["arms"]  # `specsuite run` already wrote repeats in version 1
+    assert compare_arms(loaded).to_dict()["comparisons"] == compare_arms(Document.from_dict(raw)).to_dict()["comparisons"]
 
 
 def test_v1_files_feed_the_history_and_the_report(tmp_path):
     (item,) = items_from_file(V1_SESSION)
     assert item.run.repeats == 1 and item.run.results_schema_version == model.SCHEMA_VERSION
     results = load_results(V1_RUN)
-    results[model.ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results.put(model.ANALYSIS_KEY, compare_arms(results).to_dict())  # as results.json holds it
     written = render_report(results, tmp_path)
     assert written and all(Path(path).exists() for path in written)
 
 
 def test_upgrade_leaves_a_current_document_alone():
-    current = {"schema_version": model.SCHEMA_VERSION, "arms": {"fix": {"repeats": [model.session_repeat([], {}, 0)]}}}
+    current = {"schema_version": model.SCHEMA_VERSION, "arms": {"fix": {"repeats": [builder.session_repeat([], Workloads(), 0).to_dict()]}}}
     assert model.upgrade(current) is current
 
 
@@ -62,8 +63,9 @@ def test_the_renderers_read_the_models_analysis_key():
 
 
 def test_comparisons_built_in_memory_use_the_models_shape():
-    repeat = model.session_repeat([], {}, 0)
-    document = model.comparison_document({"base": [repeat], "cand": [repeat, repeat]}, "base")
-    assert document["schema_version"] == model.SCHEMA_VERSION
-    assert document["arm_order"] == ["cand", "base"] and document["baseline_arm"] == "base"
-    assert len(document["arms"]["cand"]["repeats"]) == 2 and model.upgrade(dict(document)) == document
+    repeat = builder.session_repeat([], Workloads(), 0)
+    document = builder.comparison_of({"base": [repeat], "cand": [repeat, repeat]}, "base")
+    assert document.schema_version == model.SCHEMA_VERSION
+    assert document.arm_order == ["cand", "base"] and document.baseline_arm == "base"
+    written = document.to_dict()
+    assert len(document.arms["cand"].repeats) == 2 and model.upgrade(written) == written

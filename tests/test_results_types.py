@@ -19,7 +19,7 @@ import pytest
 from harness.compare.metrics import bench_results_document
 from harness.compare.verdicts import compare_arms
 from harness.results import builder, model
-from harness.results.store import RunDirectory, load_document, load_results
+from harness.results.store import RunDirectory, load_results
 from harness.results.types import (
     SCHEMA_VERSION,
     BenchRun,
@@ -28,6 +28,7 @@ from harness.results.types import (
     Document,
     Gsm8kRun,
     KernelSection,
+    Workloads,
 )
 
 DATA = Path(__file__).parent / "data"
@@ -40,7 +41,7 @@ V1_SESSION = DATA / "results_v1" / "pytest_session.json"
 def test_a_recorded_file_upgrades_to_version_3_and_loads_typed(path):
     raw = json.loads(path.read_text())
     assert raw["schema_version"] < SCHEMA_VERSION == 3
-    document = load_document(path)
+    document = load_results(path)
     assert document.schema_version == 3 and document.upgraded_from == raw["schema_version"]
     for arm in document.arms.values():
         assert arm.repeats and all(isinstance(case, Case) and case.case_id for case in arm.cases())
@@ -51,7 +52,7 @@ def test_a_recorded_file_upgrades_to_version_3_and_loads_typed(path):
 
 def test_version_2_upgrade_keeps_every_arm_as_it_was():
     raw = json.loads(V2_RUN.read_text())
-    loaded = load_results(V2_RUN)
+    loaded = load_results(V2_RUN).to_dict()
     assert loaded["arms"] == raw["arms"]  # every recorded repeat already has its number, cases and workloads
     assert {key: value for key, value in loaded.items() if key not in ("schema_version", "upgraded_from")} == \
         {key: value for key, value in raw.items() if key != "schema_version"}
@@ -81,12 +82,12 @@ def test_version_1_goes_through_version_2():
 
 @pytest.mark.parametrize("path", [V2_RUN, V2_SESSION, V1_SESSION], ids=["v2-run", "v2-session", "v1-session"])
 def test_load_save_round_trip_keeps_every_key(path, tmp_path):
-    loaded = load_results(path)
+    loaded = load_results(path).to_dict()
     assert Document.from_dict(loaded).to_dict() == loaded
     assert json.dumps(Document.from_dict(loaded).to_dict()) == json.dumps(loaded)  # key order too
     run = RunDirectory(tmp_path, run_id="again")
-    run.write_results(Document.from_dict(loaded))
-    again = load_results(run.results_path)
+    run.write_results(load_results(path))
+    again = load_results(run.results_path).to_dict()
     kept = ("created_utc", "specsuite_version", "run_id")
     assert {k: v for k, v in again.items() if k not in kept} == {k: v for k, v in loaded.items() if k not in kept}
 
@@ -110,7 +111,7 @@ def test_a_value_of_an_unexpected_shape_is_kept_as_written():
 
 
 def test_the_analysis_loads_as_comparison_rows():
-    document = Document.from_dict(load_results(V2_RUN))
+    document = load_results(V2_RUN)
     analysis = compare_arms(document)
     document.put(model.ANALYSIS_KEY, analysis)
     assert document.analysis is document.ab_compare is analysis
@@ -121,7 +122,7 @@ def test_the_analysis_loads_as_comparison_rows():
 
 
 def test_gsm8k_runs_are_typed_down_to_the_interval():
-    document = load_document(V2_RUN)
+    document = load_results(V2_RUN)
     runs = document.arms["fix"].gsm8k_runs()
     assert runs and all(isinstance(run, Gsm8kRun) for run in runs)
     accuracy = runs[0].scoring("sglang").accuracy
@@ -145,7 +146,7 @@ class _Server:
 
 def test_the_builder_writes_the_session_shape_every_front_end_shares():
     case = json.loads(V2_SESSION.read_text())["arms"]["fix"]["repeats"][0]["cases"][0]
-    arm = builder.measured_arm(_Server(), [case], {"gsm8k": []}, 7)
+    arm = builder.measured_arm(_Server(), [Case.from_dict(case)], Workloads.from_dict({"gsm8k": []}), 7)
     kernel = {"label": "k", "device": "cpu", "failing": []}
     document = builder.session_document(status="running", server_under_test=_Server.server_under_test, arms={"srv": arm}, seed=7,
                                         command="pytest suites", warnings=["w"], profile="smoke", sections={"kernel": kernel, "other": 1})
@@ -162,7 +163,7 @@ def test_the_run_header_and_the_bench_comparison_come_from_the_builder():
                                   command="specsuite run", arm_order=["nofix", "fix"])
     assert header["arms"] == {} and header["baseline_arm"] == "fix" and header["markers"] is None
     assert header["server_under_test"] == {"embedded_reference": True, "reference_emulation": True, "source": "embedded-reference"}
-    bench = bench_results_document({"a": [{"completed": 1}], "b": [{"completed": 2}, {"completed": 3}]}, "a")
+    bench = bench_results_document({"a": [{"completed": 1}], "b": [{"completed": 2}, {"completed": 3}]}, "a").to_dict()
     assert bench["arm_order"] == ["b", "a"] and bench["schema_version"] == SCHEMA_VERSION
     assert [r["workloads"]["bench"]["completed"] for r in bench["arms"]["b"]["repeats"]] == [2, 3]
     assert model.upgrade(bench) is bench  # already the version-3 shape
@@ -182,7 +183,7 @@ def test_the_typed_model_imports_nothing_of_the_project():
 
 
 def test_a_session_document_keeps_the_keys_and_order_sessions_always_wrote():
-    arm = builder.measured_arm(_Server(), [], {}, 0)
+    arm = builder.measured_arm(_Server(), [], Workloads(), 0)
     written = builder.session_document(status="complete", server_under_test={}, arms={"srv": arm}, seed=0, command="c",
                                        profile="smoke", sections={"kernel": {"label": "k"}}).to_dict()
     assert list(written) == ["status", "server_under_test", "warnings", "seed", "profile", "command", "arms", "kernel"]

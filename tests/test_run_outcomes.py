@@ -20,7 +20,7 @@ from harness.cli.run import exit_policy_line, run_verdict_lines, summary_documen
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
 from harness.compare.verdicts import compare_arms
 from harness.orchestration.runner import _outcome, session_reason
-from harness.results.types import Comparison
+from harness.results.types import Comparison, Document
 from reports.document import ANALYSIS_KEY
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
@@ -30,7 +30,7 @@ BAD_TEMPERATURE = "--gsm8k-temperatures: a temperature must be >= 0, got '-1'"
 @pytest.fixture(scope="module")
 def main_job() -> dict:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     return results
 
 
@@ -105,7 +105,7 @@ def test_nightly_passes_two_correct_arms(main_job: dict) -> None:
     same = copy.deepcopy(main_job)
     same["arms"] = {"candidate": copy.deepcopy(main_job["arms"]["fix"]), "fix": main_job["arms"]["fix"]}
     same["arm_order"] = ["candidate", "fix"]
-    analysis = compare_arms(same)
+    analysis = compare_arms(Document.from_dict(same))
     same[ANALYSIS_KEY] = analysis.to_dict()
     outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
     assert not outcome.failed, outcome.triggered

@@ -69,7 +69,7 @@ def test_the_arms_of_a_repeat_run_side_by_side(tmp_path: Path, fake_sessions: No
     assert [(s["arm"], s["repeat"], s["seed"]) for s in merged["sessions"]] == [
         ("nofix", 1, 7), ("fix", 1, 7), ("nofix", 2, 8), ("fix", 2, 8)]
     on_disk = load_results(tmp_path / "run")
-    assert set(on_disk["arms"]) == {"nofix", "fix"}  # written as each session landed
+    assert set(on_disk.arms) == {"nofix", "fix"}  # written as each session landed
 
 
 def test_one_at_a_time_when_asked(tmp_path: Path, fake_sessions: None) -> None:

@@ -21,7 +21,8 @@ from harness.families.family import workloads_of
 from harness.families.lossless import flag_verdict
 from harness.history import HistoryStore, analyse
 from harness.history.ingest import items_from_results
-from harness.results.types import ANALYSIS_KEY, Comparison, ComparisonRow, Repeat, ReportSection, ReportTable
+from harness.results.model import upgraded_document
+from harness.results.types import ANALYSIS_KEY, Comparison, ComparisonRow, Document, Repeat, ReportSection, ReportTable
 from reports.overview import verdict_lines
 from reports.render import render_report
 from reports.trends import display_unit
@@ -78,14 +79,14 @@ def _rows(analysis: Comparison, metric: str) -> dict[str, ComparisonRow]:
 
 
 def _report(results: dict[str, Any], out: Path) -> tuple[str, str]:
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     render_report(results, out)
     return (out / "report.md").read_text(), (out / "report.html").read_text()
 
 
 def _history(results: dict[str, Any], date: str = "2026-12-01") -> dict[str, list[Any]]:
     """Each arm's metrics, as `specsuite history ingest` would store them."""
-    return {item.run.arm: item.metrics for item in items_from_results(results, date=date, node="test")}
+    return {item.run.arm: item.metrics for item in items_from_results(upgraded_document(results), date=date, node="test")}
 
 
 # ---------------------------------------------------------------- lossless
@@ -118,13 +119,13 @@ def test_the_history_trends_a_lossless_pass_rate(tmp_path: Path) -> None:
     with HistoryStore.open(str(tmp_path / "history.sqlite")) as store:
         for night, p_value in enumerate((0.3, 1e-6), start=1):
             results = two_arms([{"lossless": lossless(pit_cold=p_value)}], [{"lossless": lossless()}])
-            for item in items_from_results(results, arms=["nofix"], date=f"2026-12-0{night}", node="test"):
+            for item in items_from_results(upgraded_document(results), arms=["nofix"], date=f"2026-12-0{night}", node="test"):
                 store.add(item)
         trends = analyse(store, metrics=["lossless_pit"])
-    trend = next(t for t in trends["series"][0]["trends"] if t["case_id"] == "t=0.7-top_p=0.9")
-    assert [point["value"] for point in trend["points"]] == [1.0, 0.0]
-    assert (trend["label"], trend["direction"]) == ("PIT calibration", "higher")
-    assert display_unit(trend["unit"]) == (100.0, "%")  # drawn in percent of repeats passed
+    trend = next(t for t in trends.series[0].trends if t.case_id == "t=0.7-top_p=0.9")
+    assert [point.value for point in trend.points] == [1.0, 0.0]
+    assert (trend.label, trend.direction) == ("PIT calibration", "higher")
+    assert display_unit(trend.unit) == (100.0, "%")  # drawn in percent of repeats passed
 
 
 @pytest.mark.parametrize(("candidate_p", "baseline_p", "expected"), [
@@ -135,7 +136,7 @@ def test_the_history_trends_a_lossless_pass_rate(tmp_path: Path) -> None:
 ])
 def test_a_lossless_failure_against_a_passing_baseline_is_worse_and_equal_arms_are_not(
         candidate_p: float, baseline_p: float, expected: str) -> None:
-    analysis = compare_arms(two_arms([{"lossless": lossless(pit_cold=candidate_p)}], [{"lossless": lossless(pit_cold=baseline_p)}]))
+    analysis = compare_arms(Document.from_dict(two_arms([{"lossless": lossless(pit_cold=candidate_p)}], [{"lossless": lossless(pit_cold=baseline_p)}])))
     row = _rows(analysis, "lossless_pit")["t=0.7-top_p=0.9"]
     assert row.verdict == expected and row.verdict_by_rule and row.p_adjusted is None  # the flags decide: no test, no Holm
     assert row.note.startswith(f"candidate {'pass' if candidate_p >= ALPHA else 'FAIL'} (p ")
@@ -145,7 +146,7 @@ def test_a_lossless_failure_against_a_passing_baseline_is_worse_and_equal_arms_a
 def test_lossless_arms_mixed_over_repeats_go_to_fishers_exact_test() -> None:
     candidate = [{"lossless": lossless(pit_cold=p)} for p in (0.3, 1e-6, 1e-6, 1e-6)]
     baseline = [{"lossless": lossless(pit_cold=p)} for p in (0.3, 0.3, 0.3, 1e-6)]
-    row = _rows(compare_arms(two_arms(candidate, baseline)), "lossless_pit")["t=0.7-top_p=0.9"]
+    row = _rows(compare_arms(Document.from_dict(two_arms(candidate, baseline))), "lossless_pit")["t=0.7-top_p=0.9"]
     assert row.test.startswith("Fisher's exact test") and row.p_value == pytest.approx(0.4857, abs=1e-4)  # 1/4 vs 3/4 passed
     assert row.p_adjusted is not None and not row.verdict_by_rule and row.verdict == "inconclusive"
     assert (flag_verdict(1, 4, 3, 4), flag_verdict(4, 4, 4, 4), flag_verdict(3, 4, 4, 4)) == (None, "equivalent", "worse")
@@ -175,7 +176,7 @@ def test_integrity_reaches_the_verdict_the_report_and_the_history(tmp_path: Path
 
 def test_integrity_violations_rising_from_zero_are_worse_and_equal_arms_are_not() -> None:
     def total(candidate: dict[str, int], baseline: dict[str, int]) -> ComparisonRow:
-        analysis = compare_arms(two_arms([{"integrity_checks": integrity(**candidate)}], [{"integrity_checks": integrity(**baseline)}]))
+        analysis = compare_arms(Document.from_dict(two_arms([{"integrity_checks": integrity(**candidate)}], [{"integrity_checks": integrity(**baseline)}])))
         return _rows(analysis, "integrity_violations")["all checks"]
 
     rise = total({"finish_reason": 1}, {})
@@ -189,8 +190,8 @@ def test_integrity_violations_rising_from_zero_are_worse_and_equal_arms_are_not(
 
 
 def test_fail_on_reads_a_verdict_its_rule_decided() -> None:
-    analysis = compare_arms(two_arms([{"integrity_checks": integrity(stop_token=1), "lossless": lossless(pit_cold=1e-6)}],
-                                     [{"integrity_checks": integrity(), "lossless": lossless()}]))
+    analysis = compare_arms(Document.from_dict(two_arms([{"integrity_checks": integrity(stop_token=1), "lossless": lossless(pit_cold=1e-6)}],
+                                     [{"integrity_checks": integrity(), "lossless": lossless()}])))
     outcome = evaluate_fail_on("integrity_violations:worse,lossless_pit:worse,integrity_violations:any", analysis)
     assert [trigger.rule for trigger in outcome.triggered] == ["integrity_violations:worse", "lossless_pit:worse",
                                                                "integrity_violations:any"]
@@ -198,7 +199,7 @@ def test_fail_on_reads_a_verdict_its_rule_decided() -> None:
 
 
 def test_runs_without_lossless_or_integrity_describe_neither() -> None:
-    analysis = compare_arms(two_arms([{}], [{}]))
+    analysis = compare_arms(Document.from_dict(two_arms([{}], [{}])))
     assert list(analysis.families) == ["cases", "gsm8k", "bench"] and list(analysis.workloads) == ["gsm8k", "bench"]
     assert not [name for name in analysis.metrics if name.startswith(("lossless", "integrity"))]
 

@@ -20,14 +20,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harness.config.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
 from harness.config.options import add_arguments
 from harness.config.options import results_db_default as results_db_default
 from harness.errors import SpecsuiteError
 
+if TYPE_CHECKING:
+    from harness.history.runs import RunRecord
+
 EXIT_OK = 0
 EXIT_REGRESSION = 1
+# What regressions.json keeps of trends.json.
+REGRESSIONS_KEYS = ("generated_utc", "store", "filters", "alpha", "min_size", "test", "regressions", "open_regressions", "steps")
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -71,12 +77,13 @@ def command_list(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def server_label(run) -> str:
+def server_label(run: RunRecord) -> str:
     """The stored server's version, marked when the run measured the reference emulation (not a real SGLang)."""
+    from harness.results.types import ArmIdentity
     from harness.server.refserver_contract import MARKER_KEY
 
     version = run.server_version or "-"
-    emulation = MARKER_KEY in ((run.identity or {}).get("server_args") or {})
+    emulation = MARKER_KEY in (ArmIdentity.from_dict(run.identity or {}).server_args or {})
     return f"{version} (reference emulation)" if emulation else version
 
 
@@ -100,23 +107,23 @@ def command_render(args: argparse.Namespace) -> int:
     with HistoryStore.open(args.results_db) as store:
         trends = analyse(store, arm=args.arm, accelerator=args.accelerator, config_key=args.config_key, latest=args.latest,
                          metrics=args.metric, alpha=args.alpha, min_size=args.min_size)
-    if not trends["series"]:
-        raise SpecsuiteError(f"no stored runs match in {trends['store']}; store some with `specsuite history ingest`")
+    if not trends.series:
+        raise SpecsuiteError(f"no stored runs match in {trends.store}; store some with `specsuite history ingest`")
     out = Path(args.out)
-    render_trends(trends, out)
-    write_json_atomic(out / "trends.json", trends)
-    write_json_atomic(out / "regressions.json", {key: trends[key] for key in
-                                                 ("generated_utc", "store", "filters", "alpha", "min_size", "test", "regressions",
-                                                  "open_regressions", "steps")})
-    nights = sum(series["nights"] for series in trends["series"])
-    print(f"specsuite: {len(trends['series'])} series, {nights} nights, {len(trends['steps'])} steps, "
-          f"{len(trends['regressions'])} regressions ({len(trends['open_regressions'])} open)")
-    for step in trends["open_regressions"]:
-        print(f"specsuite: open {step['kind']}: {step['label']} at {step['case_id']} from night {step['night']} "
-              f"({step.get('label_at_step')}, {step['started_utc']}): {format_effect(step, display_unit(step['unit'])[0])}, "
-              f"p_adj={step['p_adjusted']:.2g} [{step['series']}]")
+    written = trends.to_dict()  # trends.json: the renderer adds each series' figures to it
+    render_trends(written, out)
+    write_json_atomic(out / "trends.json", written)
+    write_json_atomic(out / "regressions.json", {key: written[key] for key in REGRESSIONS_KEYS})
+    nights = sum(series.nights for series in trends.series)
+    print(f"specsuite: {len(trends.series)} series, {nights} nights, {len(trends.steps)} steps, "
+          f"{len(trends.regressions)} regressions ({len(trends.open_regressions)} open)")
+    for step in trends.open_regressions:
+        shown = step.to_dict()  # the renderer's effect wording reads the step as trends.json holds it
+        print(f"specsuite: open {step.kind}: {step.label} at {step.case_id} from night {step.night} "
+              f"({step.label_at_step}, {step.started_utc}): {format_effect(shown, display_unit(step.unit)[0])}, "
+              f"p_adj={step.p_adjusted:.2g} [{step.series}]")
     print(f"specsuite: wrote {out / 'regressions.md'}")
-    return EXIT_REGRESSION if trends["open_regressions"] else EXIT_OK
+    return EXIT_REGRESSION if trends.open_regressions else EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:

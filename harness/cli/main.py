@@ -83,7 +83,7 @@ def command_run(args: argparse.Namespace) -> int:
 def command_gsm8k(args: argparse.Namespace) -> int:
     """`specsuite gsm8k`: a thin adapter over the RunSession (harness/session/), whose GSM8K driver the suites use too."""
     from harness.results.builder import measured_arm, session_document
-    from harness.results.types import Gsm8kRun
+    from harness.results.types import Gsm8kRun, Workloads
     from harness.server.secrets import load_admin_api_key, load_api_key
     from harness.server.session import describe_server_under_test
     from harness.session.config import run_config_from_options
@@ -102,7 +102,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
 
     def document(status: str):  # one arm, one repeat holding workloads.gsm8k, as it stands now
         return session_document(status=status, server_under_test=server.server_under_test, warnings=warnings, seed=args.seed,
-                                command=" ".join(sys.argv), arms={server.arm: measured_arm(server, [], workloads, args.seed)})
+                                command=" ".join(sys.argv), arms={server.arm: measured_arm(server, [], Workloads.from_dict(dict(workloads)), args.seed)})
 
     session.document = document
     try:

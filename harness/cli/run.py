@@ -33,6 +33,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.results.builder import run_document
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import RunDirectory, load_results
+    from harness.results.types import Document
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
     from harness.session.dependencies import missing_for_gsm8k
@@ -85,18 +86,18 @@ def command_run(args: argparse.Namespace) -> int:
         merged["error"] = sessions_error(merged)
     if not any(arm.get("identity") for arm in merged["arms"].values()):
         return _no_server_reached(merged, run_dir, started)
-    analysis = compare_arms(merged)
+    analysis = compare_arms(Document.from_dict(merged))
     merged[ANALYSIS_KEY] = analysis.to_dict()  # merged is the dict written as results.json below
     outcome = evaluate_fail_on(rules, analysis) if rules else None
     if outcome is not None:
         merged["fail_on"] = outcome.to_dict()
     # --profile nightly: the absolute rules judge each candidate on its own, with or without a baseline.
-    absolute = judge_absolute(merged) if args.profile == "nightly" else None
+    absolute = judge_absolute(Document.from_dict(merged)) if args.profile == "nightly" else None
     if absolute is not None:
         merged["absolute_gate"] = absolute.to_dict()
     merged["sessions_wall_time_s"] = time.perf_counter() - started
     run_dir.write_results(merged)
-    written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
+    written = load_results(run_dir.results_path).to_dict()  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
     policy = exit_policy_line(args, outcome, absolute, embedded)
     summary = summary_document(written, verdicts, policy, gate_lines(outcome, absolute))
@@ -125,6 +126,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
     from harness.compare.verdicts import compare_arms
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import load_results
+    from harness.results.types import Document
     from reports.render import render_report
 
     merged["status"] = "interrupted"
@@ -138,9 +140,9 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
               f"({run_dir.results_path}); exit {EXIT_INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
-        merged[ANALYSIS_KEY] = compare_arms(merged).to_dict()  # written as results.json next
+        merged[ANALYSIS_KEY] = compare_arms(Document.from_dict(merged)).to_dict()  # written as results.json next
         run_dir.write_results(merged)
-        written = load_results(run_dir.results_path)
+        written = load_results(run_dir.results_path).to_dict()
         summary = summary_document(written, run_verdict_lines(written), "exit 130: interrupted; the verdicts cover what finished")
         (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
         if not args.no_report:

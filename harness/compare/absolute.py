@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.results.types import Document
+from harness.results.types import Arm, ArmVocab, Case, Document, FailedTest, IntegrityTotals, Workloads
 
 # rule -> (what it means, (test module, test functions; empty: any test of the module))
 TEST_RULES: dict[str, tuple[str, tuple[str, tuple[str, ...]]]] = {
@@ -69,9 +69,8 @@ class AbsoluteOutcome:
         return {"arms": list(self.arms), "rules": dict(RULES), "findings": [f.to_dict() for f in self.findings]}
 
 
-def candidate_arms(results: Document | dict[str, Any]) -> list[str]:
+def candidate_arms(document: Document) -> list[str]:
     """Every arm but the baseline; the only arm when the results hold one."""
-    document = Document.of(results)
     order = [name for name in (document.arm_order or list(document.arms)) if name in document.arms]
     if len(order) < 2:
         return order
@@ -79,33 +78,30 @@ def candidate_arms(results: Document | dict[str, Any]) -> list[str]:
     return [name for name in order if name != baseline]
 
 
-def judge_absolute(results: Document | dict[str, Any]) -> AbsoluteOutcome:
+def judge_absolute(document: Document) -> AbsoluteOutcome:
     """Apply every absolute rule to every candidate arm (module docstring)."""
-    raw = results.to_dict() if isinstance(results, Document) else results
-    outcome = AbsoluteOutcome(arms=candidate_arms(raw))
+    outcome = AbsoluteOutcome(arms=candidate_arms(document))
     for name in outcome.arms:
-        arm = raw["arms"][name]
-        outcome.findings += [Finding(name, rule, reason) for rule, reason in _arm_findings(arm)]
+        outcome.findings += [Finding(name, rule, reason) for rule, reason in _arm_findings(document.arms[name])]
     return outcome
 
 
-def _arm_findings(arm: dict[str, Any]) -> list[tuple[str, str]]:
-    repeats = arm.get("repeats") or []
-    cases = [case for r in repeats for case in r.get("cases") or []]
+def _arm_findings(arm: Arm) -> list[tuple[str, str]]:
+    cases = arm.cases()
     found: list[tuple[str, str]] = []
     out_of_range = [(case, _count(case, "invalid_id") - _count(case, "padded_row_id")) for case in cases]
     out_of_range = [(case, k) for case, k in out_of_range if k > 0]
     if out_of_range:
         found.append(("out_of_range_ids", _where(out_of_range, cases, "ids outside [0, vocab_size)")))
-    vocab = arm.get("vocab") or {}
-    if (vocab.get("padded_row_count") or 0) > 0:
+    vocab = ArmVocab.from_dict(arm.vocab or {})
+    if int(vocab.padded_row_count or 0) > 0:
         fallback = [(case, _count(case, "fallback_id")) for case in cases if _count(case, "fallback_id")]
         if fallback:
-            found.append(("fallback_ids", _where(fallback, cases, f"fallback ids ({int(vocab.get('vocab_size') or 0) - 1})")))
-    violations = sum(int(((r.get("workloads") or {}).get("integrity_checks") or {}).get("violations") or 0) for r in repeats)
-    failed = [f for r in repeats for f in (r.get("tests") or {}).get("failed") or []]
+            found.append(("fallback_ids", _where(fallback, cases, f"fallback ids ({int(vocab.vocab_size or 0) - 1})")))
+    violations = sum(_violations(repeat.workloads) for repeat in arm.repeats)
+    failed = [test for repeat in arm.repeats for test in (repeat.tests.failed if repeat.tests is not None else [])]
     for rule, (_, (module, functions)) in TEST_RULES.items():
-        hits = [f for f in failed if f.get("module") == module and (not functions or f.get("function") in functions)]
+        hits = [test for test in failed if test.module == module and (not functions or test.function in functions)]
         if rule == "integrity" and violations:
             found.append((rule, f"{violations} violation(s) recorded" + (f"; {_tests(hits)}" if hits else "")))
         elif hits:
@@ -113,18 +109,21 @@ def _arm_findings(arm: dict[str, Any]) -> list[tuple[str, str]]:
     return found
 
 
-def _count(case: dict[str, Any], detector: str) -> int:
-    entry = (case.get("detectors") or {}).get(detector) or {}
-    return int(entry.get("count") or 0)
+def _violations(workloads: Workloads) -> int:
+    return int(IntegrityTotals.from_dict(workloads.integrity_checks or {}).violations or 0)
 
 
-def _where(hits: list[tuple[dict[str, Any], int]], cases: list[dict[str, Any]], what: str) -> str:
-    tokens = sum(int(case.get("n_tokens") or 0) for case in cases)
-    shown = ", ".join(f"{case.get('case_id')}: {k}" for case, k in hits[:4]) + (", ..." if len(hits) > 4 else "")
+def _count(case: Case, detector: str) -> int:
+    return int(case.detector(detector))
+
+
+def _where(hits: list[tuple[Case, int]], cases: list[Case], what: str) -> str:
+    tokens = sum(int(case.n_tokens or 0) for case in cases)
+    shown = ", ".join(f"{case.case_id}: {k}" for case, k in hits[:4]) + (", ..." if len(hits) > 4 else "")
     return f"{sum(k for _, k in hits):,} {what} in {tokens:,} tokens ({shown})"
 
 
-def _tests(hits: list[dict[str, Any]]) -> str:
+def _tests(hits: list[FailedTest]) -> str:
     first = hits[0]
     more = f" and {len(hits) - 1} more" if len(hits) > 1 else ""
-    return f"{first['test']} {first.get('kind', 'failed')}{more}: {first.get('message') or 'no message'}"
+    return f"{first.test} {first.kind}{more}: {first.message or 'no message'}"

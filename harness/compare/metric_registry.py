@@ -11,12 +11,14 @@ writes `metric_table()` for the families it describes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from harness.compare.metric import Metric
 from harness.families.family import WorkloadFamily
 from harness.families.registry import families, registered_metrics, verdict_rule
 from harness.families.registry import metric as metric  # the registered metric of a name (KeyError names the known ones)
+from harness.results.types import MetricFacts
 
 REGISTRY: tuple[Metric, ...] = registered_metrics()  # as registered at import: the built-in families' metrics
 BY_NAME: dict[str, Metric] = {entry.name: entry for entry in REGISTRY}
@@ -31,10 +33,24 @@ def default_thresholds() -> dict[str, float]:
     return {entry.name: entry.threshold for entry in registered_metrics()}
 
 
-def metric_table(described: Iterable[WorkloadFamily] | None = None) -> dict[str, Any]:
-    """The metrics of the `described` families (every registered one when None) as JSON, for the analysis (and so
-    the report): metrics by name, then the layout (the families' before/after and spread rows, in their order)."""
+@dataclass(frozen=True)
+class MetricTable:
+    """The described metrics' facts by name, then the layout: the families' before/after and spread rows, in their order."""
+
+    metrics: dict[str, MetricFacts]
+    report_rows: list[str]
+    spread_rows: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metrics": {name: facts.to_dict() for name, facts in self.metrics.items()},
+                "report_rows": list(self.report_rows), "spread_rows": list(self.spread_rows)}
+
+
+def metric_table(described: Iterable[WorkloadFamily] | None = None) -> MetricTable:
+    """The metrics of the `described` families (every registered one when None), for the analysis (and so the report)."""
     chosen = families() if described is None else tuple(described)
-    return {"metrics": {entry.name: entry.describe(verdict_rule(entry.statistic).test) for known in chosen for entry in known.metrics},
-            "report_rows": [name for known in chosen for name in known.report_rows],
-            "spread_rows": [name for known in chosen for name in known.spread_rows]}
+    return MetricTable(
+        metrics={entry.name: MetricFacts.from_dict(entry.describe(verdict_rule(entry.statistic).test))
+                 for known in chosen for entry in known.metrics},
+        report_rows=[name for known in chosen for name in known.report_rows],
+        spread_rows=[name for known in chosen for name in known.spread_rows])

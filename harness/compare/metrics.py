@@ -1,4 +1,4 @@
-"""Each A/B metric read from a merged results dict, per arm, family, case and repeat.
+"""Each A/B metric read from a merged results document, per arm, family, case and repeat.
 
 The metrics themselves (names, labels, units, directions, how each is extracted) are the workload
 families' (harness/families/).  This module gathers each arm's records of every registered family
@@ -40,12 +40,11 @@ from harness.stats import clopper_pearson
 ArmData = dict[str, dict[str, CaseRuns]]  # family -> case_id -> runs
 
 
-def gather_arm(arm: Arm | dict[str, Any]) -> ArmData:
+def gather_arm(arm: Arm) -> ArmData:
     """An arm's records by family and case, each with its repeat number."""
-    typed = arm if isinstance(arm, Arm) else Arm.from_dict(arm)
     registered = families()
     data: ArmData = {family.name: {} for family in registered}
-    for index, repeat in enumerate(typed.repeats or [], start=1):
+    for index, repeat in enumerate(arm.repeats or [], start=1):
         number = int(repeat.repeat if repeat.has("repeat") else index)
         for family in registered:
             for found in family.records(repeat):
@@ -54,9 +53,8 @@ def gather_arm(arm: Arm | dict[str, Any]) -> ArmData:
     return data
 
 
-def arm_roles(results: Document | dict[str, Any]) -> tuple[list[str], str | None, list[str]]:
+def arm_roles(document: Document) -> tuple[list[str], str | None, list[str]]:
     """(arms present in run order, the baseline if present, notes)."""
-    document = Document.of(results)
     if not document.has("arms"):
         raise SpecsuiteError("results have no 'arms' object; is this a specsuite results.json?")
     arms = document.arms
@@ -162,6 +160,6 @@ def repeat_spread(order: list[str], gathered: dict[str, ArmData]) -> dict[str, d
     return spread
 
 
-def bench_results_document(arms: dict[str, Sequence[dict[str, Any]]], baseline: str) -> dict[str, Any]:
-    """Benchmark session summaries per arm in the merged results shape (`arms.<name>.repeats[].workloads.bench`)."""
-    return comparison_of({name: bench_repeats(runs) for name, runs in arms.items()}, baseline).to_dict()
+def bench_results_document(arms: dict[str, Sequence[dict[str, Any]]], baseline: str) -> Document:
+    """Benchmark session summaries per arm as a merged results document (`arms.<name>.repeats[].workloads.bench`)."""
+    return comparison_of({name: bench_repeats(runs) for name, runs in arms.items()}, baseline)

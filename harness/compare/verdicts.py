@@ -1,6 +1,6 @@
-"""A/B verdicts: every candidate arm of a merged results dict against the baseline arm.
+"""A/B verdicts: every candidate arm of a merged results document against the baseline arm.
 
-`compare_arms(results)` reads the merged `results.json` shape (`arms.<name>.repeats[].cases` and
+`compare_arms(document)` reads the typed merged `results.json` (harness.results.types.Document) (`arms.<name>.repeats[].cases` and
 `.workloads`) and returns the typed `Comparison` (harness.results.types), JSON-ready through its
 ``to_dict()`` (non-finite numbers become None):
 
@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
@@ -74,7 +73,6 @@ from harness.results.types import (
     Effect,
     EstimateRow,
     FamilyFacts,
-    MetricFacts,
     RankPair,
 )
 from harness.stats import holm, verdict
@@ -113,17 +111,15 @@ _ANALYSIS_KEYS = ("family_alpha", "correction", "confidence", "power", "baseline
                   "families")
 
 
-def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
-                 thresholds: dict[str, float] | None = None) -> Comparison:
+def compare_arms(document: Document, *, alpha: float = 0.05, thresholds: dict[str, float] | None = None) -> Comparison:
     """Every candidate arm against the baseline arm: comparisons, per-arm estimates and spread.
-    Reads the typed document (a results dict is loaded as one); returns the typed `Comparison`
-    (its ``to_dict()`` is what a results file holds under ``ab_compare``)."""
-    if not isinstance(results, (dict, Document)):
-        raise SpecsuiteError(f"compare_arms needs a results dict, got {type(results).__name__}")
+    Reads the typed document; returns the typed `Comparison` (its ``to_dict()`` is what a results
+    file holds under ``ab_compare``)."""
+    if not isinstance(document, Document):
+        raise SpecsuiteError(f"compare_arms needs a results Document, got {type(document).__name__}")
     if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
         raise SpecsuiteError(f"alpha must be strictly between 0 and 1, got {alpha!r}")
     limits = check_thresholds(thresholds)
-    document = Document.of(results)
     order, baseline, notes = arm_roles(document)
     gathered = {name: gather_arm(document.arms[name]) for name in order}
     ran = {family.name: any(data[family.name] for data in gathered.values()) for family in families()}
@@ -154,10 +150,9 @@ def compare_arms(results: Document | dict[str, Any], *, alpha: float = 0.05,
     per_arm = estimates(order, gathered)
     analysis = Comparison(
         family_alpha=alpha, correction="holm", confidence=CONFIDENCE, power=POWER, baseline=baseline, candidates=candidates,
-        arm_order=order, thresholds={name: limits[name] for name in table["metrics"]}, workloads=workloads, notes=notes,
+        arm_order=order, thresholds={name: limits[name] for name in table.metrics}, workloads=workloads, notes=notes,
         comparisons=comparisons, estimates=per_arm, repeat_spread=repeat_spread(order, gathered),
-        metrics={name: MetricFacts.from_dict(facts) for name, facts in table["metrics"].items()},
-        report_rows=table["report_rows"], spread_rows=table["spread_rows"],
+        metrics=table.metrics, report_rows=table.report_rows, spread_rows=table.spread_rows,
         families=_family_facts(described, document, order, baseline, gathered, per_arm, comparisons), key_order=_ANALYSIS_KEYS)
     return analysis
 

@@ -14,22 +14,24 @@ practical threshold, and a kind:
   founding bug's broken accept test, a drop is slower serving).
 
 `regressions` lists the practical regressions and changes; a step is "open" when it is the
-latest step of its trend, i.e. the series still sits at the new level.  The result is a JSON-ready
-dict that reports/trends.py renders without importing the harness.
+latest step of its trend, i.e. the series still sits at the new level.  The result is the typed
+`Trends` (harness.results.types); its ``to_dict()`` is trends.json, which reports/trends.py renders
+without importing the harness.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any
 
 from harness.families.registry import metric as registered_metric
 from harness.history.metrics import MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.steps import DEFAULT_ALPHA, DEFAULT_MIN_SIZE, ChangePoint, check_parameters, detect_steps, segment_means
 from harness.history.store import HistoryStore
+from harness.results.types import SeriesRun, StepEffect, Trend, TrendPoint, Trends, TrendSegment, TrendSeries, TrendStep
 
 TEST_NAME = ("binary segmentation over steps and transients; Student's two-sample t-test per candidate, "
              "weighted Bonferroni over the candidates searched")
@@ -62,9 +64,9 @@ def _kind(direction: str, before: float, after: float) -> str:
     return "regression" if worse else "improvement"
 
 
-def _run_summary(run: RunRecord, position: int) -> dict[str, Any]:
-    return {"id": run.id, "position": position, "started_utc": run.started_utc, "label": run.label, "build_hash": run.build_hash,
-            "server_version": run.server_version, "outcome": run.outcome, "results_run_id": run.results_run_id, "node": run.node}
+def _run_summary(run: RunRecord, position: int) -> SeriesRun:
+    return SeriesRun.written(id=run.id, position=position, started_utc=run.started_utc, label=run.label, build_hash=run.build_hash,
+                             server_version=run.server_version, outcome=run.outcome, results_run_id=run.results_run_id, node=run.node)
 
 
 def _stretches(points: list[tuple[int, MetricRecord]]) -> list[list[tuple[int, MetricRecord]]]:
@@ -79,31 +81,31 @@ def _stretches(points: list[tuple[int, MetricRecord]]) -> list[list[tuple[int, M
 
 
 def _step_entry(metric: MetricRecord, point: ChangePoint, stretch: list[tuple[int, MetricRecord]], runs: list[RunRecord],
-                alpha: float) -> dict[str, Any]:
+                alpha: float) -> TrendStep:
     position = stretch[point.index][0]
     previous = stretch[point.index - 1][0]
     effect, practical = _effect(metric.name, point.before_mean, point.after_mean)
     run, registered = runs[position], registered_metric(metric.name)
-    return {
-        "metric": metric.name, "label": registered.label, "unit": metric.unit, "direction": metric.direction,
-        "case_id": metric.case_id, "metric_version": metric.version,
-        "position": position, "night": position + 1, "run_id": run.id, "started_utc": run.started_utc, "build_hash": run.build_hash,
-        "label_at_step": run.label, "previous_run_id": runs[previous].id, "previous_label": runs[previous].label,
-        "before_mean": point.before_mean, "after_mean": point.after_mean, "before_nights": point.before_n, "after_nights": point.after_n,
-        "effect": {"scale": registered.scale, "value": effect, "from_zero": point.before_mean == 0 and effect is None},
-        "threshold": registered.threshold, "practical": practical, "kind": _kind(metric.direction, point.before_mean, point.after_mean),
-        "shape": point.kind, "statistic": point.statistic, "p_value": point.p_value, "p_adjusted": point.p_adjusted,
-        "candidates_searched": point.candidates,
-        "alpha": alpha, "test": TEST_NAME, "open": False,
-    }
+    return TrendStep.written(
+        metric=metric.name, label=registered.label, unit=metric.unit, direction=metric.direction,
+        case_id=metric.case_id, metric_version=metric.version,
+        position=position, night=position + 1, run_id=run.id, started_utc=run.started_utc, build_hash=run.build_hash,
+        label_at_step=run.label, previous_run_id=runs[previous].id, previous_label=runs[previous].label,
+        before_mean=point.before_mean, after_mean=point.after_mean, before_nights=point.before_n, after_nights=point.after_n,
+        effect=StepEffect.written(scale=registered.scale, value=effect, from_zero=point.before_mean == 0 and effect is None),
+        threshold=registered.threshold, practical=practical, kind=_kind(metric.direction, point.before_mean, point.after_mean),
+        shape=point.kind, statistic=point.statistic, p_value=point.p_value, p_adjusted=point.p_adjusted,
+        candidates_searched=point.candidates,
+        alpha=alpha, test=TEST_NAME, open=False,
+    )
 
 
 def _trend(name: str, case_id: str, points: list[tuple[int, MetricRecord]], runs: list[RunRecord], alpha: float,
-           min_size: int) -> dict[str, Any]:
+           min_size: int) -> Trend:
     newest = points[-1][1]  # the newest record names the metric's current unit and direction
-    steps: list[dict[str, Any]] = []
-    segments: list[dict[str, Any]] = []
-    version_changes: list[dict[str, Any]] = []
+    steps: list[TrendStep] = []
+    segments: list[TrendSegment] = []
+    version_changes: list[dict[str, int]] = []
     notes: list[str] = []
     usable = [(pos, rec) for pos, rec in points if rec.value is not None and math.isfinite(rec.value)]
     stretches = _stretches(usable)
@@ -118,17 +120,17 @@ def _trend(name: str, case_id: str, points: list[tuple[int, MetricRecord]], runs
             found = detect_steps(values, alpha=alpha, min_size=min_size)
         entries = [_step_entry(stretch[point.index][1], point, stretch, runs, alpha) for point in found]
         if entries and number == len(stretches):
-            entries[-1]["open"] = True  # the newest level of the current metric version
+            entries[-1].open = True  # the newest level of the current metric version
         steps += entries
         for start, end, mean in segment_means(values, found):
-            segments.append({"start_position": stretch[start][0], "end_position": stretch[end - 1][0], "mean": mean})
-    return {
-        "metric": name, "label": registered_metric(name).label, "unit": newest.unit, "direction": newest.direction, "case_id": case_id,
-        "temperature": newest.temperature, "top_p": newest.top_p,
-        "points": [{"position": pos, "run_id": runs[pos].id, "value": rec.value, "ci_low": rec.ci_low, "ci_high": rec.ci_high,
-                    "k": rec.k, "n": rec.n, "version": rec.version} for pos, rec in points],
-        "segments": segments, "version_changes": version_changes, "steps": steps, "notes": notes,
-    }
+            segments.append(TrendSegment.written(start_position=stretch[start][0], end_position=stretch[end - 1][0], mean=mean))
+    return Trend.written(
+        metric=name, label=registered_metric(name).label, unit=newest.unit, direction=newest.direction, case_id=case_id,
+        temperature=newest.temperature, top_p=newest.top_p,
+        points=[TrendPoint.written(position=pos, run_id=runs[pos].id, value=rec.value, ci_low=rec.ci_low, ci_high=rec.ci_high,
+                                   k=rec.k, n=rec.n, version=rec.version) for pos, rec in points],
+        segments=segments, version_changes=version_changes, steps=steps, notes=notes,
+    )
 
 
 def analyse(
@@ -142,7 +144,7 @@ def analyse(
     metrics: list[str] | None = None,
     alpha: float = DEFAULT_ALPHA,
     min_size: int = DEFAULT_MIN_SIZE,
-) -> dict[str, Any]:
+) -> Trends:
     """Trends, steps and regressions of every series in the store matching the filters."""
     check_parameters(alpha, min_size)
     runs = store.runs(arm=arm, accelerator=accelerator, config_key=config_key, since=since)
@@ -162,24 +164,31 @@ def analyse(
                   for (name, case_id), points in sorted(by_metric.items(), key=lambda item: (item[0][0], item[1][0][1].temperature,
                                                                                                item[1][0][1].top_p))]
         newest = members[-1]
-        series.append({
-            "key": key, "arm": newest.arm, "config_key": newest.config_key, "config": newest.config, "model": newest.model,
-            "accelerator": newest.accelerator, "profile": newest.profile, "nights": len(members),
-            "first_utc": members[0].started_utc, "last_utc": newest.started_utc,
-            "runs": [_run_summary(run, position) for position, run in enumerate(members)], "trends": trends,
-        })
-    series.sort(key=lambda s: (-s["nights"], s["key"]))
+        series.append(TrendSeries.written(
+            key=key, arm=newest.arm, config_key=newest.config_key, config=newest.config, model=newest.model,
+            accelerator=newest.accelerator, profile=newest.profile, nights=len(members),
+            first_utc=members[0].started_utc, last_utc=newest.started_utc,
+            runs=[_run_summary(run, position) for position, run in enumerate(members)], trends=trends,
+        ))
+    series.sort(key=lambda s: (-s.nights, s.key))
     for entry in series[1:]:
-        entry["differs_from_first"] = config_differences(series[0]["config"], entry["config"])
-    steps = [dict(step, series=s["key"]) for s in series for trend in s["trends"] for step in trend["steps"]]
-    flagged = [step for step in steps if step["practical"] and step["kind"] in ("regression", "change")]
-    return {
-        "generated_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "store": store.url,
-        "filters": {"arm": arm, "accelerator": accelerator, "config_key": config_key, "since": since, "latest": latest, "metrics": metrics},
-        "alpha": alpha, "min_size": min_size, "test": TEST_NAME,
-        "series": series,
-        "steps": steps,
-        "regressions": flagged,
-        "open_regressions": [step for step in flagged if step["open"]],
-    }
+        entry.put("differs_from_first", config_differences(series[0].config, entry.config))
+    steps = [_in_series(step, s.key) for s in series for trend in s.trends for step in trend.steps]
+    flagged = [step for step in steps if step.practical and step.kind in ("regression", "change")]
+    return Trends.written(
+        generated_utc=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        store=store.url,
+        filters={"arm": arm, "accelerator": accelerator, "config_key": config_key, "since": since, "latest": latest, "metrics": metrics},
+        alpha=alpha, min_size=min_size, test=TEST_NAME,
+        series=series,
+        steps=steps,
+        regressions=flagged,
+        open_regressions=[step for step in flagged if step.open],
+    )
+
+
+def _in_series(step: TrendStep, series: str) -> TrendStep:
+    """A copy of a trend's step that names its series (the analysis's step lists; the trend's own step stays as it is)."""
+    named = replace(step)
+    named.put("series", series)
+    return named

@@ -21,8 +21,8 @@ from harness.errors import SpecsuiteError
 from harness.history.metrics import METRIC_VERSIONS, MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.store import HistoryStore
-from harness.results.model import comparison_document
-from harness.results.types import ComparisonRow
+from harness.results.builder import comparison_of
+from harness.results.types import Arm, Case, ComparisonRow, Repeat
 
 LAST_GOOD = "last-good"
 TONIGHT = "tonight"
@@ -34,19 +34,19 @@ class HistoryBaseline:
     """A stored run chosen as tonight's baseline: its row, document and metrics."""
 
     run: RunRecord
-    document: dict[str, Any]
+    document: Arm  # the stored run's repeats
     metrics: list[MetricRecord]
 
     def describe(self) -> str:
         return f"run {self.run.id} ({self.run.label}, {self.run.started_utc}, {self.run.outcome})"
 
-    def case_runs(self, case_id: str) -> list[dict[str, Any]]:
+    def case_runs(self, case_id: str) -> list[Repeat]:
         """The baseline's repeats reduced to this case (empty when it never ran the case)."""
-        repeats = []
-        for repeat in self.document.get("repeats") or []:
-            cases = [case for case in repeat.get("cases") or [] if case.get("case_id") == case_id]
+        repeats: list[Repeat] = []
+        for repeat in self.document.repeats:
+            cases = [case for case in repeat.cases if case.case_id == case_id]
             if cases:
-                repeats.append({"repeat": repeat.get("repeat", len(repeats) + 1), "cases": cases})
+                repeats.append(Repeat.written(repeat=repeat.repeat if repeat.has("repeat") else len(repeats) + 1, cases=cases))
         return repeats
 
     def stale_metrics(self) -> dict[str, int]:
@@ -92,13 +92,13 @@ def resolve_baseline(store: HistoryStore, spec: str | int, *, config_key: str, c
     return HistoryBaseline(run, store.document(run.id), store.metrics_by_run([run.id])[run.id])
 
 
-def compare_case(baseline: HistoryBaseline, tonight_case: dict[str, Any], *, alpha: float) -> NightlyComparison:
-    """Tonight's case dict (`CaseResult.to_dict()`) against the same case in the baseline run."""
-    case_id = tonight_case["case_id"]
+def compare_case(baseline: HistoryBaseline, tonight_case: Case, *, alpha: float) -> NightlyComparison:
+    """Tonight's case against the same case in the baseline run."""
+    case_id = tonight_case.case_id
     history_repeats = baseline.case_runs(case_id)
     if not history_repeats:
         raise SpecsuiteError(f"baseline {baseline.describe()} has no case {case_id}")
-    merged = comparison_document({TONIGHT: [{"repeat": 1, "cases": [tonight_case]}], HISTORY: history_repeats}, HISTORY)
+    merged = comparison_of({TONIGHT: [Repeat(cases=[tonight_case])], HISTORY: history_repeats}, HISTORY)
     stale = baseline.stale_metrics()
     skipped = [f"{name}: stored as version {version}, now version {METRIC_VERSIONS[name]}" for name, version in sorted(stale.items())]
     rows = [row for row in compare_arms(merged, alpha=alpha).comparisons if row.metric not in stale]

@@ -24,6 +24,7 @@ from harness.compare.metric import Metric
 from harness.compare.metrics import estimates, gather_arm
 from harness.compare.series import CaseRuns, per_request_series, proportion_series, rate_series, run_values
 from harness.families.registry import families, metric, registered_metrics
+from harness.results.types import Arm
 
 Direction = Literal["lower", "higher", "either"]
 
@@ -77,8 +78,8 @@ def _samples(entry: Metric, runs: CaseRuns) -> list[dict[str, Any]]:
     return [{"repeat": n, "value": value} for n, value in run_values(runs, entry)]
 
 
-def extract_metrics(arm: dict[str, Any], document_ref: str) -> list[MetricRecord]:
-    """Every metric with data in one arm (the `{"repeats": [...]}` shape), per case or setting.
+def extract_metrics(arm: Arm, document_ref: str) -> list[MetricRecord]:
+    """Every metric with data in one arm (its repeats), per case or setting.
 
     `document_ref` names where the arm's full document is kept; metrics whose raw samples are
     too many to copy (per-token ITLs) point there instead.

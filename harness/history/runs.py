@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 import orjson
 
+from harness.results.types import ArmIdentity
+
 Outcome = Literal["passed", "failed", "unknown"]
 OUTCOMES = ("passed", "failed", "unknown")
 
@@ -24,15 +26,15 @@ CONFIG_SERVER_ARGS = ("tp_size", "dp_size", "ep_size", "dtype", "quantization", 
 CONFIG_KEY_LENGTH = 16
 
 
-def config_from_identity(identity: dict[str, Any], *, profile: str | None, accelerator: str | None) -> dict[str, Any]:
-    """The comparable part of a server identity (a `ServerIdentity.to_dict()`), plus profile and accelerator."""
-    server_args = identity.get("server_args") or {}
+def config_from_identity(identity: ArmIdentity, *, profile: str | None, accelerator: str | None) -> dict[str, Any]:
+    """The comparable part of a server identity, plus profile and accelerator."""
+    server_args = identity.server_args or {}
     return {
-        "model": identity.get("served_model_name") or identity.get("model_path"),
-        "tokenizer_length": identity.get("tokenizer_length"),
-        "vocab_size": identity.get("vocab_size"),
-        "speculative": dict(sorted((identity.get("speculative") or {}).items())),
-        "cuda_graph": identity.get("cuda_graph"),
+        "model": identity.served_model_name or identity.model_path,
+        "tokenizer_length": identity.tokenizer_length,
+        "vocab_size": identity.vocab_size,
+        "speculative": dict(sorted((identity.speculative or {}).items())),
+        "cuda_graph": identity.cuda_graph,
         "server_args": {name: server_args.get(name) for name in CONFIG_SERVER_ARGS},
         "profile": profile,
         "accelerator": accelerator,

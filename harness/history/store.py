@@ -24,6 +24,7 @@ from harness.history.ingest import IngestItem
 from harness.history.metrics import MetricRecord
 from harness.history.runs import RunRecord
 from harness.history.schema import MIGRATIONS, MIGRATIONS_TABLE, SCHEMA_VERSION
+from harness.results.types import Arm
 
 _RUN_COLUMNS = ("run_key", "results_run_id", "arm", "started_utc", "ingested_utc", "outcome", "results_status", "profile", "seed",
                 "repeats", "config_key", "config_json", "model", "server_version", "server_url", "build_hash", "accelerator", "node",
@@ -54,7 +55,7 @@ def migrate(backend: Backend) -> int:
     with backend.transaction():
         backend.lock_for_migration()
         backend.execute(MIGRATIONS_TABLE)
-        applied = {row["version"] for row in backend.query("SELECT version FROM schema_migrations")}
+        applied = {row["version"] for row in backend.query("SELECT version FROM schema_migrations")}  # a database row
         newest = max(applied, default=0)
         if newest > SCHEMA_VERSION:
             raise SpecsuiteError(f"results database {backend.display_url} has schema version {newest}, newer than this "
@@ -108,7 +109,7 @@ class HistoryStore:
             "ingested_utc": _now(),
             "config_json": _json(run.config),
             "identity_json": _json(run.identity),
-            "document_json": _json(item.document),
+            "document_json": _json(item.document.to_dict()),
         }
         columns = ", ".join(_RUN_COLUMNS)
         marks = ", ".join("?" for _ in _RUN_COLUMNS)
@@ -118,7 +119,7 @@ class HistoryStore:
                 [values[name] for name in _RUN_COLUMNS])
             if not inserted:
                 existing = self.backend.query("SELECT id FROM runs WHERE run_key = ?", (run.run_key,))
-                return StoredRun(int(existing[0]["id"]), created=False)
+                return StoredRun(int(existing[0]["id"]), created=False)  # database rows, by column
             run_id = int(inserted[0]["id"])
             metric_marks = ", ".join("?" for _ in _METRIC_COLUMNS)
             for metric in item.metrics:
@@ -162,12 +163,12 @@ class HistoryStore:
             raise SpecsuiteError(f"results database {self.url} has no run {run_id}")
         return _run_from_row(rows[0])
 
-    def document(self, run_id: int) -> dict[str, Any]:
-        """The run's stored arm document (`{"repeats": [...]}`)."""
+    def document(self, run_id: int) -> Arm:
+        """The run's stored arm document: its repeats (`{"repeats": [...]}` in the database)."""
         rows = self.backend.query("SELECT document_json FROM runs WHERE id = ?", (int(run_id),))
         if not rows:
             raise SpecsuiteError(f"results database {self.url} has no run {run_id}")
-        return orjson.loads(rows[0]["document_json"])
+        return Arm.from_dict(orjson.loads(rows[0]["document_json"]))  # a database JSON column, typed here
 
     def metrics_by_run(self, run_ids: Sequence[int]) -> dict[int, list[MetricRecord]]:
         """{run id: its metric records}, for every run id given (empty lists for runs without metrics)."""
@@ -181,7 +182,7 @@ class HistoryStore:
                 f"SELECT {', '.join(_METRIC_COLUMNS)} FROM metrics WHERE run_id IN ({', '.join('?' for _ in chunk)}) ORDER BY run_id, name, case_id",
                 chunk)
             for row in rows:
-                found[int(row["run_id"])].append(_metric_from_row(row))
+                found[int(row["run_id"])].append(_metric_from_row(row))  # a database row, by column
         return found
 
     def last_good(self, config_key: str, arm: str) -> RunRecord | None:
@@ -197,19 +198,21 @@ def _metric_values(run_id: int, metric: MetricRecord) -> list[Any]:
     return [data[name] for name in _METRIC_COLUMNS]
 
 
+_METRIC_FIELD_COLUMNS = tuple(column for column in _METRIC_COLUMNS if column not in ("run_id", "samples_json"))
+_JSON_RUN_COLUMNS = ("config_json", "identity_json")
+_INTEGER_RUN_COLUMNS = ("id", "seed", "repeats", "results_schema_version")
+
+
 def _metric_from_row(row: dict[str, Any]) -> MetricRecord:
-    return MetricRecord(
-        name=row["name"], case_id=row["case_id"], temperature=row["temperature"], top_p=row["top_p"], value=row["value"],
-        ci_low=row["ci_low"], ci_high=row["ci_high"], k=row["k"], n=row["n"], repeats=int(row["repeats"]),
-        samples=orjson.loads(row["samples_json"]), samples_ref=row["samples_ref"], note=row["note"], version=int(row["version"]),
-        unit=row["unit"], direction=row["direction"],
-    )
+    """A metrics row as its record: the columns named as the record's fields, the samples parsed from their JSON column."""
+    named = {column: row[column] for column in _METRIC_FIELD_COLUMNS}
+    named.update({column: int(named[column]) for column in ("repeats", "version")})
+    return MetricRecord(**named, samples=orjson.loads(row["samples_json"]))  # a database JSON column
 
 
 def _run_from_row(row: dict[str, Any]) -> RunRecord:
-    fields = {name: row[name] for name in _LISTED_RUN_COLUMNS if name not in ("config_json", "identity_json")}
-    fields["id"] = int(fields["id"])
-    for name in ("seed", "repeats", "results_schema_version"):
-        if fields[name] is not None:
-            fields[name] = int(fields[name])
-    return RunRecord(config=orjson.loads(row["config_json"]), identity=orjson.loads(row["identity_json"]), **fields)
+    """A runs row as its record: the columns named as the record's fields, the config and identity parsed from JSON."""
+    named = {column: row[column] for column in _LISTED_RUN_COLUMNS if column not in _JSON_RUN_COLUMNS}
+    named.update({column: int(named[column]) for column in _INTEGER_RUN_COLUMNS if named[column] is not None})
+    config, identity = (orjson.loads(row[column]) for column in _JSON_RUN_COLUMNS)
+    return RunRecord(config=config, identity=identity, **named)

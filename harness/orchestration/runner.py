@@ -257,7 +257,7 @@ def _combine(sessions: list[Arm]) -> Arm:
     combined.put("session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
     if any(e.running for e in entries):
         combined.put("running", True)
-    outcomes = combine_junit([e.extra.get("tests") for e in entries])
+    outcomes = combine_junit([e.tests.to_dict() if e.tests is not None else None for e in entries])
     if outcomes is not None:
         combined.put("tests", outcomes)
     reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))

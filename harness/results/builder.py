@@ -8,8 +8,8 @@ Each front end says what it measured; these functions lay it out as a `Document`
 - `measured_arm`: the arm of a server the session opened (its identity, vocab, how it was chosen);
 - `run_document`: the header ``specsuite run``'s merger starts from (the merger then adds one
   repeat per session it ran);
-- `comparison_of`: arms given as their repeats, for comparisons built in memory (the perf suite's
-  interleaved benchmark runs).
+- `comparison_of`: arms given as their repeats, for comparisons built in memory (the ab suite, the
+  nightly baseline from the history, the perf suite's interleaved benchmark runs).
 
 The header fields (schema version, times, run id, status check) stay harness.results.store's.
 """
@@ -34,17 +34,12 @@ class OpenedServer(Protocol):
     vocab: _ToDict
 
 
-def session_repeat(cases: Sequence[Mapping[str, Any] | Case], workloads: Mapping[str, Any] | Workloads | None,
-                   seed: int | None, repeat: int = 1) -> Repeat:
+def session_repeat(cases: Sequence[Case], workloads: Workloads, seed: int | None, repeat: int = 1) -> Repeat:
     """The repeat a session writes for an arm it measured: its cases and workloads."""
-    typed_cases = [case if isinstance(case, Case) else Case.from_dict(dict(case)) for case in cases]
-    typed_workloads = workloads if isinstance(workloads, Workloads) else Workloads.from_dict(dict(workloads or {}))
-    return Repeat(repeat=repeat, seed=seed, cases=typed_cases, workloads=typed_workloads,
-                  key_order=("repeat", "seed", "cases", "workloads"))
+    return Repeat(repeat=repeat, seed=seed, cases=list(cases), workloads=workloads, key_order=("repeat", "seed", "cases", "workloads"))
 
 
-def measured_arm(server: OpenedServer, cases: Sequence[Mapping[str, Any] | Case], workloads: Mapping[str, Any] | None,
-                 seed: int | None) -> Arm:
+def measured_arm(server: OpenedServer, cases: Sequence[Case], workloads: Workloads, seed: int | None) -> Arm:
     """The arm of an opened server, with the one repeat this session measured."""
     return Arm(server_under_test=server.server_under_test, identity=server.identity.to_dict(), vocab=server.vocab.to_dict(),
                repeats=[session_repeat(cases, workloads, seed)])
@@ -80,15 +75,15 @@ def run_document(*, embedded: bool, seed: int | None, profile: str | None, repea
     return document.to_dict()
 
 
-def comparison_of(arms: Mapping[str, Sequence[Repeat | Mapping[str, Any]]], baseline: str) -> Document:
-    """Arms given as their repeats (typed or as dicts), as a document the A/B reads: the candidates
-    in the order given, the baseline last."""
+def comparison_of(arms: Mapping[str, Sequence[Repeat]], baseline: str) -> Document:
+    """Arms given as their repeats, as a document the A/B (`compare_arms`) reads: the candidates in the
+    order given, the baseline last.  For comparisons built in memory (the ab suite, the nightly baseline
+    from the history, the perf suite's interleaved benchmark runs)."""
     order = [name for name in arms if name != baseline] + [baseline]
-    typed = {name: [r if isinstance(r, Repeat) else Repeat.from_dict(dict(r)) for r in arms[name]] for name in order}
-    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=typed[name]) for name in order},
+    return Document(arm_order=order, baseline_arm=baseline, arms={name: Arm(repeats=list(arms[name])) for name in order},
                     key_order=("schema_version", "arm_order", "baseline_arm", "arms"))
 
 
 def bench_repeats(runs: Sequence[Mapping[str, Any]]) -> list[Repeat]:
     """Benchmark summaries, one repeat each, in run order."""
-    return [session_repeat([], {"bench": dict(run)}, None, repeat=number) for number, run in enumerate(runs, start=1)]
+    return [session_repeat([], Workloads.from_dict({"bench": dict(run)}), None, repeat=number) for number, run in enumerate(runs, start=1)]

@@ -11,8 +11,10 @@ A session is one repeat of one arm. Every ``results.json`` holds its arms as
 
 The typed model of that shape is harness.results.types (``Document`` down to ``Case``,
 ``Gsm8kRun``, ``BenchRun``, ``KernelSection`` and ``ComparisonRow``); harness.results.builder
-writes it for every front end. This module keeps the dict-level view the A/B engine and the
-history read, and the upgrade of older files, applied on load (`upgrade`):
+writes it for every front end (`comparison_of` for the comparisons the A/B engine and the history
+build in memory). This module keeps the upgrade of older files, applied by harness.results.store.load_results
+on the parsed JSON before it is typed (`upgrade`; it reads the raw dict by key because older versions
+are not the typed shape):
 
 - version 1 (before 2026-12): a pytest session wrote ``arms.<arm>.cases`` and
   ``arms.<arm>.workloads`` directly; ``specsuite run`` already wrote repeats. 1 -> 2 moves them
@@ -28,32 +30,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.results.builder import comparison_of
-from harness.results.types import ANALYSIS_KEY, FAIL_ON_KEY, SCHEMA_VERSION
+from harness.results.types import ANALYSIS_KEY, FAIL_ON_KEY, SCHEMA_VERSION, Document
 
-# The dict shapes (the typed model is harness.results.types; these aliases keep the names the
-# A/B engine and the history annotate with).
-Repeat = dict[str, Any]
-ResultsDocument = dict[str, Any]
-
-__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "Repeat", "ResultsDocument", "comparison_document",
-           "session_repeat", "upgrade"]
+__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "upgrade", "upgraded_document"]
 
 
-def session_repeat(cases: list[dict[str, Any]], workloads: dict[str, Any], seed: int | None) -> Repeat:
-    """The one repeat a pytest session writes for an arm it measured."""
-    return {"repeat": 1, "seed": seed, "cases": cases, "workloads": workloads}
+def upgraded_document(parsed: dict[str, Any]) -> Document:
+    """A parsed results dict (any schema version) upgraded, then typed: the one way a dict becomes a `Document`
+    (harness.results.store.load_results reads files through it; in-memory dicts, e.g. tests', go the same way)."""
+    return Document.from_dict(upgrade(parsed))
 
 
-def comparison_document(arms: dict[str, list[Repeat]], baseline: str) -> ResultsDocument:
-    """Arms given as their repeats, as a document the A/B (`compare_arms`) reads: the candidates in
-    the order given, the baseline last. For comparisons built in memory (the ab suite, the nightly
-    baseline from the history, the perf suite's interleaved benchmark runs); laid out by
-    harness.results.builder.comparison_of."""
-    return comparison_of(arms, baseline).to_dict()
-
-
-def upgrade(document: dict[str, Any]) -> ResultsDocument:
+def upgrade(document: dict[str, Any]) -> dict[str, Any]:
     """A results document in the current shape (a copy when it changes; the argument is never changed).
 
     Arms are reshaped by what they hold, whatever the label says, so that a hand-built version-1
@@ -61,6 +49,7 @@ def upgrade(document: dict[str, Any]) -> ResultsDocument:
     ``repeat``, ``cases`` and ``workloads``). An older label becomes ``SCHEMA_VERSION`` and the
     document remembers ``upgraded_from``.
     """
+    # The parsed JSON, read by key: an older file is not the typed shape until this has run.
     version = document.get("schema_version")
     arms = document.get("arms")
     reshaped = {name: _upgrade_arm(arm, document.get("seed")) for name, arm in arms.items()} if isinstance(arms, dict) else arms
@@ -81,7 +70,8 @@ def _v1_to_v2(arm: Any, seed: int | None) -> Any:
     if not isinstance(arm, dict) or "repeats" in arm:
         return arm
     rest = {key: value for key, value in arm.items() if key not in ("cases", "workloads")}
-    return {**rest, "repeats": [session_repeat(list(arm.get("cases") or []), dict(arm.get("workloads") or {}), seed)]}
+    return {**rest, "repeats": [{"repeat": 1, "seed": seed, "cases": list(arm.get("cases") or []),
+                                 "workloads": dict(arm.get("workloads") or {})}]}
 
 
 def _v2_to_v3(arm: Any) -> Any:

@@ -13,8 +13,8 @@ atomic writes and loading) always starts with
 ``schema_version, created_utc, specsuite_version, run_id, status``. Every writer (a pytest
 session, ``specsuite run``, ``specsuite gsm8k``) keeps each arm's sessions under
 ``arms.<arm>.repeats[]``, each repeat with its ``repeat``, ``cases`` and ``workloads`` (filled in
-on write); ``load_results`` upgrades a version-1 or version-2 file to that shape, and
-``load_document`` returns it typed.
+on write); ``load_results`` upgrades a version-1 or version-2 file to that shape and returns it
+typed (a `Document`).
 
 ``server_under_test`` (added without a version bump: readers that ignore it are unaffected)
 says how the server was chosen (``source``: server-url, launch, embedded-reference) and whether
@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from harness.errors import SpecsuiteError
-from harness.results.model import SCHEMA_VERSION, ResultsDocument, upgrade
+from harness.results.model import SCHEMA_VERSION, upgrade, upgraded_document
 from harness.results.types import Document
 from harness.server.secrets import redact
 
@@ -267,6 +267,7 @@ class RunDirectory:
         """
         if isinstance(data, Document):
             data = data.to_dict()
+        # The file boundary: the dict written, read by key (the header, then every repeat completed as version 3).
         status = data.get("status", "running")
         if status not in STATUSES:
             raise SpecsuiteError(f"invalid run status {status!r}; expected one of {', '.join(STATUSES)}")
@@ -311,9 +312,9 @@ def _parse_json(raw: bytes, where: str) -> Any:
         raise SpecsuiteError(f"{where} is not valid JSON: {exc}") from None
 
 
-def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
+def load_results(path: str | os.PathLike[str]) -> Document:
     """Read a ``results.json`` (or the run folder holding one), check its schema version, and
-    return it in the current shape (a version-1 file is upgraded)."""
+    return it typed in the current shape (an older file is upgraded on its dict, then typed)."""
     target = Path(path)
     if target.is_dir():
         target = target / RESULTS_FILE
@@ -324,7 +325,11 @@ def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
     data = _parse_json(raw, f"results file {target}")
     if not isinstance(data, dict):
         raise SpecsuiteError(f"results file {target} does not hold a JSON object")
-    version = data.get("schema_version")
+    _check_version(data.get("schema_version"), target)  # read raw: the version decides how the rest is read
+    return upgraded_document(data)
+
+
+def _check_version(version: Any, target: Path) -> None:
     if version is None:
         raise SpecsuiteError(
             f"results file {target} has no schema_version; this specsuite reads schema_version {SCHEMA_VERSION}"
@@ -336,12 +341,6 @@ def load_results(path: str | os.PathLike[str]) -> ResultsDocument:
             f"results file {target} has schema_version {version}, newer than the supported "
             f"{SCHEMA_VERSION}; upgrade specsuite to read it"
         )
-    return upgrade(data)
-
-
-def load_document(path: str | os.PathLike[str]) -> Document:
-    """`load_results`, typed: the document down to its cases, workloads and comparison rows."""
-    return Document.from_dict(load_results(path))
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

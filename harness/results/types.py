@@ -16,11 +16,15 @@ The levels (the writers are named in harness.results.builder):
 
 - `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
   `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
-- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list and
-  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`);
+- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list,
+  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`)
+  and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
 - `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
   `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm;
-  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`).
+  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`);
+- typed views of sections the model keeps as dicts, for the readers that need a few of their fields:
+  `ArmVocab`, `ArmIdentity`, `IntegrityTotals`, `FailOnVerdict`;
+- the history's trends.json (harness.history.analysis): `Trends`, its `TrendSeries`, `Trend` and `TrendStep`.
 
 The number formats (`fmt`, `pct`, `fmt_p`) live here too: the report and the text the harness writes into
 the analysis for it format numbers alike.
@@ -248,7 +252,7 @@ class Case(Record):
 
     def detector(self, name: str, key: str = "count") -> float:
         """A detector's total (0 when it did not run or found nothing)."""
-        found = self.detectors.get(name)
+        found = (self.detectors or {}).get(name)
         return float((found.get(key) if isinstance(found, dict) else None) or 0)
 
     def counter(self, name: str) -> float | None:
@@ -257,10 +261,8 @@ class Case(Record):
 
     def detector_events(self, name: str) -> tuple[int, float] | None:
         """(events, denominator) of a detector that ran over a non-empty denominator, else None."""
-        entry = (self.detectors or {}).get(name)
-        if isinstance(entry, dict) and entry.get("total"):
-            return int(entry.get("count") or 0), float(entry["total"])
-        return None
+        total = self.detector(name, "total")
+        return (int(self.detector(name)), total) if total else None
 
     def accept_lengths(self) -> list[float]:
         """The per-request accept lengths recorded (None entries left out)."""
@@ -289,6 +291,14 @@ class Gsm8kScoring(Record):
 
     accuracy: Proportion = field(default_factory=Proportion)
     invalid: Proportion = field(default_factory=Proportion)
+
+
+def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, default: float) -> float:
+    """A run's sampling setting `name`: its config's, else its own key's, else `default`."""
+    for stated in (config or {}, own):
+        if name in stated:
+            return float(stated[name])
+    return default
 
 
 @dataclass
@@ -322,9 +332,8 @@ class Gsm8kRun(Record):
 
     def setting(self) -> tuple[float, float]:
         """Temperature and top_p it ran at: its config's, else its own fields, else greedy (0, 1)."""
-        config = self.config or {}
         own_temperature = self.temperature if self.has("temperature") else 0.0
-        return float(config.get("temperature", own_temperature)), float(config.get("top_p", self.extra.get("top_p", 1.0)))
+        return _setting(self.config, {}, "temperature", own_temperature), _setting(self.config, self.extra, "top_p", 1.0)
 
     def detector(self, name: str, key: str = "count") -> float:
         found = self.detectors.get(name)
@@ -352,10 +361,10 @@ class BenchRun(Record):
 
     def temperature(self) -> float:
         """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
-        return float((self.config or {}).get("temperature", self.extra.get("temperature", 0.0)))
+        return _setting(self.config, self.extra, "temperature", 0.0)
 
     def top_p(self) -> float:
-        return float((self.config or {}).get("top_p", self.extra.get("top_p", 1.0)))
+        return _setting(self.config, self.extra, "top_p", 1.0)
 
     def setting(self) -> tuple[float, float]:
         """Temperature and top_p it ran at (bench_serving's 0 and 1 when unrecorded)."""
@@ -380,7 +389,7 @@ class Workloads(Record):
         """The GSM8K runs: a list of them, or one run written as a single object."""
         if self.gsm8k:
             return list(self.gsm8k)
-        written = self.extra.get("gsm8k")
+        written = self.extra.get("gsm8k")  # kept in `extra` when written as one object, not a list
         if isinstance(written, dict):
             return [Gsm8kRun.from_dict(written)]
         return [Gsm8kRun.from_dict(run) for run in written if isinstance(run, dict)] if isinstance(written, list) else []
@@ -389,7 +398,7 @@ class Workloads(Record):
         """The benchmark summaries: one, or a list of them (as some writers kept them)."""
         if self.bench is not None:
             return [self.bench]
-        listed = self.extra.get("bench")
+        listed = self.extra.get("bench")  # kept in `extra` when written as a list
         return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
 
 
@@ -397,10 +406,33 @@ class Workloads(Record):
 
 
 @dataclass
+class FailedTest(Record):
+    """One test of a session that failed or errored, with its one-line message (harness.orchestration.junit)."""
+
+    test: str = ""  # "module::name"
+    module: str | None = None
+    function: str | None = None
+    kind: str = "failed"  # failed | error
+    message: str | None = None
+
+
+@dataclass
+class JunitOutcome(Record):
+    """A session's JUnit outcome as ``specsuite run``'s merge records it (``repeats[].tests``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"failed": ("list", FailedTest)}
+
+    passed: int = 0
+    skipped: int = 0
+    failed: list[FailedTest] = field(default_factory=list)
+
+
+@dataclass
 class Repeat(Record):
     """One session of one arm. ``specsuite run`` adds how the session ran (exit code, folder, parts)."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"cases": ("list", Case), "workloads": ("one", Workloads)}
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "cases": ("list", Case), "workloads": ("one", Workloads), "tests": ("one", JunitOutcome)}
 
     repeat: int = 1  # 1-based, in run order
     seed: int | None = None
@@ -417,6 +449,7 @@ class Repeat(Record):
     markers: str | None = None
     running: bool | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
+    tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
 
 
 @dataclass
@@ -440,8 +473,8 @@ class Arm(Record):
 
     def refserver_sampler(self) -> dict[str, Any] | None:
         """The reference server's sampler description from its /server_info, when it reports one."""
-        args = (self.identity or {}).get("server_args")
-        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None
+        args = ArmIdentity.from_dict(self.identity or {}).server_args
+        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None  # server_args: the server's own, open-ended
         return sampler if isinstance(sampler, dict) else None
 
 
@@ -818,3 +851,197 @@ class Document(Record):
     @property
     def analysis(self) -> Comparison | None:
         return self.ab_compare
+
+
+# ---------------------------------------------------------------- typed views of sections kept as dicts
+
+
+@dataclass
+class ArmVocab(Record):
+    """An arm's ``vocab`` (harness.server.vocab.VocabInfo.to_dict), read typed where a rule needs its sizes."""
+
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    padded_row_count: int | None = None
+
+
+@dataclass
+class IntegrityTotals(Record):
+    """A repeat's ``workloads.integrity_checks`` totals (harness.workloads.integrity.recorder), read typed."""
+
+    answers_checked: int | None = None
+    streams_checked: int | None = None
+    violations: int | None = None
+
+
+@dataclass
+class ArmIdentity(Record):
+    """An arm's ``identity`` (harness.server.identity.ServerIdentity.to_dict), read typed where the history places a run."""
+
+    base_url: str | None = None
+    model_path: str | None = None
+    served_model_name: str | None = None
+    version: str | None = None
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    speculative: dict[str, Any] | None = None
+    cuda_graph: str | None = None
+    server_args: dict[str, Any] | None = None
+
+
+@dataclass
+class FailOnVerdict(Record):
+    """A document's ``fail_on`` outcome (harness.compare.fail_on.FailOnOutcome.to_dict), read typed: whether a rule fired."""
+
+    failed: bool | None = None
+
+
+# ---------------------------------------------------------------- the history's trends (trends.json)
+
+
+@dataclass
+class StepEffect(Record):
+    """A step's effect on its metric's scale; ``value`` None with ``from_zero`` when the level before was zero."""
+
+    scale: str | None = None
+    value: float | None = None
+    from_zero: bool = False
+
+
+@dataclass
+class TrendStep(Record):
+    """One step of a trend (harness.history.analysis): where, how large, how sure, and whether the series still sits there."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"effect": ("one", StepEffect)}
+
+    metric: str = ""
+    label: str | None = None
+    unit: str | None = None
+    direction: str | None = None
+    case_id: str | None = None
+    metric_version: int | None = None
+    position: int = 0
+    night: int = 0
+    run_id: int | None = None
+    started_utc: str | None = None
+    build_hash: str | None = None
+    label_at_step: str | None = None
+    previous_run_id: int | None = None
+    previous_label: str | None = None
+    before_mean: float | None = None
+    after_mean: float | None = None
+    before_nights: int | None = None
+    after_nights: int | None = None
+    effect: StepEffect | None = None
+    threshold: float | None = None
+    practical: bool = False
+    kind: str = ""  # regression | improvement | change
+    shape: str | None = None
+    statistic: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    candidates_searched: int | None = None
+    alpha: float | None = None
+    test: str | None = None
+    open: bool = False  # the latest step of its trend: the series still sits at the new level
+    series: str | None = None  # in the analysis's step lists: the series it belongs to
+
+
+@dataclass
+class TrendPoint(Record):
+    """One night of a trend."""
+
+    position: int = 0
+    run_id: int | None = None
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    k: float | None = None
+    n: float | None = None
+    version: int | None = None
+
+
+@dataclass
+class TrendSegment(Record):
+    """A stretch of nights at one level."""
+
+    start_position: int = 0
+    end_position: int = 0
+    mean: float | None = None
+
+
+@dataclass
+class Trend(Record):
+    """One metric at one sampling case over a series' nights: its points, levels, version changes and steps."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "points": ("list", TrendPoint), "segments": ("list", TrendSegment), "steps": ("list", TrendStep)}
+
+    metric: str = ""
+    label: str | None = None
+    unit: str | None = None
+    direction: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    points: list[TrendPoint] = field(default_factory=list)
+    segments: list[TrendSegment] = field(default_factory=list)
+    version_changes: list[dict[str, Any]] = field(default_factory=list)  # {position, from, to}: "from" names no field
+    steps: list[TrendStep] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SeriesRun(Record):
+    """One stored run of a series, as the trends list it."""
+
+    id: int | None = None
+    position: int = 0
+    started_utc: str | None = None
+    label: str | None = None
+    build_hash: str | None = None
+    server_version: str | None = None
+    outcome: str | None = None
+    results_run_id: str | None = None
+    node: str | None = None
+
+
+@dataclass
+class TrendSeries(Record):
+    """Every stored run of one configuration and arm, oldest first, and its trends."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"runs": ("list", SeriesRun), "trends": ("list", Trend)}
+
+    key: str = ""
+    arm: str | None = None
+    config_key: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    accelerator: str | None = None
+    profile: str | None = None
+    nights: int = 0
+    first_utc: str | None = None
+    last_utc: str | None = None
+    runs: list[SeriesRun] = field(default_factory=list)
+    trends: list[Trend] = field(default_factory=list)
+    differs_from_first: list[str] = field(default_factory=list)  # every series but the first: how its configuration differs
+
+
+@dataclass
+class Trends(Record):
+    """The history's analysis (harness.history.analysis.analyse): every series, every step, the regressions."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "series": ("list", TrendSeries), "steps": ("list", TrendStep), "regressions": ("list", TrendStep),
+        "open_regressions": ("list", TrendStep)}
+
+    generated_utc: str | None = None
+    store: str | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    alpha: float | None = None
+    min_size: int | None = None
+    test: str | None = None
+    series: list[TrendSeries] = field(default_factory=list)
+    steps: list[TrendStep] = field(default_factory=list)
+    regressions: list[TrendStep] = field(default_factory=list)
+    open_regressions: list[TrendStep] = field(default_factory=list)

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from harness.compare.verdicts import compare_arms
+from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.render import render_report
 
@@ -16,6 +17,6 @@ MAIN_JOB = Path(__file__).resolve().parents[1] / "data" / "ab_results" / "main_j
 def render_main_job_report(out: Path) -> Path:
     """Render the recorded run's report into `out` (report.md, report.html, figures); returns `out`."""
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()  # as results.json holds it
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
     render_report(results, out)
     return out

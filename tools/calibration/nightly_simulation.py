@@ -107,7 +107,7 @@ def ingest_postgres(url: str, nights: list[dict[str, Any]]) -> None:
 
 def render(url: str, out: Path, label: str) -> dict[str, Any]:
     with HistoryStore.open(url) as store:
-        trends = analyse(store, arm=ARM_NAME)
+        trends = analyse(store, arm=ARM_NAME).to_dict()  # as trends.json holds it: the renderer and the checks below read it so
     render_trends(trends, out / label)
     print(f"\n[{label}] {trends['store']}: {sum(s['nights'] for s in trends['series'])} nights in {len(trends['series'])} series, "
           f"{len(trends['steps'])} steps; trends in {out / label}")

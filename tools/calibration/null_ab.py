@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harness.results.store import load_document  # noqa: E402
+from harness.results.store import load_results  # noqa: E402
 from harness.server.launcher import launch_reference_server  # noqa: E402
 
 
@@ -36,7 +36,7 @@ def main() -> int:
                        "--seed", str(seed), "--temperatures", "0,1.0", "--top-p", "0.95", "--results-dir", str(out), "--run-id", f"seed-{seed}",
                        "--no-report"]
             subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)
-            analysis = load_document(out / f"seed-{seed}").analysis
+            analysis = load_results(out / f"seed-{seed}").analysis
             comparisons = analysis.comparisons if analysis is not None else []
             worse = [f"{c.metric}@{c.case_id}" for c in comparisons if c.verdict == "worse"]
             verdicts = sorted({str(c.verdict) for c in comparisons})
