@@ -20,6 +20,7 @@ import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
+from harness.results.types import IntegrityResults, IntegrityTestOutcome
 from harness.server import kinds, refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
@@ -91,7 +92,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Put the tally into results.json (the main plugin writes the file after this hook)."""
     recorder = session.config.stash.get(RECORDER_KEY, None)
     if recorder is not None:
-        specsuite_session(session.config).workloads["integrity_checks"] = recorder.to_dict()
+        specsuite_session(session.config).workloads["integrity_checks"] = recorder.totals().to_dict()
 
 
 @pytest.fixture(scope="session")
@@ -146,6 +147,7 @@ class IntegrityProbe:
     recorder: IntegrityRecorder
     references: dict[str, Reference] = field(default_factory=dict)
     _model_type: str | None = None
+    results: IntegrityResults | None = None  # the tests' outcomes, from the first one recorded (workloads.integrity)
     numerics: list[str] = field(default_factory=list)  # near-tie flips of the running test (appended from worker threads)
 
     @property
@@ -258,16 +260,19 @@ class IntegrityProbe:
         otherwise (a finding, not a failure); also listed under workloads.integrity.divergences.
         `numerics`: greedy answers that left the expected one at a near-tie (the rule under
         workloads.integrity.near_tie), not checked further."""
-        integrity = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})
-        integrity["near_tie"] = self.near_tie.to_dict()
-        integrity["tests"][name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+        if self.results is None:
+            self.results = IntegrityResults.written(num_draft_tokens=self.num_draft_tokens, tests={})
+        self.results.put("near_tie", self.near_tie.record())
+        outcome = IntegrityTestOutcome.written(cases=cases, failures=len(failures), examples=failures[:5])
         if numerics:
-            integrity["tests"][name]["numerics"] = len(numerics)
-            integrity["tests"][name]["numerics_examples"] = numerics[:5]
+            outcome.update(numerics=len(numerics), numerics_examples=numerics[:5])
         if divergences:
-            integrity["tests"][name]["divergences"] = len(divergences)
-            integrity.setdefault("divergences", {})[name] = divergences[:MAX_DIVERGENCES_KEPT]
-        self.specsuite.workloads["integrity_checks"] = self.recorder.to_dict()
+            outcome.put("divergences", len(divergences))
+            self.results.divergences[name] = divergences[:MAX_DIVERGENCES_KEPT]
+            self.results.put("divergences", self.results.divergences)
+        self.results.tests[name] = outcome
+        self.specsuite.workloads["integrity"] = self.results.to_dict()
+        self.specsuite.workloads["integrity_checks"] = self.recorder.totals().to_dict()
         self.specsuite.write_results("running")
 
 

@@ -428,9 +428,10 @@ def test_recorder_counts_quotes_and_checkpoints():
     summary = recorder.summary()
     assert summary.startswith("11 integrity violations in 11 checked answers (completion_tokens 11)")
     assert summary.count("\n  - ") == 2 and "[from test_a]" in summary
-    data = recorder.to_dict()
-    assert data["counts"] == {"completion_tokens": 11} and data["by_source"] == {"test_a": {"completion_tokens": 3}, "test_b": {"completion_tokens": 8}}
-    assert len(data["quotes"]["completion_tokens"]) == 2 and set(data["counts"]) <= set(CHECKS)
+    totals = recorder.totals()
+    assert totals.counts == {"completion_tokens": 11} and totals.by_source == {"test_a": {"completion_tokens": 3}, "test_b": {"completion_tokens": 8}}
+    assert len(totals.quotes["completion_tokens"]) == 2 and set(totals.counts) <= set(CHECKS)
+    assert list(totals.to_dict()) == ["answers_checked", "streams_checked", "violations", "counts", "by_source", "quotes"]
     assert IntegrityRecorder().summary() == "no integrity violations in 0 checked answers"
 
 

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from harness.errors import SpecsuiteError
+from harness.results.types import LosslessPit
 from harness.server.protocol import native_payload
 from harness.workloads.lossless.pit import (
     chi_square_mde,

@@ -1067,3 +1067,61 @@ class LosslessResults(Record):
     two_sample: dict[str, LosslessTwoSample] = field(default_factory=dict)
     directed: LosslessDirected | None = None
     greedy: LosslessGreedy | None = None
+
+
+# ---------------------------------------------------------------- the integrity suite (workloads.integrity, workloads.integrity_checks)
+
+
+@dataclass
+class IntegrityChecks(Record):
+    """Every checked answer's violations of the session (IntegrityRecorder.totals): counts per check and per
+    source (the test that made the request), and a few quotes per check."""
+
+    answers_checked: int = 0
+    streams_checked: int = 0
+    violations: int = 0
+    counts: dict[str, int] = field(default_factory=dict)  # check -> violations, the checks that had any
+    by_source: dict[str, dict[str, int]] = field(default_factory=dict)  # test node id -> check -> violations
+    quotes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # check -> violations quoted, with their source
+
+
+@dataclass
+class IntegrityTestOutcome(Record):
+    """One integrity test's outcome: cases run, failures (a few quoted), near-tie numerics and divergences."""
+
+    cases: int = 0
+    failures: int = 0
+    examples: list[str] = field(default_factory=list)
+    numerics: int = 0
+    numerics_examples: list[str] = field(default_factory=list)
+    divergences: int = 0
+
+
+@dataclass
+class IntegrityResults(Record):
+    """The integrity suite's tests (suites/plugin_integrity.py): each test's outcome, the near-tie rule, divergences."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("map", IntegrityTestOutcome), "near_tie": ("one", NearTieRule)}
+
+    num_draft_tokens: int = 0
+    tests: dict[str, IntegrityTestOutcome] = field(default_factory=dict)  # test name -> outcome
+    near_tie: NearTieRule | None = None
+    divergences: dict[str, list[str]] = field(default_factory=dict)  # test name -> divergences kept
+
+
+# ---------------------------------------------------------------- a detector's totals over many answers
+
+
+@dataclass
+class DetectorTotal(Record):
+    """One detector's totals over a case's (or a GSM8K run's) answers (harness.workloads.correctness.detectors.aggregate);
+    the defaults are a detector that found nothing in nothing (its 95 % upper bound 1)."""
+
+    count: int = 0
+    total: int = 0
+    unit: str = "tokens"
+    responses: int = 0
+    responses_with_hits: int = 0
+    rate: float | None = None
+    upper95: float = 1.0
+    per_1200_tokens: float | None = None  # stray_char only: the pooled rate per 1200 generated tokens

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from harness.results.types import DetectorTotal
 from harness.server.generation import Generation
 from harness.server.vocab import VocabInfo
 
@@ -346,24 +347,21 @@ def scan_generation(gen: Generation, vocab: VocabInfo, config: DetectorConfig | 
     return DetectorHits(prompt_hash=gen.prompt_hash, results={r.name: r for r in found})
 
 
-def aggregate(hits_list: Iterable[DetectorHits]) -> dict[str, Any]:
+def aggregate(hits_list: Iterable[DetectorHits]) -> dict[str, DetectorTotal]:
     """Totals per detector over many generations: count, total, rate, upper95, responses with a hit
     and responses scanned; stray_char also gets the pooled rate per 1200 generated tokens."""
-    totals: dict[str, dict[str, Any]] = {}
+    totals: dict[str, DetectorTotal] = {}
     for hits in hits_list:
         for name, result in hits.results.items():
-            entry = totals.setdefault(
-                name, {"count": 0, "total": 0, "unit": result.unit, "responses": 0, "responses_with_hits": 0}
-            )
-            entry["count"] += result.count
-            entry["total"] += result.total
-            entry["responses"] += 1
-            entry["responses_with_hits"] += int(result.count > 0)
+            entry = totals.get(name)
+            if entry is None:
+                entry = totals[name] = DetectorTotal.written(count=0, total=0, unit=result.unit, responses=0, responses_with_hits=0)
+            entry.count += result.count
+            entry.total += result.total
+            entry.responses += 1
+            entry.responses_with_hits += int(result.count > 0)
     for name, entry in totals.items():
-        entry["rate"] = entry["count"] / entry["total"] if entry["total"] else None
-        entry["upper95"] = cp_upper(entry["count"], entry["total"])
+        entry.update(rate=entry.count / entry.total if entry.total else None, upper95=cp_upper(entry.count, entry.total))
         if name == "stray_char":
-            entry["per_1200_tokens"] = (
-                entry["count"] * TOKENS_PER_STRAY_UNIT / entry["total"] if entry["total"] else None
-            )
+            entry.put("per_1200_tokens", entry.count * TOKENS_PER_STRAY_UNIT / entry.total if entry.total else None)
     return totals
