@@ -1125,3 +1125,68 @@ class DetectorTotal(Record):
     rate: float | None = None
     upper95: float = 1.0
     per_1200_tokens: float | None = None  # stray_char only: the pooled rate per 1200 generated tokens
+
+
+# ---------------------------------------------------------------- the serving benchmark's session summary
+
+
+@dataclass
+class BenchSummary(BenchRun):
+    """What a pytest session keeps of one benchmark run (harness.workloads.serving.record.session_summary): the
+    `BenchRun` figures, the lengths it sent, and the per-request values the suite's tests check."""
+
+    median_tpot_ms: float | None = None
+    random_input_len: int | None = None
+    random_output_len: int | None = None  # the length sent: fitted to the server's context length when needed
+    cache_flushed: bool | None = None  # False: the server refused /flush_cache
+    output_lens: list[int] = field(default_factory=list)
+    request_accept_lengths: list[float | None] = field(default_factory=list)
+    spec_verify_cts: list[int | None] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)
+    itl_ms: list[float] = field(default_factory=list)  # every per-token ITL in ms, or a seeded reservoir of them, sorted
+    itl_samples_total: int = 0
+    itl_ms_is_reservoir: bool = False
+
+    def scalars(self) -> dict[str, Any]:
+        """Its single-valued fields as results.json writes them (the A/B comparison's per-run lines)."""
+        return {key: value for key, value in self.to_dict().items() if not isinstance(value, (list, dict))}
+
+
+# ---------------------------------------------------------------- the kernel suite's distribution tests, as they run
+
+
+@dataclass
+class MonteCarloResolution(Record):
+    """What a kernel distribution family's Monte Carlo X^2 tests can reach (harness.kernels.distribution)."""
+
+    draws: int = 0
+    smallest_p_value: float = 1.0
+    family_size: int = 0
+    largest_family_x2_can_reject: int = 0
+    x2_can_reject: bool = False
+
+
+@dataclass
+class KernelTestStatistic(Record):
+    """What one kernel distribution test saw, written beside its p-value: the X^2 tests' categories and statistic,
+    the acceptance test's counts, the accepted-length test's means, the rule test's totals (and its details in extra)."""
+
+    categories: int | None = None
+    outside_support: int | None = None  # ids the target gives zero probability
+    min_expected: float | None = None
+    x2: float | None = None
+    monte_carlo_draws: int | None = None
+    monte_carlo_seed: int | None = None
+    from_sampler: int | None = None  # rows whose token at the position came from the sampler
+    accepted: int | None = None
+    observed_rate: float | None = None
+    expected_rate: float | None = None
+    block_mean_accepted: float | None = None
+    token_mean_accepted: float | None = None
+    mean_difference: float | None = None
+    difference_ci95: list[float] | None = None
+    rows_block_longer: int | None = None
+    rows_token_longer: int | None = None
+    verification: str | None = None
+    observed_total: float | None = None
+    expected_total: float | None = None
