@@ -1190,3 +1190,30 @@ class KernelTestStatistic(Record):
     verification: str | None = None
     observed_total: float | None = None
     expected_total: float | None = None
+
+
+# ---------------------------------------------------------------- one GSM8K question's answer
+
+
+@dataclass
+class Gsm8kAnswer(Record):
+    """One GSM8K question as asked and answered (harness.workloads.gsm8k.runner): ok, skipped or error, with the
+    fields of that status (a JSONL line of the run's records; results.json keeps only the run's summary)."""
+
+    question_index: int = 0
+    prompt_hash: str = ""
+    label: Any = None
+    status: str = ""  # "ok" | "skipped" | "error"
+    output_text: str | None = None
+    output_ids_count: int | None = None
+    completion_tokens: int | None = None
+    extracted: dict[str, Any] = field(default_factory=dict)  # definition -> the answer it extracted
+    outcome: dict[str, str] = field(default_factory=dict)  # definition -> correct | incorrect | invalid
+    finish_reason: Any = None
+    spec_verify_ct: int | None = None
+    accept_length: float | None = None
+    reason: str | None = None  # skipped: why
+    error_class: str | None = None
+    error: str | None = None
+    request: dict[str, Any] | None = None  # error: the request as sent
+    latency_s: float = 0.0
