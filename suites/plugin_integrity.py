@@ -24,6 +24,7 @@ from harness.results.types import IntegrityResults, IntegrityTestOutcome
 from harness.server import kinds, refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
+from harness.workloads.integrity.native_answer import output_ids_of, text_of
 from harness.workloads.integrity.near_ties import describe, numerics_flip
 from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
@@ -127,11 +128,11 @@ class Reference:
 
     @property
     def ids(self) -> list[int]:
-        return self.answer["output_ids"]
+        return output_ids_of(self.answer)
 
     @property
     def text(self) -> str:
-        return self.answer["text"]
+        return text_of(self.answer)
 
     def tokens_to_contain(self, fragment: str) -> int | None:
         """The fewest ids whose text contains `fragment` (None: not within the reference)."""
@@ -159,7 +160,7 @@ class IntegrityProbe:
     def numerics_flip(self, label: str, reference: dict[str, Any], answer: dict[str, Any], reference_label: str) -> bool:
         """Whether `answer` leaves the greedy `reference` answer at a near-tie of its top logprobs
         (noted for the running test's record: numerics, not a failure)."""
-        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)
+        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)  # a native answer; a streamed one may lack ids
         if flip is not None:
             self.numerics.append(f"{label}: {describe(flip, reference_label)}")
         return flip is not None
@@ -177,7 +178,7 @@ class IntegrityProbe:
     @property
     def num_draft_tokens(self) -> int:
         """k: speculative_num_draft_tokens, or 0 when the server does not speculate."""
-        spec = self.specsuite.server.identity.speculative
+        spec = self.specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
         k = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
         return k if isinstance(k, int) and k > 0 else 0
 
@@ -197,10 +198,10 @@ class IntegrityProbe:
             return True, "--assume-deterministic"
         if self.kind.seeds_each_request:
             return True, f"{self.kind.display_name} seeds each request's own generator"
-        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):
+        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):  # /server_info's server args, by SGLang's name
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
-            self._model_type = str(self.client.model_info().get("model_type"))
+            self._model_type = str(self.client.model_info().get("model_type"))  # /get_model_info's answer
         if self._model_type == REFERENCE_MODEL_TYPE:
             return True, "the reference server always honours sampling_seed"
         return False, ("SGLang ignores sampling_seed without --enable-deterministic-inference and /server_info reports it "
@@ -210,7 +211,7 @@ class IntegrityProbe:
         """The prompt's T=0 answer (REFERENCE_LENGTH ids at most) and its prefix texts, cached."""
         if prompt not in self.references:
             answer = self.generate(greedy_request(prompt, REFERENCE_LENGTH))
-            ids = answer["output_ids"]
+            ids = output_ids_of(answer)
             # SGLang's text is decoded in context; /detokenize of the ids alone can differ (a
             # SentencePiece tokenizer drops the first word's space), so decode with the context.
             context = text_context(self.client.tokenize(prompt))

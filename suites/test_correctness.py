@@ -176,7 +176,7 @@ def test_repetition_loops_not_above_greedy_control(specsuite, sampled_case):
 
 
 def _speculative(specsuite) -> dict:
-    spec = specsuite.server.identity.speculative
+    spec = specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
     if not spec.get("speculative_algorithm") or not spec.get("speculative_num_draft_tokens"):
         pytest.skip("the server does not run speculative decoding")
     return spec
@@ -185,6 +185,7 @@ def _speculative(specsuite) -> dict:
 def test_accept_length_within_bounds(specsuite, sampling_case):
     spec = _speculative(specsuite)
     result = specsuite.case_result(sampling_case)
+    # meta_info: the server's per-request figures as it sent them (SGLang's names)
     measured = [(request_accept_length(g.meta_info), g.meta_info.get("spec_verify_ct")) for g in result.generations]
     measured = [(value, verify_ct) for value, verify_ct in measured if value is not None]
     check = accept_length_within_bounds([v for v, _ in measured], int(spec["speculative_num_draft_tokens"]), [c for _, c in measured])
