@@ -414,6 +414,7 @@ def rule_family_test(kernel: LoadedKernel, shape: KernelShape, seed: int, level:
     """The rule's total-length test (harness.kernels.rule_check.total_length_test) as a family member."""
     data, outcome = rule_check.run_rule(kernel, shape, seed)
     result = rule_check.total_length_test(data, outcome, kernel.spec.block)
+    # the rule check's details, by its names (harness.kernels.rule_check)
     spread = float(np.sqrt(result.details["variance"])) / data.batch
     detectable = float((stats.norm.isf(level / 2) + stats.norm.isf(1 - POWER)) * spread)
     # observed/expected_rate: accepted drafts per row, the columns the report's distribution table shows.

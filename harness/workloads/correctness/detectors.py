@@ -10,7 +10,7 @@ fallback ids (vocab_size − 1), padded-row ids, stray "!" (the detokenizer prin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -245,23 +245,34 @@ def repetition_loop(
     """
     array = np.asarray(ids, dtype=np.int64)
     n = len(array)
-    best: dict[str, Any] | None = None
+    best: RepetitionLoop | None = None
     for period in range(1, min(max_period, n - 1) + 1):
         equal = array[period:] == array[:-period]  # equal[i]: ids[i] == ids[i + period]
         for start, length in _true_runs(equal):
             span = length + period
             repeats = span // period
-            if repeats >= min_repeats and span >= min_span and (best is None or span > best["span"]):
-                best = {"period": period, "start": start, "span": span, "repeats": repeats, "at_end": start + span == n}
+            if repeats >= min_repeats and span >= min_span and (best is None or span > best.span):
+                best = RepetitionLoop(period, start, span, repeats, start + span == n)
     return DetectorResult(
         name="repetition_loop",
         count=int(best is not None),
         total=1,
         unit="responses",
-        positions=[best["start"]] if best else [],
-        examples=[[int(t) for t in array[best["start"] : best["start"] + best["period"]]]] if best else [],
-        details=best or {},
+        positions=[best.start] if best else [],
+        examples=[[int(t) for t in array[best.start : best.start + best.period]]] if best else [],
+        details=asdict(best) if best else {},
     )
+
+
+@dataclass(frozen=True)
+class RepetitionLoop:
+    """The longest loop found in one response: its period, where it starts, how far it runs, whether to the end."""
+
+    period: int
+    start: int
+    span: int
+    repeats: int
+    at_end: bool
 
 
 def _true_runs(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -233,6 +233,7 @@ def run_case(
             result.hits.append(hits)
             if accept is not None:
                 result.accept_lengths.append(accept)
+            # meta_info as the server sent it (SGLang's name)
             rate = generation.meta_info.get("spec_accept_rate")
             if isinstance(rate, (int, float)):
                 result.accept_rates.append(float(rate))

@@ -52,6 +52,7 @@ class GSM8KResult:
 
     def accuracy(self, definition: str = "sglang") -> float | None:
         """Fraction correct among answered questions under ``definition``."""
+        # definition_summary's dict is what results.json writes under definitions.<name>
         return definition_summary(self._answered, definition)["accuracy"]["value"]
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,6 +202,7 @@ def paired_outcomes(
 
 def _per_question(result: GSM8KResult | Mapping[str, Any], definition: str) -> dict[int, tuple[str, bool]]:
     summary = result.to_dict() if isinstance(result, GSM8KResult) else result
+    # the per-question table as results.json writes it (GSM8KResult.to_dict, or a stored run's)
     table = summary["per_question"]
     columns = zip(table["question_index"], table["prompt_hash"], table["correct"][definition], strict=True)
     return {index: (digest, correct) for index, digest, correct in columns}
@@ -212,6 +214,7 @@ def _answer_fields(generation: Generation, item: GSM8KItem) -> dict[str, Any]:
         raise ValueError(f"generate returned {type(generation).__name__}, not a Generation")
     meta = generation.meta_info
     finish_reason = generation.finish_reason
+    # the server's finish object and meta_info, as it sent them
     if isinstance(finish_reason, Mapping) and finish_reason.get("type") == "abort":
         raise RuntimeError(f"server aborted the request: {finish_reason.get('message')}")
     text = generation.text

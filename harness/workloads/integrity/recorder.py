@@ -185,6 +185,7 @@ class CheckingOpenAIClient(OpenAICompletionsClient):
         self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=_choice_count(result))
 
     def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        # the OpenAI stream's chunks, as the server sent them
         indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
         self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=max(len(indexes), 1), stream=True)
 

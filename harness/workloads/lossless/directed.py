@@ -62,6 +62,7 @@ def token_roles(num_tokens: int, spec: Any) -> list[str] | None:
     None when the stats are absent or do not cover the output (a trimmed last step is fine)."""
     if not isinstance(spec, dict):
         return None
+    # vLLM's per-request speculative stats, as the server sent them
     accepted, drafted = spec.get("per_step_accepted"), spec.get("per_step_drafted")
     if not isinstance(accepted, list) or not isinstance(drafted, list) or len(accepted) != len(drafted):
         return None
@@ -80,6 +81,7 @@ def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequ
     Where the tail's weight is known only within bounds (T != 1), the mode rate is taken given that
     the token is in the top-K (exact; tail draws leave it), and the drawn token's probability is its
     upper bound, which turns the betting martingale into a supermartingale: still a valid test."""
+    # meta_info as the server sent it
     roles = token_roles(len(output), (meta or {}).get("vllm_speculative_decoding"))
     found = []
     for index, position in enumerate(scored):

@@ -108,6 +108,7 @@ class SpecCoverage:
         """From (meta_info, output_ids) pairs; SGLang reports the spec counts on finished responses."""
         coverage = cls()
         for meta, output in results:
+            # meta_info as the server sent it: SGLang's spec counts on a finished response
             coverage.verify_steps += int(meta.get("spec_verify_ct") or 0)
             coverage.accepted_drafts += int(meta.get("spec_num_correct_drafts") or 0)
             coverage.positions_after_first += max(0, len(output) - 1)
@@ -120,6 +121,7 @@ class SpecCoverage:
 
 def draft_steps_of(speculative: dict[str, Any]) -> int:
     """k, the drafts per verify step, from the server's speculative settings."""
+    # the server's own speculative settings (/server_info), by SGLang's names
     steps = speculative.get("speculative_num_steps")
     drafts = speculative.get("speculative_num_draft_tokens")
     if isinstance(drafts, int) and drafts > 1:
@@ -289,6 +291,7 @@ class LosslessWorkload:
         def reference_one(prompt: list[int]) -> ReferenceOutput:
             result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True,
                                                                top_logprobs=TOP_CANDIDATES))
+            # the reference's top logprobs as the server sent them
             tops = result.meta_info.get("output_top_logprobs") or []
             return ReferenceOutput(output_ids_of(result), [top_entries(entry) for entry in tops])
 
