@@ -52,6 +52,7 @@ def detail_arrays(outputs: Sequence[RequestOutput], start: float, with_texts: bo
 def build_record(run: dict[str, Any], server_info: dict[str, Any] | None, metrics: dict[str, Any],
                  details: dict[str, Any], status: str) -> dict[str, Any]:
     """One JSONL line: run parameters, server_info, metrics, details, status."""
+    # run: the run's settings by bench_serving's flag names; the JSONL line keeps bench_serving's layout
     params = {key: run.get(key) for key in RUN_KEYS}
     rate = params["request_rate"]
     if isinstance(rate, float) and math.isinf(rate):
@@ -82,6 +83,7 @@ _TOTALS_ROWS = (
 
 def format_table(record: dict[str, Any]) -> str:
     """bench_serving's "Serving Benchmark Result" table, with our per-chunk and per-request lines."""
+    # record: one JSONL line (build_record), read by bench_serving's field names as its table prints them
     rate = record["request_rate"]
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     if record.get("status") != "complete":
