@@ -114,6 +114,12 @@ def test_workload_classifies_by_the_reference_gap(gap, passed, kind):
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1, 4), numerics_gap=GAP)
     result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
     assert result.passed is passed
+    written = result.to_dict()
+    assert list(written) == ["prompts", "max_new_tokens", "concurrencies", "passed", "near_tie", "wall_time_s"]
+    assert list(written["concurrencies"][0]) == ["concurrency", "prompts", "equal", "numerics", "real", "passed", "numerics_gap",
+                                                 "near_tie", "divergences"]
+    assert list(written["concurrencies"][0]["divergences"][0]) == ["prompt_index", "position", "test_token", "reference_token", "top2_gap",
+                                                                   "kind", "reason", "below_top"]
     for run in result.concurrencies:
         assert run.equal == 2 and [d.kind for d in run.divergences] == [kind]
         assert run.divergences[0].position == 2

@@ -11,6 +11,7 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.server.tokenizer import load_tokenizer
+from harness.workloads.integrity.native_answer import NativeAnswer
 from harness.workloads.integrity.recorder import IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import (
     CHECKS,
@@ -443,3 +444,12 @@ def test_local_tokenizer_loads_and_bad_folders_are_one_line_errors(tmp_path):
     (tmp_path / "tokenizer.json").write_text("{not json")
     with pytest.raises(SpecsuiteError, match="cannot read .*tokenizer.json"):
         load_tokenizer(str(tmp_path))
+
+
+def test_native_answer_reads_ids_text_and_finish():
+    answer = {"text": "ab", "output_ids": [5, 6], "meta_info": {"finish_reason": {"type": "length", "length": 2}}}
+    parsed = NativeAnswer.of(answer)
+    assert (parsed.output_ids, parsed.text, parsed.finish_type) == ([5, 6], "ab", "length")
+    assert NativeAnswer.of({"text": "", "output_ids": []}).finish_type is None
+    with pytest.raises(KeyError):
+        NativeAnswer.of({"text": "no ids"})  # an answer without ids is not a native answer

@@ -354,6 +354,11 @@ def test_workload_passes_an_exact_sampler(setting):
     result = _pit_workload(SyntheticServer(), setting)
     assert result.passed, result.test
     assert result.positions == 200 * 11 and result.outside_support == 0
+    written = result.to_dict()  # the keys results.json has always had for a PIT result, in that order
+    assert list(written) == ["setting", "requests", "max_new_tokens", "top_k", "positions", "unresolved_nucleus", "outside_support",
+                             "given_top_k", "coverage", "test", "tail", "p_value", "passed", "wall_time_s"]
+    assert list(written["coverage"]) == ["verify_steps", "accepted_drafts", "positions_after_first", "accepted_draft_share"]
+    assert LosslessPit.from_dict(written).to_dict() == written
 
 
 @pytest.mark.parametrize("setting", [SamplingSetting(1.0), SamplingSetting(0.7, 0.9)], ids=lambda s: s.key)
