@@ -21,7 +21,7 @@ import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
-from harness.results.types import ComparisonRow
+from harness.results.types import BenchSummary, ComparisonRow
 
 if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads
     from harness.compare.fail_on import FailOnOutcome
@@ -39,15 +39,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 class BenchSuiteState:
     """The session's benchmark runs: the server under test's, and the baseline's when there is one."""
 
-    candidate: list[dict[str, Any]] = field(default_factory=list)
-    baseline: list[dict[str, Any]] = field(default_factory=list)
+    candidate: list[BenchSummary] = field(default_factory=list)
+    baseline: list[BenchSummary] = field(default_factory=list)
     baseline_url: str | None = None
     comparison: dict[str, Any] | None = None  # as results.json stores it (workloads.bench_ab)
     rows: list[ComparisonRow] = field(default_factory=list)  # the typed rows the rules read, then the informational ones
     outcome: FailOnOutcome | None = None  # the --bench-fail-on rules on those rows
 
 
-def _run(specsuite, base_url: str | None, arm: str, lengths_of: dict[str, Any] | None = None) -> dict[str, Any]:
+def _run(specsuite, base_url: str | None, arm: str, lengths_of: BenchSummary | None = None) -> BenchSummary:
     """One benchmark run through the session's one driver (RunSession.serving_benchmark, `specsuite bench`'s too),
     profile "suite", from the run configuration's bench section; `base_url` None: the session's own server.
     `lengths_of`: an earlier run whose lengths (fitted to its server's context length) this one must send as they
@@ -57,11 +57,16 @@ def _run(specsuite, base_url: str | None, arm: str, lengths_of: dict[str, Any] |
 
     chosen = chosen_from_pytest(specsuite.run_config.bench_options())
     if lengths_of is not None:
-        chosen.update(random_input_len=lengths_of["random_input_len"], random_output_len=lengths_of["random_output_len"], lengths_chosen=True)
+        chosen.update(random_input_len=lengths_of.random_input_len, random_output_len=lengths_of.random_output_len, lengths_chosen=True)
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
     record = specsuite.core.serving_benchmark(chosen, SUITE, output_file=str(output),
                                               base_url=base_url, echo=lambda line: print(f"specsuite bench: {line}"))
     return session_summary(record, seed=specsuite.run_config.seed)
+
+
+def _values(runs: list[BenchSummary], field_name: str) -> list[float]:
+    """One named summary field of every run that has a value for it."""
+    return [value for run in runs if (value := getattr(run, field_name))]
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +82,7 @@ def bench_state(specsuite) -> BenchSuiteState:
     try:
         rules = parse_fail_on(settings.fail_on_rules) if state.baseline_url else []  # an empty --bench-fail-on: the default
         state.candidate.append(_run(specsuite, None, arm))
-        specsuite.workloads["bench"] = state.candidate[0]
+        specsuite.workloads["bench"] = state.candidate[0].to_dict()
         specsuite.write_results("running")
         if not state.baseline_url:
             return state
@@ -87,11 +92,13 @@ def bench_state(specsuite) -> BenchSuiteState:
             if number + 1 < repeats:
                 state.candidate.append(_run(specsuite, None, arm, lengths_of=state.candidate[0]))
         margin = settings.margin
-        document = bench_results_document({arm: state.candidate, "bench-baseline": state.baseline}, baseline="bench-baseline")
+        # The A/B engine reads the runs as results.json holds them (workloads.bench of one repeat each).
+        document = bench_results_document({arm: [run.to_dict() for run in state.candidate],
+                                           "bench-baseline": [run.to_dict() for run in state.baseline]}, baseline="bench-baseline")
         shared = compare_arms(document, thresholds={"itl_median": margin, "output_throughput": margin})
         ruled = [row for row in shared.comparisons if row.metric in BENCH_FAIL_ON_METRICS]
-        informational = [compare_run_values([r[key] for r in state.candidate if r.get(key)], [r[key] for r in state.baseline if r.get(key)],
-                                            metric=key, threshold=margin, higher_is_better=False) for key in INFORMATIONAL_FIELDS]
+        informational = [compare_run_values(_values(state.candidate, key), _values(state.baseline, key), metric=key, threshold=margin,
+                                            higher_is_better=False) for key in INFORMATIONAL_FIELDS]
         state.rows, state.outcome = ruled + informational, evaluate_fail_on(rules, shared)
         state.comparison = {
             "baseline_url": state.baseline_url,
@@ -99,8 +106,8 @@ def bench_state(specsuite) -> BenchSuiteState:
             "comparisons": [row.to_dict() for row in ruled],
             "informational": [row.to_dict() for row in informational],
             "fail_on": state.outcome.to_dict() | {"rules": [r.text for r in rules]},
-            "baseline_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.baseline],
-            "candidate_runs": [{k: v for k, v in run.items() if not isinstance(v, (list, dict))} for run in state.candidate],
+            "baseline_runs": [run.scalars() for run in state.baseline],
+            "candidate_runs": [run.scalars() for run in state.candidate],
         }
         specsuite.workloads["bench_ab"] = state.comparison
         specsuite.write_results("running")

@@ -20,9 +20,11 @@ import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
+from harness.results.types import IntegrityResults, IntegrityTestOutcome
 from harness.server import kinds, refserver_contract
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
+from harness.workloads.integrity.native_answer import output_ids_of, text_of
 from harness.workloads.integrity.near_ties import describe, numerics_flip
 from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
@@ -91,7 +93,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     """Put the tally into results.json (the main plugin writes the file after this hook)."""
     recorder = session.config.stash.get(RECORDER_KEY, None)
     if recorder is not None:
-        specsuite_session(session.config).workloads["integrity_checks"] = recorder.to_dict()
+        specsuite_session(session.config).workloads["integrity_checks"] = recorder.totals().to_dict()
 
 
 @pytest.fixture(scope="session")
@@ -126,11 +128,11 @@ class Reference:
 
     @property
     def ids(self) -> list[int]:
-        return self.answer["output_ids"]
+        return output_ids_of(self.answer)
 
     @property
     def text(self) -> str:
-        return self.answer["text"]
+        return text_of(self.answer)
 
     def tokens_to_contain(self, fragment: str) -> int | None:
         """The fewest ids whose text contains `fragment` (None: not within the reference)."""
@@ -146,6 +148,7 @@ class IntegrityProbe:
     recorder: IntegrityRecorder
     references: dict[str, Reference] = field(default_factory=dict)
     _model_type: str | None = None
+    results: IntegrityResults | None = None  # the tests' outcomes, from the first one recorded (workloads.integrity)
     numerics: list[str] = field(default_factory=list)  # near-tie flips of the running test (appended from worker threads)
 
     @property
@@ -157,7 +160,7 @@ class IntegrityProbe:
     def numerics_flip(self, label: str, reference: dict[str, Any], answer: dict[str, Any], reference_label: str) -> bool:
         """Whether `answer` leaves the greedy `reference` answer at a near-tie of its top logprobs
         (noted for the running test's record: numerics, not a failure)."""
-        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)
+        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)  # a native answer; a streamed one may lack ids
         if flip is not None:
             self.numerics.append(f"{label}: {describe(flip, reference_label)}")
         return flip is not None
@@ -175,7 +178,7 @@ class IntegrityProbe:
     @property
     def num_draft_tokens(self) -> int:
         """k: speculative_num_draft_tokens, or 0 when the server does not speculate."""
-        spec = self.specsuite.server.identity.speculative
+        spec = self.specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
         k = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
         return k if isinstance(k, int) and k > 0 else 0
 
@@ -195,10 +198,10 @@ class IntegrityProbe:
             return True, "--assume-deterministic"
         if self.kind.seeds_each_request:
             return True, f"{self.kind.display_name} seeds each request's own generator"
-        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):
+        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):  # /server_info's server args, by SGLang's name
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
-            self._model_type = str(self.client.model_info().get("model_type"))
+            self._model_type = str(self.client.model_info().get("model_type"))  # /get_model_info's answer
         if self._model_type == REFERENCE_MODEL_TYPE:
             return True, "the reference server always honours sampling_seed"
         return False, ("SGLang ignores sampling_seed without --enable-deterministic-inference and /server_info reports it "
@@ -208,7 +211,7 @@ class IntegrityProbe:
         """The prompt's T=0 answer (REFERENCE_LENGTH ids at most) and its prefix texts, cached."""
         if prompt not in self.references:
             answer = self.generate(greedy_request(prompt, REFERENCE_LENGTH))
-            ids = answer["output_ids"]
+            ids = output_ids_of(answer)
             # SGLang's text is decoded in context; /detokenize of the ids alone can differ (a
             # SentencePiece tokenizer drops the first word's space), so decode with the context.
             context = text_context(self.client.tokenize(prompt))
@@ -258,16 +261,19 @@ class IntegrityProbe:
         otherwise (a finding, not a failure); also listed under workloads.integrity.divergences.
         `numerics`: greedy answers that left the expected one at a near-tie (the rule under
         workloads.integrity.near_tie), not checked further."""
-        integrity = self.specsuite.workloads.setdefault("integrity", {"num_draft_tokens": self.num_draft_tokens, "tests": {}})
-        integrity["near_tie"] = self.near_tie.to_dict()
-        integrity["tests"][name] = {"cases": cases, "failures": len(failures), "examples": failures[:5]}
+        if self.results is None:
+            self.results = IntegrityResults.written(num_draft_tokens=self.num_draft_tokens, tests={})
+        self.results.put("near_tie", self.near_tie.record())
+        outcome = IntegrityTestOutcome.written(cases=cases, failures=len(failures), examples=failures[:5])
         if numerics:
-            integrity["tests"][name]["numerics"] = len(numerics)
-            integrity["tests"][name]["numerics_examples"] = numerics[:5]
+            outcome.update(numerics=len(numerics), numerics_examples=numerics[:5])
         if divergences:
-            integrity["tests"][name]["divergences"] = len(divergences)
-            integrity.setdefault("divergences", {})[name] = divergences[:MAX_DIVERGENCES_KEPT]
-        self.specsuite.workloads["integrity_checks"] = self.recorder.to_dict()
+            outcome.put("divergences", len(divergences))
+            self.results.divergences[name] = divergences[:MAX_DIVERGENCES_KEPT]
+            self.results.put("divergences", self.results.divergences)
+        self.results.tests[name] = outcome
+        self.specsuite.workloads["integrity"] = self.results.to_dict()
+        self.specsuite.workloads["integrity_checks"] = self.recorder.totals().to_dict()
         self.specsuite.write_results("running")
 
 

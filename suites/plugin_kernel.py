@@ -124,9 +124,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             reporter.write_line(f"specsuite kernel: {kernel.label} ({sha}) on {kernel.device}; shapes {run.shape.to_dict()}; "
                                 f"seed {run.seed}; results {state.run_dir.path}")
             resolution = run.monte_carlo()
-            reporter.write_line(f"specsuite kernel: distribution family of {resolution['family_size']} tests at alpha {run.alpha:g} (Holm); "
-                                f"Monte Carlo X^2 p-values reach {resolution['smallest_p_value']:.2g} ({resolution['draws']} null draws): "
-                                f"they can reject in families of up to {resolution['largest_family_x2_can_reject']} tests")
+            reporter.write_line(f"specsuite kernel: distribution family of {resolution.family_size} tests at alpha {run.alpha:g} (Holm); "
+                                f"Monte Carlo X^2 p-values reach {resolution.smallest_p_value:.2g} ({resolution.draws} null draws): "
+                                f"they can reject in families of up to {resolution.largest_family_x2_can_reject} tests")
     write_kernel_results(config)
 
 

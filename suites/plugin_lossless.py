@@ -3,7 +3,7 @@ session-wide workload (run once per setting, cached) and the speculation-off ref
 (--lossless-reference-url, alias --reference-url; else the embedded reference server launched
 with --speculative-algorithm NONE when the server under test serves its model).
 
-Results go to `specsuite.workloads["lossless"]`, written to results.json after every test.
+Results are kept typed (`LosslessResults`) and written to results.json's `workloads.lossless` after every test.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
+from harness.results.types import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
 from harness.server.secrets import load_api_key
 from harness.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
 from harness.workloads.lossless.reference import ReferenceServer, open_reference
@@ -41,7 +42,8 @@ def lossless_config(run_config: RunConfig) -> LosslessConfig:
 
 
 class LosslessSession:
-    """The lossless workload of one pytest session: runs each test's requests once, stores results."""
+    """The lossless workload of one pytest session: runs each test's requests once, keeps its typed results
+    and writes them to results.json after each."""
 
     def __init__(self, specsuite: Any, config: LosslessConfig, reference: ReferenceServer) -> None:
         server = specsuite.server
@@ -49,43 +51,47 @@ class LosslessSession:
         self.reference = reference
         self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
                                          draft_steps_of(server.identity.speculative), vocab_size=server.vocab.vocab_size)
-        self.results: dict[str, Any] = specsuite.workloads.setdefault("lossless", {})
-        self.results.update({"config": _config_dict(config), "reference": reference.description,
-                             "draft_steps": self.workload.draft_steps, "pit": {}, "two_sample": {}})
+        # The session's workloads map holds each section as results.json writes it; a section already there is kept.
+        self.results = LosslessResults.from_dict(specsuite.workloads.get("lossless") or {})
+        self.results.update(config=_config_dict(config), reference=reference.description, draft_steps=self.workload.draft_steps,
+                            pit={}, two_sample={})
+        self._publish()
 
-    def _store(self, section: str, key: str | None, result: dict[str, Any]) -> dict[str, Any]:
-        if key is None:
-            self.results[section] = result
-        else:
-            self.results[section][key] = result
+    def _publish(self) -> None:
+        """The results as the session's next results.json write takes them (`workloads.lossless`)."""
+        self.specsuite.workloads["lossless"] = self.results.to_dict()
+
+    def _write(self) -> None:
+        self._publish()
         self.specsuite.write_results("running")
-        return result
 
     def require_reference(self) -> None:
         if self.reference.client is None:
             pytest.skip(self.reference.unavailable_reason or "no reference server")
 
-    def pit(self, setting: SamplingSetting) -> dict[str, Any]:
-        if setting.key not in self.results["pit"]:
+    def pit(self, setting: SamplingSetting) -> LosslessPit:
+        if setting.key not in self.results.pit:
             index = self.workload.config.settings.index(setting)
-            self._store("pit", setting.key, self.workload.pit(setting, index))
-        return self.results["pit"][setting.key]
+            self.results.pit[setting.key] = self.workload.pit(setting, index)
+            self._write()
+        return self.results.pit[setting.key]
 
-    def two_sample(self, setting: SamplingSetting) -> dict[str, Any]:
+    def two_sample(self, setting: SamplingSetting) -> LosslessTwoSample:
         self.require_reference()
-        if setting.key not in self.results["two_sample"]:
+        if setting.key not in self.results.two_sample:
             index = self.workload.config.settings.index(setting)
-            self._store("two_sample", setting.key, self.workload.two_sample(setting, index))
-        return self.results["two_sample"][setting.key]
+            self.results.two_sample[setting.key] = self.workload.two_sample(setting, index)
+            self._write()
+        return self.results.two_sample[setting.key]
 
     def directed_settings(self) -> list[SamplingSetting]:
         """Settings whose tempered scoring is the distribution the server samples from: top_p 1."""
         return [s for s in self.workload.config.settings if s.top_p == 1.0]
 
-    def directed(self) -> dict[str, Any]:
+    def directed(self) -> LosslessDirected:
         """The tests aimed at over-acceptance (harness/workloads/lossless/directed.py), pooled over the
         PIT and two-sample generations of the eligible settings (run here if not yet; no extra requests)."""
-        if "directed" not in self.results:
+        if self.results.directed is None:
             settings = self.directed_settings()
             if not settings:
                 pytest.skip("no lossless setting with top_p 1: nothing exact to test the mode rate on")
@@ -96,19 +102,21 @@ class LosslessSession:
             sources = {f"{s.key} {source}": requests for s in settings for source, requests in self.workload.directed[s.key].items()}
             positions = [p for requests in sources.values() for request in requests for p in request]
             alpha = self.workload.config.alpha
-            self._store("directed", None, {
-                "settings": [s.key for s in settings],
-                "sources": {name: sum(map(len, requests)) for name, requests in sources.items()},
-                "top_token_rate": top_token_rate_test(positions, alpha),
-                "acceptance_betting": acceptance_betting_test(positions, alpha),
-            })
-        return self.results["directed"]
+            self.results.put("directed", LosslessDirected.written(
+                settings=[s.key for s in settings],
+                sources={name: sum(map(len, requests)) for name, requests in sources.items()},
+                top_token_rate=top_token_rate_test(positions, alpha),
+                acceptance_betting=acceptance_betting_test(positions, alpha),
+            ))
+            self._write()
+        return self.results.directed
 
-    def greedy(self) -> dict[str, Any]:
+    def greedy(self) -> LosslessGreedy:
         self.require_reference()
-        if "greedy" not in self.results:
-            self._store("greedy", None, self.workload.greedy())
-        return self.results["greedy"]
+        if self.results.greedy is None:
+            self.results.put("greedy", self.workload.greedy())
+            self._write()
+        return self.results.greedy
 
 
 def _config_dict(config: LosslessConfig) -> dict[str, Any]:
@@ -164,29 +172,29 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """One line per lossless result with its sample size and smallest detectable effect."""
     # Looked up at run time: importing suites.pytest_plugin here would defeat its assertion rewriting.
     core = config.pluginmanager.get_plugin("suites.pytest_plugin")
-    results = core.specsuite_session(config).workloads.get("lossless") if core else None
-    results = results or {}
+    written = core.specsuite_session(config).workloads.get("lossless") if core else None
+    results = LosslessResults.from_dict(written or {})  # what the session wrote to results.json
     lines = []
-    for key, result in results.get("pit", {}).items():
-        test = result["test"]
-        lines.append(f"PIT {key}: n={test['n']} p={test['p_value']:.3g} MDE(TV, 80%) body {test['mde_tv_body']:.4f} "
-                     f"tail {test['mde_tv_tail']:.5f}; outside nucleus {result['outside_support']}")
-    for key, result in results.get("two_sample", {}).items():
-        homogeneity, calibration = result["homogeneity"], result["calibration"]
-        lines.append(f"two-sample {key}: {result['prompts']}x{result['samples_per_prompt']} per server, chi-square p={homogeneity['p_value']:.3g}; "
-                     f"log-likelihood z={calibration['z']:.2f} p={calibration['p_value']:.3g} (MDE {calibration['mde_nats']:.3f} nats)")
-    directed = results.get("directed")
-    if directed:
-        rate, bet = directed["top_token_rate"], directed["acceptance_betting"]
-        lines.append(f"mode rate ({', '.join(directed['settings'])}): n={rate['n']} excess {rate['excess_rate'] or 0:+.4f} per position "
-                     f"z={rate['z']:.2f} p={rate['p_value']:.3g} (MDE {rate['mde_excess_rate'] or 0:.4f}); acceptance betting: "
-                     f"{bet['draft_positions']} draft positions, max log e-value {bet['max_log_e_value']:.2f}, p={bet['p_value']:.3g}")
-    greedy = results.get("greedy")
-    if greedy:
-        runs = ", ".join(f"c={run['concurrency']}: {run['equal']}/{run['prompts']} equal, {run['numerics']} numerics, {run['real']} real"
-                         for run in greedy["concurrencies"])
-        rule = greedy.get("near_tie") or {}
-        lines.append(f"greedy: {runs}" + (f" ({rule.get('dtype') or 'given'} tolerance {rule['tolerance']:.3g} nats)" if rule else ""))
+    for key, pit in results.pit.items():
+        test = pit.test
+        lines.append(f"PIT {key}: n={test.n} p={test.p_value:.3g} MDE(TV, 80%) body {test.mde_tv_body:.4f} "
+                     f"tail {test.mde_tv_tail:.5f}; outside nucleus {pit.outside_support}")
+    for key, two_sample in results.two_sample.items():
+        homogeneity, calibration = two_sample.homogeneity, two_sample.calibration
+        lines.append(f"two-sample {key}: {two_sample.prompts}x{two_sample.samples_per_prompt} per server, chi-square p={homogeneity.p_value:.3g}; "
+                     f"log-likelihood z={calibration.z:.2f} p={calibration.p_value:.3g} (MDE {calibration.mde_nats:.3f} nats)")
+    directed = results.directed
+    if directed is not None:
+        rate, bet = directed.top_token_rate, directed.acceptance_betting
+        lines.append(f"mode rate ({', '.join(directed.settings)}): n={rate.n} excess {rate.excess_rate or 0:+.4f} per position "
+                     f"z={rate.z:.2f} p={rate.p_value:.3g} (MDE {rate.mde_excess_rate or 0:.4f}); acceptance betting: "
+                     f"{bet.draft_positions} draft positions, max log e-value {bet.max_log_e_value:.2f}, p={bet.p_value:.3g}")
+    greedy = results.greedy
+    if greedy is not None:
+        runs = ", ".join(f"c={run.concurrency}: {run.equal}/{run.prompts} equal, {run.numerics} numerics, {run.real} real"
+                         for run in greedy.concurrencies)
+        rule = greedy.near_tie
+        lines.append(f"greedy: {runs}" + (f" ({rule.dtype or 'given'} tolerance {rule.tolerance:.3g} nats)" if rule else ""))
     if lines:
         terminalreporter.section("specsuite lossless")
         for line in lines:

@@ -42,11 +42,11 @@ def _control(specsuite, case: SamplingCase) -> CaseResult:
 
 
 def _describe(result: CaseResult, detector: str, what: str) -> str:
-    entry = result.totals.get(detector, {"count": 0, "total": 0, "upper95": 1.0})
-    total = entry["total"] or 0
-    rate = entry["count"] / total if total else 0.0
-    return (f"{what} at {result.case.case_id}: {entry['count']} in {total} {entry.get('unit', 'tokens')} "
-            f"(rate {rate:.3%}, 95% upper bound {entry['upper95']:.3%}); example: {result.example(detector)}")
+    entry = result.total(detector)
+    total = entry.total or 0
+    rate = entry.count / total if total else 0.0
+    return (f"{what} at {result.case.case_id}: {entry.count} in {total} {entry.unit} "
+            f"(rate {rate:.3%}, 95% upper bound {entry.upper95:.3%}); example: {result.example(detector)}")
 
 
 def _assert_zero(result: CaseResult, detector: str, what: str) -> None:
@@ -96,14 +96,14 @@ def _judge_padded_rows(specsuite, case: SamplingCase, result: CaseResult) -> Pad
                                        temperature=case.temperature, top_p=case.top_p, alpha=alpha)
         except SpecsuiteError as exc:
             why = str(exc)
-    observed, tokens = result.count("model_padded_row_id"), int(result.totals.get("model_padded_row_id", {}).get("total", 0))
+    observed, tokens = result.count("model_padded_row_id"), result.total("model_padded_row_id").total
     if case.greedy and not scores:  # an SGLang server whose scoring failed is not failed on it: reported below
         return PaddedRowJudgement(observed, tokens, "greedy", p_value=0.0, alpha=alpha, reason=why)
     if not specsuite.run_config.lossless.reference_url:
         return PaddedRowJudgement(observed, tokens, "not judged", alpha=alpha, reason=f"{why}, and no --lossless-reference-url to compare with")
     reference = specsuite.reference_case_result(case)
-    totals = reference.totals.get("model_padded_row_id", {})
-    return judge_by_reference_rate(observed, tokens, int(totals.get("count", 0)), int(totals.get("total", 0)), alpha=alpha)
+    totals = reference.total("model_padded_row_id")
+    return judge_by_reference_rate(observed, tokens, totals.count, totals.total, alpha=alpha)
 
 
 def _score_padded(client, vocab, generation) -> list:
@@ -140,9 +140,8 @@ def test_special_fragments_not_above_greedy_control(specsuite, sampled_case):
 
 def _rate_not_above_control(specsuite, case: SamplingCase, detector: str, what: str, cap: float | None = None) -> None:
     result, control = specsuite.case_result(case), _control(specsuite, case)
-    mine, base = result.totals.get(detector, {}), control.totals.get(detector, {})
-    k1, n1 = int(mine.get("count", 0)), int(mine.get("total", 0))
-    k0, n0 = int(base.get("count", 0)), int(base.get("total", 0))
+    mine, base = result.total(detector), control.total(detector)
+    k1, n1, k0, n0 = mine.count, mine.total, base.count, base.total
     if cap is not None and n1:
         per_1200 = k1 * 1200 / n1
         assert per_1200 <= cap, f"{what} at {case.case_id}: {per_1200:.1f} per 1200 tokens exceeds the cap {cap}"
@@ -167,10 +166,8 @@ def test_replacement_chars_not_above_greedy_control(specsuite, sampled_case):
 def test_repetition_loops_not_above_greedy_control(specsuite, sampled_case):
     """Degenerate loops per response, against T=0 (greedy n-gram-like loops are a model trait)."""
     result, control = specsuite.case_result(sampled_case), _control(specsuite, sampled_case)
-    mine = result.totals.get("repetition_loop", {})
-    base = control.totals.get("repetition_loop", {})
-    k1, n1 = int(mine.get("responses_with_hits", 0)), int(mine.get("responses", 0))
-    k0, n0 = int(base.get("responses_with_hits", 0)), int(base.get("responses", 0))
+    mine, base = result.total("repetition_loop"), control.total("repetition_loop")
+    k1, n1, k0, n0 = mine.responses_with_hits, mine.responses, base.responses_with_hits, base.responses
     if k1 == 0 or not n1 or not n0:
         return
     test = fisher_exact_2x2(k1, n1, k0, n0, alternative="greater")
@@ -180,7 +177,7 @@ def test_repetition_loops_not_above_greedy_control(specsuite, sampled_case):
 
 
 def _speculative(specsuite) -> dict:
-    spec = specsuite.server.identity.speculative
+    spec = specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
     if not spec.get("speculative_algorithm") or not spec.get("speculative_num_draft_tokens"):
         pytest.skip("the server does not run speculative decoding")
     return spec
@@ -189,6 +186,7 @@ def _speculative(specsuite) -> dict:
 def test_accept_length_within_bounds(specsuite, sampling_case):
     spec = _speculative(specsuite)
     result = specsuite.case_result(sampling_case)
+    # meta_info: the server's per-request figures as it sent them (SGLang's names)
     measured = [(request_accept_length(g.meta_info), g.meta_info.get("spec_verify_ct")) for g in result.generations]
     measured = [(value, verify_ct) for value, verify_ct in measured if value is not None]
     check = accept_length_within_bounds([v for v, _ in measured], int(spec["speculative_num_draft_tokens"]), [c for _, c in measured])

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from harness.results.types import DetectorTotal
+
 pytestmark = pytest.mark.gsm8k
 
 
@@ -42,6 +44,6 @@ def test_gsm8k_invalid_fraction(specsuite, gsm8k_temperature):
 def test_gsm8k_answers_hold_no_invalid_ids(specsuite, gsm8k_temperature):
     result = specsuite.gsm8k_result(gsm8k_temperature)
     for name in ("invalid_id", "fallback_id"):
-        entry = result.detectors.get(name, {"count": 0, "total": 0, "upper95": 1.0})
-        assert entry["count"] == 0, (f"GSM8K answers at t={gsm8k_temperature:g}: {entry['count']} {name} in {entry['total']} "
-                                     f"tokens (95% upper bound {entry['upper95']:.3%})")
+        entry = DetectorTotal.from_dict(result.detectors.get(name) or {})  # the run's totals as written
+        assert entry.count == 0, (f"GSM8K answers at t={gsm8k_temperature:g}: {entry.count} {name} in {entry.total} "
+                                  f"tokens (95% upper bound {entry.upper95:.3%})")

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from harness.server.protocol import GenerationRequest, Sampling
+from harness.workloads.integrity.native_answer import NativeAnswer, output_ids_of, text_of
 from harness.workloads.integrity.near_ties import chosen_logprob_flip, reference_output
 from harness.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from harness.workloads.lossless.greedy import compare_greedy
@@ -66,14 +67,15 @@ def _expect_prefix(answer: dict[str, Any], reference, count: int, text: str, fin
     (no_stop_trim cuts right after the stop string: detokenizer_manager.py `trim_matched_stop`)
     and finish."""
     problems = []
-    ids = answer["output_ids"]
+    parsed = NativeAnswer.of(answer)
+    ids = parsed.output_ids
     if ids != reference.ids[:count]:
         cut = next((i for i, (a, b) in enumerate(zip(ids, reference.ids, strict=False)) if a != b), min(len(ids), count))
         problems.append(f"{len(ids)} ids where {count} expected (first difference at {cut}); tail {ids[-4:]}")
-    got_text = answer["text"]
+    got_text = parsed.text
     if got_text != text:
         problems.append(f"text {got_text[-40:]!r} ({len(got_text)} chars), expected {text[-40:]!r} ({len(text)} chars)")
-    got = answer["meta_info"].get("finish_reason")
+    got = parsed.finish_reason
     if got != finish:
         problems.append(f"finish_reason {got!r}, expected {finish!r}")
     return problems
@@ -185,8 +187,9 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
         request = greedy_request(prompt, _past_reference(reference), stop=tuple(stop_list))
 
         def expect(answer: dict[str, Any]) -> list[str]:
-            got = answer["meta_info"].get("finish_reason")
+            got = NativeAnswer.of(answer).finish_reason
             rule, (count, text, finish) = next(((r, e) for r, e in expected.items() if e[2] == got), next(iter(expected.items())))
+            # expected: rule -> (ids, text, SGLang's finish object) this test derived from the reference
             if rule == "listed first" and "earliest" in expected:
                 divergences.append(f"stops {stop_list!r}: stopped on {finish['matched']!r} (listed first, {gap} ids later) "
                                    f"after {count} ids; without speculation: {expected['earliest'][2]['matched']!r} after "
@@ -249,10 +252,11 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     reference = probe.reference(prompt)
     natural = len(reference.ids)
-    ref_finish = reference.answer["meta_info"]["finish_reason"]
+    ref_answer = NativeAnswer.of(reference.answer)
+    ref_finish = ref_answer.finish_reason
     cases: list[tuple[str, GenerationRequest, int, list[tuple[Any, str]]]] = []
     for budget in probe.max_new_tokens_sweep:
-        if budget < natural or ref_finish.get("type") == "length":
+        if budget < natural or ref_answer.finish_type == "length":
             count, finish = min(budget, natural), {"type": "length", "length": budget}
         else:
             count, finish = natural, ref_finish
@@ -296,7 +300,7 @@ def test_max_new_tokens_sweep(integrity_probe, prompt):
         label, request, count, expected = case
 
         def expect(answer: dict[str, Any]) -> list[str]:
-            finish, shown = next((e for e in expected if e[0] == answer["meta_info"].get("finish_reason")), expected[0])
+            finish, shown = next((e for e in expected if e[0] == NativeAnswer.of(answer).finish_reason), expected[0])
             return _expect_prefix(answer, reference, count, shown, finish)
 
         return _checked_case(probe, label, request, expect, reference)
@@ -373,8 +377,8 @@ def test_batch_isolation_with_canaries(integrity_probe, specsuite):
     canaries, requests = _canary_batch(probe, specsuite)
     batched = probe.generate_batch(requests)
     singles = probe.map(probe.generate, requests)
-    failures = [f"native batch: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in batched])]
-    failures += [f"concurrent requests: {leak.describe()}" for leak in find_canary_leaks(canaries, [a["text"] for a in singles])]
+    failures = [f"native batch: {leak.describe()}" for leak in find_canary_leaks(canaries, [text_of(a) for a in batched])]
+    failures += [f"concurrent requests: {leak.describe()}" for leak in find_canary_leaks(canaries, [text_of(a) for a in singles])]
     _fail_on(probe, "batch_isolation", 2 * len(canaries), failures, mark)
 
 
@@ -403,9 +407,9 @@ def test_different_seeds_give_different_outputs(integrity_probe, specsuite):
     gives repeats)."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     seeds = [specsuite.run_config.seed * 1000 + s for s in (11, 12, 13, 14)]
-    answers = probe.map(lambda s: probe.generate(_sampled_request(REPETITIVE_PROMPTS[0], 1.0, s)), seeds)
-    failures = [f"seeds {seeds[i]} and {seeds[j]} gave the same {len(answers[i]['output_ids'])} ids"
-                for i in range(len(seeds)) for j in range(i + 1, len(seeds)) if answers[i]["output_ids"] == answers[j]["output_ids"]]
+    answers = probe.map(lambda s: output_ids_of(probe.generate(_sampled_request(REPETITIVE_PROMPTS[0], 1.0, s))), seeds)
+    failures = [f"seeds {seeds[i]} and {seeds[j]} gave the same {len(answers[i])} ids"
+                for i in range(len(seeds)) for j in range(i + 1, len(seeds)) if answers[i] == answers[j]]
     _fail_on(probe, "different_seeds_differ", len(seeds) * (len(seeds) - 1) // 2, failures, mark)  # the cases are the pairs
 
 
@@ -430,7 +434,7 @@ def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, spe
                   for i, p in enumerate(specsuite.prompts[:MIXED_NEIGHBOURS])]
     half = MIXED_NEIGHBOURS // 2
     mixed = probe.map(probe.generate, neighbours[:half] + greedy + neighbours[half:])[half:half + len(greedy)]
-    outputs = [answer["output_ids"] for answer in mixed]
+    outputs = [output_ids_of(answer) for answer in mixed]
     compared = compare_greedy(len(mixed), outputs, references, probe.near_tie)
     failures = [f"greedy request {d.prompt_index}: position {d.position}: {d.test_token} where alone {d.reference_token} ({d.reason}); "
                 f"among neighbours {outputs[d.prompt_index][max(0, d.position - 4):d.position + 4]}"

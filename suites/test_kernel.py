@@ -91,15 +91,15 @@ def test_greedy_rows_commit_the_argmax(kernel_suite: KernelSuiteRun, input_class
 def _describe(test) -> str:
     text = f"{test.test} at position {test.position}: n {test.n}, p {test.p_value:.3g}, Holm-adjusted {test.adjusted_p:.3g}"
     statistic = test.statistic
-    if statistic.get("outside_support"):
-        text += f", {statistic['outside_support']} ids outside the target's support"
-    if "accepted" in statistic:
-        text += f", accepted {statistic['accepted']} (rate {statistic['observed_rate']:.4f}, expected {statistic['expected_rate']:.4f})"
-    if "observed_total" in statistic:
-        text += f", total accepted {statistic['observed_total']} vs the rule's expected {statistic['expected_total']:.1f}"
-    if "mean_difference" in statistic:
-        text += (f", block {statistic['block_mean_accepted']:.3f} vs token {statistic['token_mean_accepted']:.3f} accepted drafts, "
-                 f"difference 95% CI {statistic['difference_ci95']}")
+    if statistic.outside_support:
+        text += f", {statistic.outside_support} ids outside the target's support"
+    if statistic.has("accepted"):
+        text += f", accepted {statistic.accepted} (rate {statistic.observed_rate:.4f}, expected {statistic.expected_rate:.4f})"
+    if statistic.has("observed_total"):
+        text += f", total accepted {statistic.observed_total} vs the rule's expected {statistic.expected_total:.1f}"
+    if statistic.has("mean_difference"):
+        text += (f", block {statistic.block_mean_accepted:.3f} vs token {statistic.token_mean_accepted:.3f} accepted drafts, "
+                 f"difference 95% CI {statistic.difference_ci95}")
     return text
 
 

@@ -17,85 +17,87 @@ from __future__ import annotations
 
 import pytest
 
+from harness.results.types import PitUniformity
+
 pytestmark = pytest.mark.lossless
 
 
-def _top_bins(test: dict) -> str:
-    observed, expected = test["bin_counts"][-1], test["expected_counts"][-1]
-    return f"top bin [{test['bin_edges'][-2]:.4f}, 1] holds {observed} vs {expected:.1f} expected"
+def _top_bins(test: PitUniformity) -> str:
+    observed, expected = test.bin_counts[-1], test.expected_counts[-1]
+    return f"top bin [{test.bin_edges[-2]:.4f}, 1] holds {observed} vs {expected:.1f} expected"
 
 
 def test_pit_calibration(lossless, lossless_setting):
     result = lossless.pit(lossless_setting)
-    test = result["test"]
-    summary = (f"PIT at {lossless_setting.key}: p={test['p_value']:.3g} (KS p={test['ks_p']:.3g}, chi-square p={test['chi2_p']:.3g}) "
-               f"over n={test['n']} positions >= 2 from {result['requests']} requests; {_top_bins(test)}; "
-               f"{result['outside_support']} tokens outside the nucleus; MDE (TV, 80% power) body {test['mde_tv_body']:.4f}, "
-               f"tail {test['mde_tv_tail']:.5f}")
-    tail = result.get("tail")
+    test = result.test
+    summary = (f"PIT at {lossless_setting.key}: p={test.p_value:.3g} (KS p={test.ks_p:.3g}, chi-square p={test.chi2_p:.3g}) "
+               f"over n={test.n} positions >= 2 from {result.requests} requests; {_top_bins(test)}; "
+               f"{result.outside_support} tokens outside the nucleus; MDE (TV, 80% power) body {test.mde_tv_body:.4f}, "
+               f"tail {test.mde_tv_tail:.5f}")
+    tail = result.tail
     if tail:
-        summary += (f"; given the top-K (T != 1): {tail['draws']} tail tokens drawn where the target gives "
-                    f"[{tail['expected_low']:.2f}, {tail['expected_high']:.2f}], p={tail['p_value']:.3g}")
+        summary += (f"; given the top-K (T != 1): {tail.draws} tail tokens drawn where the target gives "
+                    f"[{tail.expected_low:.2f}, {tail.expected_high:.2f}], p={tail.p_value:.3g}")
     print(summary)
-    assert result["passed"], f"not calibrated to the target: {summary} < alpha {test['alpha']:g}"
+    assert result.passed, f"not calibrated to the target: {summary} < alpha {test.alpha:g}"
 
 
 def test_two_sample_homogeneity(lossless, lossless_setting):
     result = lossless.two_sample(lossless_setting)
-    homogeneity = result["homogeneity"]
-    worst = min(range(len(homogeneity["positions"])), key=lambda i: homogeneity["adjusted_p_values"][i])
-    summary = (f"two-sample chi-square at {lossless_setting.key}: smallest Holm-adjusted p={homogeneity['p_value']:.3g} "
-               f"at position {homogeneity['positions'][worst]} ({result['prompts']} prompts x {result['samples_per_prompt']} "
-               f"samples per server; MDE of one token's probability {homogeneity['mde_token_probability']})")
+    homogeneity = result.homogeneity
+    worst = min(range(len(homogeneity.positions)), key=lambda i: homogeneity.adjusted_p_values[i])
+    summary = (f"two-sample chi-square at {lossless_setting.key}: smallest Holm-adjusted p={homogeneity.p_value:.3g} "
+               f"at position {homogeneity.positions[worst]} ({result.prompts} prompts x {result.samples_per_prompt} "
+               f"samples per server; MDE of one token's probability {homogeneity.mde_token_probability})")
     print(summary)
-    assert homogeneity["passed"], f"token distributions differ from the speculation-off reference: {summary}"
+    assert homogeneity.passed, f"token distributions differ from the speculation-off reference: {summary}"
 
 
 def test_loglik_calibration(lossless, lossless_setting):
     result = lossless.two_sample(lossless_setting)
-    calibration = result["calibration"]
-    summary = (f"log-likelihood calibration at {lossless_setting.key}: z={calibration['z']:.2f} p={calibration['p_value']:.3g}, "
-               f"mean shift {calibration['mean_difference_nats']:+.3f} nats per sample (MDE {calibration['mde_nats']:.3f})")
+    calibration = result.calibration
+    summary = (f"log-likelihood calibration at {lossless_setting.key}: z={calibration.z:.2f} p={calibration.p_value:.3g}, "
+               f"mean shift {calibration.mean_difference_nats:+.3f} nats per sample (MDE {calibration.mde_nats:.3f})")
     print(summary)
-    assert calibration["passed"], f"target log-likelihood differs from the reference's: {summary}"
+    assert calibration.passed, f"target log-likelihood differs from the reference's: {summary}"
 
 
 def test_mode_not_overdrawn(lossless):
     """Over-acceptance leans toward the draft's token, mostly the target's mode: is the mode drawn more
     often than the target gives it (pooled PIT and two-sample generations, one-sided z)?"""
     result = lossless.directed()
-    test = result["top_token_rate"]
-    low, high = test["excess_rate_ci95"] or (float("nan"), float("nan"))
-    summary = (f"mode drawn {test['observed']} times over {test['n']} positions where the target expects {test['expected']:.1f} "
-               f"(excess {test['excess_rate']:+.4f} per position, 95% CI [{low:+.4f}, {high:+.4f}], MDE {test['mde_excess_rate']:.4f}); "
-               f"z={test['z']:.2f} p={test['p_value']:.3g}; settings {', '.join(result['settings'])}")
+    test = result.top_token_rate
+    low, high = test.excess_rate_ci95 or (float("nan"), float("nan"))
+    summary = (f"mode drawn {test.observed} times over {test.n} positions where the target expects {test.expected:.1f} "
+               f"(excess {test.excess_rate:+.4f} per position, 95% CI [{low:+.4f}, {high:+.4f}], MDE {test.mde_excess_rate:.4f}); "
+               f"z={test.z:.2f} p={test.p_value:.3g}; settings {', '.join(result.settings)}")
     print(summary)
-    assert test["passed"], f"the sampler over-draws the target's mode: {summary} < alpha {test['alpha']:g}"
+    assert test.passed, f"the sampler over-draws the target's mode: {summary} < alpha {test.alpha:g}"
 
 
 def test_draft_acceptance_calibrated(lossless):
     """With a greedy draft a correct sampler accepts draft x with probability p(x), so E[accepted / p] = 1 at
     every draft-evaluated position: a test martingale of that ratio (anytime-valid, Ville)."""
     result = lossless.directed()
-    test = result["acceptance_betting"]
-    if not test["applicable"]:
+    test = result.acceptance_betting
+    if not test.applicable:
         pytest.skip("acceptance betting needs per-step acceptance stats (vLLM --per-request-spec-decode-metrics detailed)")
-    summary = (f"{test['accepted']} accepted of {test['draft_positions']} draft-evaluated positions, mean accepted/p "
-               f"{test['mean_weighted_acceptance']:.3f} (1 for a correct sampler with a greedy draft); max log e-value "
-               f"{test['max_log_e_value']:.2f}, p={test['p_value']:.3g}")
+    summary = (f"{test.accepted} accepted of {test.draft_positions} draft-evaluated positions, mean accepted/p "
+               f"{test.mean_weighted_acceptance:.3f} (1 for a correct sampler with a greedy draft); max log e-value "
+               f"{test.max_log_e_value:.2f}, p={test.p_value:.3g}")
     print(summary)
-    assert test["passed"], (f"drafts are accepted more often than p allows (assumes a greedy draft, vLLM's default "
-                            f"draft_sample_method): {summary} < alpha {test['alpha']:g}")
+    assert test.passed, (f"drafts are accepted more often than p allows (assumes a greedy draft, vLLM's default "
+                         f"draft_sample_method): {summary} < alpha {test.alpha:g}")
 
 
 def test_greedy_equality(lossless):
     result = lossless.greedy()
     lines = []
-    for run in result["concurrencies"]:
-        print(f"greedy at concurrency {run['concurrency']}: {run['equal']}/{run['prompts']} equal, "
-              f"{run['numerics']} numerics, {run['real']} real divergences")
-        for divergence in run["divergences"]:
-            if divergence["kind"] == "real":
-                lines.append(f"concurrency {run['concurrency']} prompt {divergence['prompt_index']} position {divergence['position']}: "
-                             f"{divergence['test_token']} vs reference {divergence['reference_token']} ({divergence['reason']})")
-    assert result["passed"], f"{len(lines)} real greedy divergences from the reference: " + "; ".join(lines[:5])
+    for run in result.concurrencies:
+        print(f"greedy at concurrency {run.concurrency}: {run.equal}/{run.prompts} equal, "
+              f"{run.numerics} numerics, {run.real} real divergences")
+        for divergence in run.divergences:
+            if divergence.kind == "real":
+                lines.append(f"concurrency {run.concurrency} prompt {divergence.prompt_index} position {divergence.position}: "
+                             f"{divergence.test_token} vs reference {divergence.reference_token} ({divergence.reason})")
+    assert result.passed, f"{len(lines)} real greedy divergences from the reference: " + "; ".join(lines[:5])

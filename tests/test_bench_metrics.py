@@ -254,10 +254,11 @@ def test_session_summary_keeps_a_seeded_reservoir():
               "output_throughput": 10.0, "output_lens": [11] * 100, "request_accept_lengths": [2.0] * 100,
               "spec_verify_cts": [5] * 100, "ttfts": [0.1] * 100, "errors": [""] * 100}
     small = session_summary(record, reservoir=2000)
-    assert small["itl_samples_total"] == 1000 and len(small["itl_ms"]) == 1000 and not small["itl_ms_is_reservoir"]
+    assert small.itl_samples_total == 1000 and len(small.itl_ms) == 1000 and not small.itl_ms_is_reservoir
     big = session_summary(record, reservoir=100, seed=1)
-    assert len(big["itl_ms"]) == 100 and big["itl_ms"] == session_summary(record, reservoir=100, seed=1)["itl_ms"]
-    assert big["itl_ms"] == sorted(big["itl_ms"]) and big["config"]["temperature"] == 0.0 and big["median_itl_ms"] == 50.0
+    assert len(big.itl_ms) == 100 and big.itl_ms == session_summary(record, reservoir=100, seed=1).itl_ms
+    assert big.itl_ms == sorted(big.itl_ms) and big.config["temperature"] == 0.0 and big.median_itl_ms == 50.0
+    assert list(big.to_dict())[:2] == ["median_itl_ms", "output_throughput"]  # written in the JSONL line's order
 
 
 def _run_level(candidate: list[float], baseline: list[float], margin: float, **kwargs: float) -> ComparisonRow:

@@ -291,7 +291,10 @@ def test_aggregate_sums_counts_and_bounds():
     dirty = scan_generation(make_generation("x!y", [VOCAB_SIZE - 1, 300, 2]), VOCAB)
     totals = aggregate([clean, dirty])
     fallback = totals["fallback_id"]
-    assert (fallback["count"], fallback["total"], fallback["responses_with_hits"]) == (1, 6, 1)
-    assert fallback["upper95"] == pytest.approx(cp_upper(1, 6))
-    assert totals["stray_char"]["per_1200_tokens"] == pytest.approx(1 * 1200 / 6)
-    assert totals["repetition_loop"]["count"] == 0
+    assert (fallback.count, fallback.total, fallback.responses_with_hits) == (1, 6, 1)
+    assert fallback.upper95 == pytest.approx(cp_upper(1, 6))
+    assert totals["stray_char"].per_1200_tokens == pytest.approx(1 * 1200 / 6)
+    assert totals["repetition_loop"].count == 0
+    # written as the dict of a detector's totals always was: per_1200_tokens for stray_char only
+    assert list(fallback.to_dict()) == ["count", "total", "unit", "responses", "responses_with_hits", "rate", "upper95"]
+    assert list(totals["stray_char"].to_dict())[-1] == "per_1200_tokens"

@@ -72,7 +72,7 @@ def test_compare_counts_and_fails_only_on_real_divergences():
     assert (numerics_only.equal, numerics_only.numerics, numerics_only.real, numerics_only.passed) == (2, 1, 0, True)
     with_real = compare_greedy(8, [[1, 2, 3], [4, 5, 8], [7, 0, 9]], references, GAP)
     assert with_real.real == 1 and not with_real.passed
-    assert with_real.to_dict()["divergences"][1]["kind"] == "real"
+    assert with_real.record().divergences[1].kind == "real"
     with pytest.raises(SpecsuiteError, match="2 outputs against 3"):
         compare_greedy(1, [[1], [2]], references, GAP)
 
@@ -113,10 +113,16 @@ def test_workload_classifies_by_the_reference_gap(gap, passed, kind):
     server = StandInServer(gap, flip=True)
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1, 4), numerics_gap=GAP)
     result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
-    assert result["passed"] is passed
-    for run in result["concurrencies"]:
-        assert run["equal"] == 2 and [d["kind"] for d in run["divergences"]] == [kind]
-        assert run["divergences"][0]["position"] == 2
+    assert result.passed is passed
+    written = result.to_dict()
+    assert list(written) == ["prompts", "max_new_tokens", "concurrencies", "passed", "near_tie", "wall_time_s"]
+    assert list(written["concurrencies"][0]) == ["concurrency", "prompts", "equal", "numerics", "real", "passed", "numerics_gap",
+                                                 "near_tie", "divergences"]
+    assert list(written["concurrencies"][0]["divergences"][0]) == ["prompt_index", "position", "test_token", "reference_token", "top2_gap",
+                                                                   "kind", "reason", "below_top"]
+    for run in result.concurrencies:
+        assert run.equal == 2 and [d.kind for d in run.divergences] == [kind]
+        assert run.divergences[0].position == 2
 
 
 def test_workload_without_a_reference_says_so():
@@ -193,13 +199,13 @@ def test_workload_takes_the_tolerance_from_the_served_dtype(dtype, gap, passed):
     server = StandInServer(gap, flip=True, dtype=dtype)
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
     result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
-    assert result["passed"] is passed
-    assert result["near_tie"]["dtype"] == dtype and result["near_tie"]["tolerance"] == near_tie_rule(dtype).tolerance
-    assert result["concurrencies"][0]["numerics_gap"] == near_tie_rule(dtype).tolerance
+    assert result.passed is passed
+    assert result.near_tie.dtype == dtype and result.near_tie.tolerance == near_tie_rule(dtype).tolerance
+    assert result.concurrencies[0].numerics_gap == near_tie_rule(dtype).tolerance
 
 
 def test_workload_compares_at_the_coarser_of_two_dtypes():
     test, reference = StandInServer(BFLOAT16_STEP_AT_8, flip=True, dtype="bfloat16"), StandInServer(BFLOAT16_STEP_AT_8, dtype="float32")
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
     result = LosslessWorkload(test, reference, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
-    assert result["passed"] and result["near_tie"]["dtype"] == "bfloat16"
+    assert result.passed and result.near_tie.dtype == "bfloat16"

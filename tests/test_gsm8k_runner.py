@@ -89,7 +89,8 @@ def test_every_question_yields_exactly_one_record(run: tuple) -> None:
     assert sorted(record["question_index"] for record in sunk) == list(result.plan.eval_indices)
     assert len(result.plan.eval_indices) == N_ITEMS - 5
     assert sink_threads == {threading.current_thread().name}  # the sink needs no locking
-    assert [r["question_index"] for r in result.records] == sorted(r["question_index"] for r in sunk)
+    assert [r.question_index for r in result.records] == sorted(r["question_index"] for r in sunk)
+    assert sorted((r.to_dict() for r in result.records), key=lambda r: r["question_index"]) == sorted(sunk, key=lambda r: r["question_index"])
 
 
 def test_failed_request_is_recorded_and_the_rest_finish(run: tuple) -> None:
@@ -106,18 +107,20 @@ def test_failed_request_is_recorded_and_the_rest_finish(run: tuple) -> None:
 
 def test_records_carry_the_per_question_fields(run: tuple) -> None:
     result, _, _, _ = run
-    record = next(r for r in result.records if r["status"] == "ok" and kind_of(r["question_index"]) == "correct")
-    index = record["question_index"]
-    assert record["label"] == 2 * index
-    assert record["output_text"].endswith(f"#### {2 * index}")
-    assert record["output_ids_count"] == record["completion_tokens"] == completion_tokens(index)
+    record = next(r for r in result.records if r.status == "ok" and kind_of(r.question_index) == "correct")
+    index = record.question_index
+    assert record.label == 2 * index
+    assert record.output_text.endswith(f"#### {2 * index}")
+    assert record.output_ids_count == record.completion_tokens == completion_tokens(index)
     answer = str(2 * index)
-    assert record["extracted"] == {"sglang": 2 * index, "lmeval_strict": answer, "lmeval_flexible": answer}
-    assert record["outcome"] == {"sglang": "correct", "lmeval_strict": "correct", "lmeval_flexible": "correct"}
-    assert record["finish_reason"] == {"type": "stop", "matched": "Question"}
-    assert record["accept_length"] == pytest.approx(completion_tokens(index) / 10)
-    assert len(record["prompt_hash"]) == 16 and record["latency_s"] > 0
-    assert len({r["prompt_hash"] for r in result.records}) == len(result.records)
+    assert record.extracted == {"sglang": 2 * index, "lmeval_strict": answer, "lmeval_flexible": answer}
+    assert record.outcome == {"sglang": "correct", "lmeval_strict": "correct", "lmeval_flexible": "correct"}
+    assert record.finish_reason == {"type": "stop", "matched": "Question"}
+    assert record.accept_length == pytest.approx(completion_tokens(index) / 10)
+    assert len(record.prompt_hash) == 16 and record.latency_s > 0
+    assert len({r.prompt_hash for r in result.records}) == len(result.records)
+    assert list(record.to_dict()) == ["question_index", "prompt_hash", "label", "status", "output_text", "output_ids_count", "completion_tokens",
+                                      "extracted", "outcome", "finish_reason", "spec_verify_ct", "accept_length", "latency_s"]
 
 
 def test_metrics_match_the_fake_model(run: tuple) -> None:
@@ -179,7 +182,7 @@ def test_malformed_and_aborted_responses_become_error_records() -> None:
         2: {"text": "#### 4", "meta_info": {"completion_tokens": 2}},
     }
     result = run_gsm8k(typed_generate(lambda p: responses[question_index(p)]), ITEMS[:3], num_shots=0, parallel=2, progress=False)
-    errors = {r["question_index"]: r["error"] for r in result.records if r["status"] == "error"}
+    errors = {r.question_index: r.error for r in result.records if r.status == "error"}
     assert errors == {
         0: "ValueError: response is not a /generate object with a string 'text'",
         1: "RuntimeError: server aborted the request: input too long",

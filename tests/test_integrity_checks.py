@@ -11,6 +11,7 @@ import pytest
 
 from harness.errors import SpecsuiteError
 from harness.server.tokenizer import load_tokenizer
+from harness.workloads.integrity.native_answer import NativeAnswer
 from harness.workloads.integrity.recorder import IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import (
     CHECKS,
@@ -428,9 +429,10 @@ def test_recorder_counts_quotes_and_checkpoints():
     summary = recorder.summary()
     assert summary.startswith("11 integrity violations in 11 checked answers (completion_tokens 11)")
     assert summary.count("\n  - ") == 2 and "[from test_a]" in summary
-    data = recorder.to_dict()
-    assert data["counts"] == {"completion_tokens": 11} and data["by_source"] == {"test_a": {"completion_tokens": 3}, "test_b": {"completion_tokens": 8}}
-    assert len(data["quotes"]["completion_tokens"]) == 2 and set(data["counts"]) <= set(CHECKS)
+    totals = recorder.totals()
+    assert totals.counts == {"completion_tokens": 11} and totals.by_source == {"test_a": {"completion_tokens": 3}, "test_b": {"completion_tokens": 8}}
+    assert len(totals.quotes["completion_tokens"]) == 2 and set(totals.counts) <= set(CHECKS)
+    assert list(totals.to_dict()) == ["answers_checked", "streams_checked", "violations", "counts", "by_source", "quotes"]
     assert IntegrityRecorder().summary() == "no integrity violations in 0 checked answers"
 
 
@@ -442,3 +444,12 @@ def test_local_tokenizer_loads_and_bad_folders_are_one_line_errors(tmp_path):
     (tmp_path / "tokenizer.json").write_text("{not json")
     with pytest.raises(SpecsuiteError, match="cannot read .*tokenizer.json"):
         load_tokenizer(str(tmp_path))
+
+
+def test_native_answer_reads_ids_text_and_finish():
+    answer = {"text": "ab", "output_ids": [5, 6], "meta_info": {"finish_reason": {"type": "length", "length": 2}}}
+    parsed = NativeAnswer.of(answer)
+    assert (parsed.output_ids, parsed.text, parsed.finish_type) == ([5, 6], "ab", "length")
+    assert NativeAnswer.of({"text": "", "output_ids": []}).finish_type is None
+    with pytest.raises(KeyError):
+        NativeAnswer.of({"text": "no ids"})  # an answer without ids is not a native answer

@@ -127,9 +127,9 @@ def test_monte_carlo_draws_keep_holms_first_level_reachable() -> None:
     for family in (24, 32, 64, 112, 500):
         draws = distribution.monte_carlo_draws(family, 0.001)
         resolution = distribution.monte_carlo_resolution(draws, 0.001, family)
-        assert resolution["x2_can_reject"] and resolution["largest_family_x2_can_reject"] >= family
+        assert resolution.x2_can_reject and resolution.largest_family_x2_can_reject >= family
     fixed = distribution.monte_carlo_resolution(distribution.MONTE_CARLO_DRAWS, 0.001, 112)
-    assert not fixed["x2_can_reject"] and fixed["largest_family_x2_can_reject"] == 100  # a fixed R stops short of vLLM at 9 steps
+    assert not fixed.x2_can_reject and fixed.largest_family_x2_can_reject == 100  # a fixed R stops short of vLLM at 9 steps
     # A grossly wrong sample in vLLM's family at 9 draft steps (113 tests): its p-value reaches Holm's first level.
     probabilities = np.array([0.4, 0.3, 0.2, 0.1])
     draws = distribution.monte_carlo_draws(113, 0.001)
@@ -168,5 +168,5 @@ def test_own_coin_samplers_get_the_rule_test_in_the_family() -> None:
     assert honest.name == "rule/rule-total@-1" and honest.n == rule_check.RULE_ROWS_OWN_COINS and honest.p_value > level
     assert honest.detectable_at_90 is not None and 0 < honest.detectable_at_90 < 0.5  # accepted drafts per row (a 1.25x bias: +0.7)
     biased = distribution.rule_family_test(_own_coin_kernel("accept-bias"), SHAPE, 0, level)
-    assert biased.p_value < level and biased.statistic["observed_rate"] > biased.statistic["expected_rate"]
+    assert biased.p_value < level and biased.statistic.observed_rate > biased.statistic.expected_rate
     assert distribution.kernel_family_size(_own_coin_kernel(None), 5) == distribution.family_size(5, 4, False, own_coins=True) == 65

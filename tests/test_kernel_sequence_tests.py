@@ -47,7 +47,7 @@ def test_accepted_length_test_fires_when_block_accepts_less() -> None:
     base = ChainOutcome(token, np.zeros((1024, 6)), np.zeros(1024))
     assert distribution.accepted_length_test("s", longer, base, ALPHA / 30).p_value > 0.5
     result = distribution.accepted_length_test("s", shorter, base, ALPHA / 30)
-    assert result.p_value < 1e-8 and result.statistic["difference_ci95"][1] < 0
+    assert result.p_value < 1e-8 and result.statistic.difference_ci95[1] < 0
     assert result.detectable_at_90 is not None and 0 < result.detectable_at_90 < 0.1
 
 

@@ -61,8 +61,8 @@ def _simulate(c: float, positions: int, seed: int) -> list[DirectedPosition]:
 
 
 def test_silent_on_a_correct_sampler_across_seeds():
-    rate_p = [top_token_rate_test(_simulate(1.0, 3000, seed), 0.001)["p_value"] for seed in range(20)]
-    bet_p = [acceptance_betting_test(_simulate(1.0, 3000, seed), 0.001)["p_value"] for seed in range(20)]
+    rate_p = [top_token_rate_test(_simulate(1.0, 3000, seed), 0.001).p_value for seed in range(20)]
+    bet_p = [acceptance_betting_test(_simulate(1.0, 3000, seed), 0.001).p_value for seed in range(20)]
     assert min(rate_p) > 0.001 and min(bet_p) > 0.001
     assert sum(p < 0.05 for p in rate_p) <= 4 and sum(p < 0.05 for p in bet_p) <= 4  # roughly level, not skewed
 
@@ -70,8 +70,8 @@ def test_silent_on_a_correct_sampler_across_seeds():
 def test_both_fire_on_over_acceptance():
     biased = _simulate(1.25, 3000, 7)
     rate, bet = top_token_rate_test(biased, 0.001), acceptance_betting_test(biased, 0.001)
-    assert not rate["passed"] and rate["excess_rate_ci95"][0] > 0
-    assert not bet["passed"] and bet["mean_weighted_acceptance"] > 1.05
+    assert not rate.passed and rate.excess_rate_ci95[0] > 0
+    assert not bet.passed and bet.mean_weighted_acceptance > 1.05
 
 
 def test_roles_from_vllm_per_step_stats():
@@ -107,5 +107,5 @@ def test_positions_at_a_temperature_use_the_top_k_given_the_top_k():
 
 @pytest.mark.parametrize("n", [0, 5])
 def test_too_few_positions_do_not_fail(n):
-    assert top_token_rate_test(_simulate(1.0, n, 1)[:n], 0.001)["passed"]
-    assert acceptance_betting_test(_simulate(1.0, n, 1)[:n], 0.001)["passed"]
+    assert top_token_rate_test(_simulate(1.0, n, 1)[:n], 0.001).passed
+    assert acceptance_betting_test(_simulate(1.0, n, 1)[:n], 0.001).passed

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from harness.errors import SpecsuiteError
+from harness.results.types import LosslessPit
 from harness.server.protocol import native_payload
 from harness.workloads.lossless.pit import (
     chi_square_mde,
@@ -342,7 +343,7 @@ class SyntheticServer(NativeFake):
         return {"output_ids": [], "meta_info": {"input_token_logprobs": tokens, "input_top_logprobs": tops}}
 
 
-def _pit_workload(server: SyntheticServer, setting: SamplingSetting, concurrency: int = 4) -> dict:
+def _pit_workload(server: SyntheticServer, setting: SamplingSetting, concurrency: int = 4) -> LosslessPit:
     config = LosslessConfig(settings=(setting,), pit_requests=200, pit_max_new_tokens=12, top_k=TOP_K, concurrency=concurrency, alpha=ALPHA)
     return LosslessWorkload(server, None, ["a", "bb", "ccc"], config).pit(setting)  # type: ignore[arg-type]
 
@@ -351,20 +352,25 @@ def _pit_workload(server: SyntheticServer, setting: SamplingSetting, concurrency
                                      SamplingSetting(1.3)], ids=lambda s: s.key)
 def test_workload_passes_an_exact_sampler(setting):
     result = _pit_workload(SyntheticServer(), setting)
-    assert result["passed"], result["test"]
-    assert result["positions"] == 200 * 11 and result["outside_support"] == 0
+    assert result.passed, result.test
+    assert result.positions == 200 * 11 and result.outside_support == 0
+    written = result.to_dict()  # the keys results.json has always had for a PIT result, in that order
+    assert list(written) == ["setting", "requests", "max_new_tokens", "top_k", "positions", "unresolved_nucleus", "outside_support",
+                             "given_top_k", "coverage", "test", "tail", "p_value", "passed", "wall_time_s"]
+    assert list(written["coverage"]) == ["verify_steps", "accepted_drafts", "positions_after_first", "accepted_draft_share"]
+    assert LosslessPit.from_dict(written).to_dict() == written
 
 
 @pytest.mark.parametrize("setting", [SamplingSetting(1.0), SamplingSetting(0.7, 0.9)], ids=lambda s: s.key)
 def test_workload_fails_a_biased_sampler(setting):
     result = _pit_workload(SyntheticServer(bias=0.05), setting)
-    assert not result["passed"], result["test"]
+    assert not result.passed, result.test
 
 
 def test_workload_fails_a_biased_sampler_given_the_top_k():
     """T != 1, top_p 1: the PIT taken given the top-K, with the tail-rate count beside it, still fails the bias."""
     result = _pit_workload(SyntheticServer(bias=0.05), SamplingSetting(0.7))
-    assert result["given_top_k"] and not result["passed"], (result["test"], result["tail"])
+    assert result.given_top_k and not result.passed, (result.test, result.tail)
 
 
 class DefaultTopKServer(SyntheticServer):
@@ -388,8 +394,8 @@ class DefaultTopKServer(SyntheticServer):
 def test_sampling_requests_name_top_k_and_min_p_so_no_server_default_applies(monkeypatch):
     server = DefaultTopKServer()
     result = _pit_workload(server, SamplingSetting(1.0), concurrency=1)  # one request at a time: the fake swaps its model
-    assert result["passed"], result["test"]
+    assert result.passed, result.test
     assert server.sent["top_k"] == -1 and server.sent["min_p"] == 0.0
     # a request that leaves top_k out gets the server's narrower default, and the tests would blame the sampler
     monkeypatch.setattr("harness.workloads.lossless.workload.TOP_K_OFF", None)
-    assert not _pit_workload(DefaultTopKServer(), SamplingSetting(1.0), concurrency=1)["passed"]
+    assert not _pit_workload(DefaultTopKServer(), SamplingSetting(1.0), concurrency=1).passed

@@ -22,7 +22,7 @@ from harness.compare.engines import Engine, Pending, compare_rate, pooled
 from harness.compare.metric import Events, Metric
 from harness.compare.series import CaseRuns, rate_series, sorted_cases
 from harness.families.family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
-from harness.results.types import ComparisonRow, Repeat, ReportSection
+from harness.results.types import ComparisonRow, IntegrityChecks, Repeat, ReportSection
 from harness.workloads.integrity.sglang_rules import CHECKS
 
 ALL_CHECKS = "all checks"  # the case of the total
@@ -94,11 +94,12 @@ RULES = (
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    checks = workloads_of(repeat).integrity_checks
-    if not isinstance(checks, dict) or not checks.get("answers_checked"):
+    written = workloads_of(repeat).integrity_checks
+    checks = IntegrityChecks.from_dict(written) if isinstance(written, dict) else None
+    if checks is None or not checks.answers_checked:
         return []
-    answers, counts = int(checks["answers_checked"]), checks.get("counts") or {}
-    records = [FamilyRecord(ALL_CHECKS, None, None, IntegrityRecord(None, int(checks.get("violations") or 0), answers))]
+    answers, counts = int(checks.answers_checked), checks.counts or {}
+    records = [FamilyRecord(ALL_CHECKS, None, None, IntegrityRecord(None, int(checks.violations or 0), answers))]
     for check in dict.fromkeys([*CHECKS, *counts]):
         records.append(FamilyRecord(check, None, None, IntegrityRecord(check, int(counts.get(check) or 0), answers)))
     return records

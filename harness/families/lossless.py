@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from harness.compare.engines import Pending, pooled
 from harness.compare.metric import Metric
@@ -31,7 +30,23 @@ from harness.families.family import (
     setting_record,
     workloads_of,
 )
-from harness.results.types import ArmCounts, ComparisonRow, Effect, Repeat, ReportSection, fmt_p
+from harness.results.types import (
+    AcceptanceBetting,
+    ArmCounts,
+    ComparisonRow,
+    Effect,
+    LoglikCalibration,
+    LosslessDirected,
+    LosslessGreedy,
+    LosslessPit,
+    LosslessResults,
+    LosslessTwoSample,
+    Repeat,
+    ReportSection,
+    TokenHomogeneity,
+    TopTokenRate,
+    fmt_p,
+)
 from harness.stats import fisher_exact_2x2
 
 
@@ -40,10 +55,14 @@ class LosslessRecord:
     """One case of a session's lossless results: a setting's PIT and two-sample results, the directed tests
     pooled over settings, or the greedy comparison (the others None)."""
 
-    pit: dict[str, Any] | None = None
-    two_sample: dict[str, Any] | None = None
-    directed: dict[str, Any] | None = None
-    greedy: dict[str, Any] | None = None
+    pit: LosslessPit | None = None
+    two_sample: LosslessTwoSample | None = None
+    directed: LosslessDirected | None = None
+    greedy: LosslessGreedy | None = None
+
+
+# One test's result: each holds its own verdict (`passed`); all but greedy equality their p-value.
+TestResult = LosslessPit | TokenHomogeneity | LoglikCalibration | TopTokenRate | AcceptanceBetting | LosslessGreedy
 
 
 @dataclass(frozen=True)
@@ -53,36 +72,33 @@ class LosslessTest:
     name: str
     label: str
     short: str
-    pick: Callable[[LosslessRecord], dict[str, Any] | None]
+    pick: Callable[[LosslessRecord], TestResult | None]
 
-    def result(self, record: LosslessRecord) -> dict[str, Any] | None:
-        """The test's result in a record, when it ran there (a dict with its `passed` flag)."""
+    def result(self, record: LosslessRecord) -> TestResult | None:
+        """The test's result in a record, when it ran there and holds its `passed` flag."""
         found = self.pick(record)
-        return found if isinstance(found, dict) and "passed" in found else None
+        return found if found is not None and found.has("passed") else None
 
     def passed(self, record: LosslessRecord) -> tuple[int, int] | None:
         """(1, 1) when it passed, (0, 1) when it failed, None when it did not run."""
         found = self.result(record)
-        return None if found is None else (int(bool(found["passed"])), 1)
+        return None if found is None else (int(bool(found.passed)), 1)
 
 
-def _part(record: LosslessRecord, section: str, key: str) -> dict[str, Any] | None:
-    return (getattr(record, section) or {}).get(key)
-
-
-def _applicable_betting(record: LosslessRecord) -> dict[str, Any] | None:
+def _applicable_betting(record: LosslessRecord) -> AcceptanceBetting | None:
     """The acceptance betting test where it applies (it needs per-step acceptance stats)."""
-    test = _part(record, "directed", "acceptance_betting")
-    return test if isinstance(test, dict) and test.get("applicable") else None
+    test = record.directed.acceptance_betting if record.directed else None
+    return test if test is not None and test.applicable else None
 
 
 TESTS = (
     LosslessTest("lossless_pit", "PIT calibration", "PIT", lambda record: record.pit),
     LosslessTest("lossless_two_sample", "two-sample token homogeneity", "two-sample",
-                 lambda record: _part(record, "two_sample", "homogeneity")),
+                 lambda record: record.two_sample.homogeneity if record.two_sample else None),
     LosslessTest("lossless_loglik", "log-likelihood calibration", "log-likelihood",
-                 lambda record: _part(record, "two_sample", "calibration")),
-    LosslessTest("lossless_mode_rate", "mode not over-drawn", "mode rate", lambda record: _part(record, "directed", "top_token_rate")),
+                 lambda record: record.two_sample.calibration if record.two_sample else None),
+    LosslessTest("lossless_mode_rate", "mode not over-drawn", "mode rate",
+                 lambda record: record.directed.top_token_rate if record.directed else None),
     LosslessTest("lossless_acceptance_betting", "draft acceptance calibrated", "acceptance betting", _applicable_betting),
     LosslessTest("lossless_greedy", "greedy equality", "greedy equality", lambda record: record.greedy),
 )
@@ -94,12 +110,12 @@ METRICS: tuple[Metric, ...] = tuple(
     for test in TESTS)
 
 
-def outcome(result: dict[str, Any]) -> str:
+def outcome(result: TestResult) -> str:
     """One test result as the report reads it: pass or FAIL, with its p-value (greedy: its real divergences)."""
-    verdict = "pass" if result["passed"] else "FAIL"
-    if "p_value" in result:
-        return f"{verdict} (p {fmt_p(result['p_value'])})"
-    real = sum(int(run.get("real") or 0) for run in result.get("concurrencies") or [])
+    verdict = "pass" if result.passed else "FAIL"
+    if not isinstance(result, LosslessGreedy):
+        return f"{verdict} (p {fmt_p(result.p_value)})"
+    real = result.real_divergences()
     return f"{verdict} ({real} real divergence{'' if real == 1 else 's'})"
 
 
@@ -156,30 +172,29 @@ RULES = (
 # ---------------------------------------------------------------- records
 
 
-def _setting(entry: dict[str, Any]) -> tuple[float, float] | None:
-    setting = entry.get("setting") if isinstance(entry, dict) else None
-    if not isinstance(setting, dict) or setting.get("temperature") is None:
+def _setting(entry: LosslessPit | LosslessTwoSample | None) -> tuple[float, float] | None:
+    setting = entry.setting if entry is not None else None
+    if setting is None or setting.temperature is None:
         return None
-    return float(setting["temperature"]), float(setting.get("top_p", 1.0))
+    return float(setting.temperature), float(setting.top_p)
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    results = workloads_of(repeat).extra.get("lossless")  # suites/plugin_lossless.py's dict, untyped in the results model
-    if not isinstance(results, dict):
+    written = workloads_of(repeat).extra.get("lossless")  # the results model keeps this section in extra
+    if not isinstance(written, dict):
         return []
-    pit, two_sample = results.get("pit") or {}, results.get("two_sample") or {}
+    results = LosslessResults.from_dict(written)
+    pit, two_sample = results.pit, results.two_sample
     records = []
     for key in dict.fromkeys([*pit, *two_sample]):  # each setting once, in the order it ran
         setting = _setting(pit.get(key) or two_sample.get(key))
         record = LosslessRecord(pit=pit.get(key), two_sample=two_sample.get(key))
         records.append(FamilyRecord(key, *(setting or (None, None)), record))
-    directed = results.get("directed")
-    if isinstance(directed, dict):
-        records.append(FamilyRecord(f"pooled over {', '.join(directed.get('settings') or [])}", None, None,
-                                    LosslessRecord(directed=directed)))
-    greedy = results.get("greedy")
-    if isinstance(greedy, dict):
-        records.append(setting_record(0.0, 1.0, LosslessRecord(greedy=greedy)))
+    directed = results.directed
+    if directed is not None:
+        records.append(FamilyRecord(f"pooled over {', '.join(directed.settings)}", None, None, LosslessRecord(directed=directed)))
+    if results.greedy is not None:
+        records.append(setting_record(0.0, 1.0, LosslessRecord(greedy=results.greedy)))
     return records
 
 
@@ -192,8 +207,8 @@ def _state(view: FamilyView, arm: str) -> str:
                for _, record in runs.runs if (found := test.result(record)) is not None]
     if not results:
         return ""
-    failed = list(dict.fromkeys(f"{test.short} ({case_id})" for test, case_id, found in results if not found["passed"]))
-    text = f"{sum(bool(found['passed']) for _, _, found in results)} of {len(results)} test results passed"
+    failed = list(dict.fromkeys(f"{test.short} ({case_id})" for test, case_id, found in results if not found.passed))
+    text = f"{sum(bool(found.passed) for _, _, found in results)} of {len(results)} test results passed"
     return text + (f"; failed: {', '.join(failed)}" if failed else "")
 
 

@@ -54,6 +54,7 @@ from harness.kernels import rule_check
 from harness.kernels.inputs import ChainInput, KernelShape, apply_temperature_top_p, clear_top_p, draw_ids, masked_logits, sampling_targets
 from harness.kernels.invoke import ChainOutcome, run_input
 from harness.kernels.loader import LoadedKernel
+from harness.results.types import KernelTestStatistic, MonteCarloResolution
 from harness.stats.multiplicity import holm
 
 SUPPORT = 8  # ids per target row: 8 categories, each expected >= 5 times at the default rows
@@ -91,7 +92,7 @@ class DistributionTest:
     position: int  # draft step (acceptance), position j (marginal; pair (j, j+1)); -1 for the length test
     n: int
     p_value: float | None  # None: not tested (too few rows), see `note`
-    statistic: dict[str, Any] = field(default_factory=dict)
+    statistic: KernelTestStatistic = field(default_factory=KernelTestStatistic)
     detectable_at_90: float | None = None  # rate shift (acceptance), Cohen's w (X^2), tokens (length)
     adjusted_p: float | None = None
     rejected: bool = False
@@ -104,7 +105,7 @@ class DistributionTest:
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "scenario": self.scenario, "test": self.test, "position": self.position, "n": self.n,
                 "p_value": self.p_value, "adjusted_p": self.adjusted_p, "rejected": self.rejected,
-                "detectable_at_90_power": self.detectable_at_90, "note": self.note, **self.statistic}
+                "detectable_at_90_power": self.detectable_at_90, "note": self.note, **self.statistic.to_dict()}
 
 
 def _chain_rows(rng: np.random.Generator, shape: KernelShape, scenario: str) -> tuple[np.ndarray, np.ndarray]:
@@ -285,12 +286,13 @@ def monte_carlo_draws(family: int, alpha: float) -> int:
     return max(MONTE_CARLO_DRAWS, int(np.ceil(MONTE_CARLO_MARGIN * max(1, family) / alpha)))
 
 
-def monte_carlo_resolution(draws: int, alpha: float, family: int) -> dict[str, Any]:
+def monte_carlo_resolution(draws: int, alpha: float, family: int) -> MonteCarloResolution:
     """What the family's X^2 tests can reach: the smallest p-value, and the largest family in which that
     p-value is still at or below Holm's first level alpha / family (above it no X^2 test can reject)."""
     smallest = 1.0 / (draws + 1)
-    return {"draws": draws, "smallest_p_value": smallest, "family_size": family,
-            "largest_family_x2_can_reject": int(np.floor(alpha / smallest)), "x2_can_reject": smallest <= alpha / max(1, family)}
+    return MonteCarloResolution.written(draws=draws, smallest_p_value=smallest, family_size=family,
+                                        largest_family_x2_can_reject=int(np.floor(alpha / smallest)),
+                                        x2_can_reject=smallest <= alpha / max(1, family))
 
 
 def _x2_test(scenario: str, test: str, position: int, ids: np.ndarray, probabilities: np.ndarray, support: np.ndarray,
@@ -300,8 +302,8 @@ def _x2_test(scenario: str, test: str, position: int, ids: np.ndarray, probabili
     observed = np.bincount(ids[ids >= 0], minlength=support.size).astype(np.float64)
     expected = n * probabilities
     outside = int((ids < 0).sum())
-    statistic: dict[str, Any] = {"categories": int(support.size), "outside_support": outside,
-                                 "min_expected": float(expected.min()) if n else 0.0}
+    statistic = KernelTestStatistic.written(categories=int(support.size), outside_support=outside,
+                                            min_expected=float(expected.min()) if n else 0.0)
     if test == "sequence-marginal" and (n == 0 or expected.min() < MIN_EXPECTED):
         return DistributionTest(scenario, test, position, n, None, statistic,
                                 note=f"not tested: expected counts below {MIN_EXPECTED:g} with {n} rows")
@@ -334,7 +336,7 @@ def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level
     for position in range(positions):
         test = _x2_test(scenario, "sequence-marginal", position, codes[position], probabilities[position], supports[position],
                         level, MONTE_CARLO_SEED + 10 * position, draws)
-        test.statistic["from_sampler"] = int((outcome.accepted >= position).sum())
+        test.statistic.put("from_sampler", int((outcome.accepted >= position).sum()))
         tests.append(test)
     for position in range(positions - 1):
         first, second = codes[position], codes[position + 1]
@@ -343,7 +345,7 @@ def sequence_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, level
         joint = np.outer(probabilities[position], probabilities[position + 1]).ravel()
         cells = np.arange(joint.size)
         test = _x2_test(scenario, "sequence-pair", position, pair, joint, cells, level, MONTE_CARLO_SEED + 10 * position + 5, draws)
-        test.statistic["from_sampler"] = int((outcome.accepted >= position + 1).sum())
+        test.statistic.put("from_sampler", int((outcome.accepted >= position + 1).sum()))
         tests.append(test)
     return tests
 
@@ -363,7 +365,7 @@ def acceptance_tests(data: ChainInput, outcome: ChainOutcome, scenario: str, lev
             continue
         result = stats.binomtest(successes, n, rate)
         tests.append(DistributionTest(scenario, "acceptance", step, n, float(result.pvalue),
-                                      {"accepted": successes, "observed_rate": successes / n, "expected_rate": rate},
+                                      KernelTestStatistic.written(accepted=successes, observed_rate=successes / n, expected_rate=rate),
                                       _binomial_detectable(n, rate, level)))
     return tests
 
@@ -379,11 +381,11 @@ def accepted_length_test(scenario: str, block: ChainOutcome, token: ChainOutcome
     p_value = 1.0 if spread == 0 and difference.mean() >= 0 else float(result.pvalue)
     interval = stats.ttest_1samp(difference, 0.0).confidence_interval(0.95) if spread > 0 else None
     detectable = float((stats.norm.isf(level) + stats.norm.isf(1 - POWER)) * spread / np.sqrt(n)) if spread > 0 else 0.0
-    return DistributionTest(scenario, "accepted-length", -1, n, p_value, {
-        "block_mean_accepted": float(block.accepted.mean()), "token_mean_accepted": float(token.accepted.mean()),
-        "mean_difference": float(difference.mean()),
-        "difference_ci95": None if interval is None else [float(interval.low), float(interval.high)],
-        "rows_block_longer": int((difference > 0).sum()), "rows_token_longer": int((difference < 0).sum())}, detectable)
+    return DistributionTest(scenario, "accepted-length", -1, n, p_value, KernelTestStatistic.written(
+        block_mean_accepted=float(block.accepted.mean()), token_mean_accepted=float(token.accepted.mean()),
+        mean_difference=float(difference.mean()),
+        difference_ci95=None if interval is None else [float(interval.low), float(interval.high)],
+        rows_block_longer=int((difference > 0).sum()), rows_token_longer=int((difference < 0).sum())), detectable)
 
 
 def adjust(tests: list[DistributionTest], alpha: float) -> None:
@@ -412,12 +414,14 @@ def rule_family_test(kernel: LoadedKernel, shape: KernelShape, seed: int, level:
     """The rule's total-length test (harness.kernels.rule_check.total_length_test) as a family member."""
     data, outcome = rule_check.run_rule(kernel, shape, seed)
     result = rule_check.total_length_test(data, outcome, kernel.spec.block)
+    # the rule check's details, by its names (harness.kernels.rule_check)
     spread = float(np.sqrt(result.details["variance"])) / data.batch
     detectable = float((stats.norm.isf(level / 2) + stats.norm.isf(1 - POWER)) * spread)
     # observed/expected_rate: accepted drafts per row, the columns the report's distribution table shows.
-    statistic = {"verification": result.verification, "observed_total": result.observed_total, "expected_total": result.expected_total,
-                 "observed_rate": result.details["mean_accepted"], "expected_rate": result.details["expected_mean_accepted"],
-                 **result.details}
+    # from_dict: the rule check's details (harness.kernels.rule_check) ride along after the named figures, in extra
+    statistic = KernelTestStatistic.from_dict({
+        "verification": result.verification, "observed_total": result.observed_total, "expected_total": result.expected_total,
+        "observed_rate": result.details["mean_accepted"], "expected_rate": result.details["expected_mean_accepted"], **result.details})
     return DistributionTest(RULE_SCENARIO, "rule-total", -1, data.batch, result.p_value, statistic, detectable)
 
 

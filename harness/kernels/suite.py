@@ -29,6 +29,7 @@ from harness.kernels.invariants import (
 )
 from harness.kernels.invoke import run_input
 from harness.kernels.loader import LoadedKernel
+from harness.results.types import MonteCarloResolution
 
 
 def classes_for(engine: str) -> tuple[str, ...]:
@@ -101,7 +102,7 @@ class KernelSuiteRun:
     def family_members(self) -> int:
         return distribution.kernel_family_size(self.kernel, self.shape.steps)
 
-    def monte_carlo(self) -> dict[str, Any]:
+    def monte_carlo(self) -> MonteCarloResolution:
         """The family's Monte Carlo resolution (harness.kernels.distribution.monte_carlo_resolution)."""
         members = self.family_members
         return distribution.monte_carlo_resolution(distribution.monte_carlo_draws(members, self.alpha), self.alpha, members)
@@ -134,7 +135,7 @@ class KernelSuiteRun:
                 "family_size": len([t for t in self.distribution_tests or [] if t.p_value is not None]),
                 "correction": "holm",
                 "power": distribution.POWER,
-                "monte_carlo": self.monte_carlo(),
+                "monte_carlo": self.monte_carlo().to_dict(),
                 "tests": [t.to_dict() for t in self.distribution_tests or []],
             },
             "rule": None if self.rule is None else {"seed": rule_check.rule_seed(self.seed), **self.rule.to_dict()},

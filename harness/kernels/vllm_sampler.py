@@ -119,6 +119,7 @@ class VllmChild:
         except OSError as exc:
             raise SpecsuiteError(f"cannot start the vLLM Python {self.python}: {exc.strerror}") from None
         message = self._read(START_TIMEOUT_S, "starting vLLM")
+        # the child's JSON line (harness.kernels.vllm_child)
         if not message.get("ready"):
             self.close()
             raise SpecsuiteError(f"vLLM ({self.python}) did not start its sampler: {message.get('error', message)}")
@@ -164,6 +165,7 @@ class VllmChild:
         self.process.stdin.flush()
         message = self._read(CALL_TIMEOUT_S, "sampling")
         request.unlink(missing_ok=True)
+        # the child's JSON line (harness.kernels.vllm_child)
         if not message.get("ok"):
             raise SpecsuiteError(f"vLLM's rejection sampler failed: {message.get('error', message)}")
         with np.load(answer) as result:

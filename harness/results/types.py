@@ -1045,3 +1045,400 @@ class Trends(Record):
     steps: list[TrendStep] = field(default_factory=list)
     regressions: list[TrendStep] = field(default_factory=list)
     open_regressions: list[TrendStep] = field(default_factory=list)
+# ---------------------------------------------------------------- the lossless tests (workloads.lossless)
+
+
+@dataclass
+class LosslessSetting(Record):
+    """One sampled setting of the lossless tests."""
+
+    temperature: float | None = None
+    top_p: float = 1.0
+
+
+@dataclass
+class SpecCoverageRecord(Record):
+    """How much of what a lossless test saw came from accepted drafts (positions >= 2)."""
+
+    verify_steps: int = 0
+    accepted_drafts: int = 0
+    positions_after_first: int = 0
+    accepted_draft_share: float | None = None
+
+
+@dataclass
+class PitUniformity(Record):
+    """The PIT's uniformity test: KS and binned chi-square, Bonferroni (harness.workloads.lossless.pit.UniformityResult)."""
+
+    n: int = 0
+    alpha: float = 0.0
+    ks_statistic: float | None = None
+    ks_p: float | None = None
+    chi2_statistic: float | None = None
+    chi2_p: float | None = None
+    p_value: float | None = None
+    passed: bool = False
+    bin_edges: list[float] = field(default_factory=list)
+    bin_counts: list[int] = field(default_factory=list)
+    expected_counts: list[float] = field(default_factory=list)
+    mean: float | None = None
+    mde_tv_body: float | None = None
+    mde_tv_tail: float | None = None
+    ks_critical_distance: float | None = None
+
+
+@dataclass
+class PitTailRate(Record):
+    """The tail tokens drawn against the bounds of the tail's mass (harness.workloads.lossless.pit.TailRateResult)."""
+
+    positions: int = 0
+    draws: int = 0
+    expected_low: float = 0.0
+    expected_high: float = 0.0
+    p_excess: float | None = None
+    p_deficit: float | None = None
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+
+
+@dataclass
+class LosslessPit(Record):
+    """One setting's PIT calibration (LosslessWorkload.pit)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "test": ("one", PitUniformity),
+        "tail": ("one", PitTailRate)}
+
+    setting: LosslessSetting = field(default_factory=LosslessSetting)
+    requests: int = 0
+    max_new_tokens: int = 0
+    top_k: int = 0
+    positions: int = 0
+    unresolved_nucleus: int = 0
+    outside_support: int = 0
+    given_top_k: bool = False
+    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
+    test: PitUniformity = field(default_factory=PitUniformity)
+    tail: PitTailRate | None = None
+    p_value: float | None = None
+    passed: bool = False
+    wall_time_s: float | None = None
+
+
+@dataclass
+class TokenHomogeneity(Record):
+    """The two-sample chi-square per position, Holm-adjusted (harness.workloads.lossless.two_sample.HomogeneityResult)."""
+
+    positions: list[int] = field(default_factory=list)
+    statistics: list[float] = field(default_factory=list)
+    dofs: list[int] = field(default_factory=list)
+    p_values: list[float] = field(default_factory=list)
+    adjusted_p_values: list[float] = field(default_factory=list)
+    p_value: float | None = None  # the smallest adjusted p-value
+    alpha: float = 0.0
+    passed: bool = False
+    samples_per_arm: int = 0
+    prompts: int = 0
+    mde_token_probability: float | None = None
+
+
+@dataclass
+class LoglikCalibration(Record):
+    """The log-likelihood calibration z (harness.workloads.lossless.two_sample.CalibrationResult)."""
+
+    z: float | None = None
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    mean_difference_nats: float | None = None
+    mde_nats: float | None = None
+    prompts: int = 0
+
+
+@dataclass
+class LosslessTwoSample(Record):
+    """One setting's two-sample test against the speculation-off reference (LosslessWorkload.two_sample)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "homogeneity": ("one", TokenHomogeneity),
+        "calibration": ("one", LoglikCalibration)}
+
+    setting: LosslessSetting = field(default_factory=LosslessSetting)
+    prompts: int = 0
+    samples_per_prompt: int = 0
+    positions: list[int] = field(default_factory=list)
+    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
+    homogeneity: TokenHomogeneity | None = None
+    calibration: LoglikCalibration | None = None
+    passed: bool = False
+    wall_time_s: float | None = None
+
+
+@dataclass
+class TopTokenRate(Record):
+    """The directed mode-rate test: is the target's mode drawn more often than it gives (one-sided z)?"""
+
+    n: int = 0
+    observed: int = 0
+    expected: float = 0.0
+    z: float = 0.0
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    excess_rate: float | None = None
+    excess_rate_ci95: list[float] | None = None
+    mde_excess_rate: float | None = None
+
+
+@dataclass
+class AcceptanceBetting(Record):
+    """The directed test martingale of accepted / p over draft-evaluated positions (anytime-valid)."""
+
+    draft_positions: int = 0
+    accepted: int = 0
+    mean_weighted_acceptance: float | None = None
+    log_e_value: float = 0.0
+    max_log_e_value: float = 0.0
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    applicable: bool = False
+
+
+@dataclass
+class LosslessDirected(Record):
+    """The directed tests, pooled over the settings with top_p 1 and their PIT and two-sample generations."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "top_token_rate": ("one", TopTokenRate), "acceptance_betting": ("one", AcceptanceBetting)}
+
+    settings: list[str] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)  # "<setting> <source>" -> positions
+    top_token_rate: TopTokenRate | None = None
+    acceptance_betting: AcceptanceBetting | None = None
+
+
+@dataclass
+class NearTieRule(Record):
+    """The greedy comparison's near-tie tolerance and where it came from (harness.workloads.lossless.greedy.NearTie)."""
+
+    dtype: str | None = None  # None: the tolerance was given (--lossless-numerics-gap)
+    tolerance: float = 0.0
+    source: str = ""
+
+
+@dataclass
+class GreedyDivergence(Record):
+    """Where one greedy output first left the reference's, and why that counts as numerics or real."""
+
+    prompt_index: int = 0
+    position: int = 0  # 1-based
+    test_token: int | None = None  # None: the output ended here
+    reference_token: int | None = None
+    top2_gap: float | None = None  # None when the reference has no top-2 there
+    kind: str = ""  # "numerics" | "real"
+    reason: str = ""
+    below_top: float | None = None
+
+
+@dataclass
+class GreedyConcurrency(Record):
+    """Greedy equality at one client concurrency (harness.workloads.lossless.greedy.GreedyResult)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"near_tie": ("one", NearTieRule), "divergences": ("list", GreedyDivergence)}
+
+    concurrency: int = 0
+    prompts: int = 0
+    equal: int = 0
+    numerics: int = 0
+    real: int = 0
+    passed: bool = False
+    numerics_gap: float | None = None
+    near_tie: NearTieRule | None = None
+    divergences: list[GreedyDivergence] = field(default_factory=list)
+
+
+@dataclass
+class LosslessGreedy(Record):
+    """Greedy equality with the reference at every concurrency (LosslessWorkload.greedy)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"concurrencies": ("list", GreedyConcurrency), "near_tie": ("one", NearTieRule)}
+
+    prompts: int = 0
+    max_new_tokens: int = 0
+    concurrencies: list[GreedyConcurrency] = field(default_factory=list)
+    passed: bool = False
+    near_tie: NearTieRule | None = None
+    wall_time_s: float | None = None
+
+    def real_divergences(self) -> int:
+        return sum(int(run.real or 0) for run in self.concurrencies)
+
+
+@dataclass
+class LosslessResults(Record):
+    """A session's lossless tests (``workloads.lossless``, suites/plugin_lossless.py): per setting its PIT and
+    two-sample results, the directed tests and greedy equality."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "pit": ("map", LosslessPit), "two_sample": ("map", LosslessTwoSample), "directed": ("one", LosslessDirected),
+        "greedy": ("one", LosslessGreedy)}
+
+    config: dict[str, Any] = field(default_factory=dict)  # the sizes and knobs it ran with (LosslessConfig)
+    reference: dict[str, Any] = field(default_factory=dict)  # the speculation-off reference (ReferenceServer.description)
+    draft_steps: int | None = None
+    pit: dict[str, LosslessPit] = field(default_factory=dict)  # setting key -> result
+    two_sample: dict[str, LosslessTwoSample] = field(default_factory=dict)
+    directed: LosslessDirected | None = None
+    greedy: LosslessGreedy | None = None
+
+
+# ---------------------------------------------------------------- the integrity suite (workloads.integrity, workloads.integrity_checks)
+
+
+@dataclass
+class IntegrityChecks(Record):
+    """Every checked answer's violations of the session (IntegrityRecorder.totals): counts per check and per
+    source (the test that made the request), and a few quotes per check."""
+
+    answers_checked: int = 0
+    streams_checked: int = 0
+    violations: int = 0
+    counts: dict[str, int] = field(default_factory=dict)  # check -> violations, the checks that had any
+    by_source: dict[str, dict[str, int]] = field(default_factory=dict)  # test node id -> check -> violations
+    quotes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # check -> violations quoted, with their source
+
+
+@dataclass
+class IntegrityTestOutcome(Record):
+    """One integrity test's outcome: cases run, failures (a few quoted), near-tie numerics and divergences."""
+
+    cases: int = 0
+    failures: int = 0
+    examples: list[str] = field(default_factory=list)
+    numerics: int = 0
+    numerics_examples: list[str] = field(default_factory=list)
+    divergences: int = 0
+
+
+@dataclass
+class IntegrityResults(Record):
+    """The integrity suite's tests (suites/plugin_integrity.py): each test's outcome, the near-tie rule, divergences."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("map", IntegrityTestOutcome), "near_tie": ("one", NearTieRule)}
+
+    num_draft_tokens: int = 0
+    tests: dict[str, IntegrityTestOutcome] = field(default_factory=dict)  # test name -> outcome
+    near_tie: NearTieRule | None = None
+    divergences: dict[str, list[str]] = field(default_factory=dict)  # test name -> divergences kept
+
+
+# ---------------------------------------------------------------- a detector's totals over many answers
+
+
+@dataclass
+class DetectorTotal(Record):
+    """One detector's totals over a case's (or a GSM8K run's) answers (harness.workloads.correctness.detectors.aggregate);
+    the defaults are a detector that found nothing in nothing (its 95 % upper bound 1)."""
+
+    count: int = 0
+    total: int = 0
+    unit: str = "tokens"
+    responses: int = 0
+    responses_with_hits: int = 0
+    rate: float | None = None
+    upper95: float = 1.0
+    per_1200_tokens: float | None = None  # stray_char only: the pooled rate per 1200 generated tokens
+
+
+# ---------------------------------------------------------------- the serving benchmark's session summary
+
+
+@dataclass
+class BenchSummary(BenchRun):
+    """What a pytest session keeps of one benchmark run (harness.workloads.serving.record.session_summary): the
+    `BenchRun` figures, the lengths it sent, and the per-request values the suite's tests check."""
+
+    median_tpot_ms: float | None = None
+    random_input_len: int | None = None
+    random_output_len: int | None = None  # the length sent: fitted to the server's context length when needed
+    cache_flushed: bool | None = None  # False: the server refused /flush_cache
+    output_lens: list[int] = field(default_factory=list)
+    request_accept_lengths: list[float | None] = field(default_factory=list)
+    spec_verify_cts: list[int | None] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)
+    itl_ms: list[float] = field(default_factory=list)  # every per-token ITL in ms, or a seeded reservoir of them, sorted
+    itl_samples_total: int = 0
+    itl_ms_is_reservoir: bool = False
+
+    def scalars(self) -> dict[str, Any]:
+        """Its single-valued fields as results.json writes them (the A/B comparison's per-run lines)."""
+        return {key: value for key, value in self.to_dict().items() if not isinstance(value, (list, dict))}
+
+
+# ---------------------------------------------------------------- the kernel suite's distribution tests, as they run
+
+
+@dataclass
+class MonteCarloResolution(Record):
+    """What a kernel distribution family's Monte Carlo X^2 tests can reach (harness.kernels.distribution)."""
+
+    draws: int = 0
+    smallest_p_value: float = 1.0
+    family_size: int = 0
+    largest_family_x2_can_reject: int = 0
+    x2_can_reject: bool = False
+
+
+@dataclass
+class KernelTestStatistic(Record):
+    """What one kernel distribution test saw, written beside its p-value: the X^2 tests' categories and statistic,
+    the acceptance test's counts, the accepted-length test's means, the rule test's totals (and its details in extra)."""
+
+    categories: int | None = None
+    outside_support: int | None = None  # ids the target gives zero probability
+    min_expected: float | None = None
+    x2: float | None = None
+    monte_carlo_draws: int | None = None
+    monte_carlo_seed: int | None = None
+    from_sampler: int | None = None  # rows whose token at the position came from the sampler
+    accepted: int | None = None
+    observed_rate: float | None = None
+    expected_rate: float | None = None
+    block_mean_accepted: float | None = None
+    token_mean_accepted: float | None = None
+    mean_difference: float | None = None
+    difference_ci95: list[float] | None = None
+    rows_block_longer: int | None = None
+    rows_token_longer: int | None = None
+    verification: str | None = None
+    observed_total: float | None = None
+    expected_total: float | None = None
+
+
+# ---------------------------------------------------------------- one GSM8K question's answer
+
+
+@dataclass
+class Gsm8kAnswer(Record):
+    """One GSM8K question as asked and answered (harness.workloads.gsm8k.runner): ok, skipped or error, with the
+    fields of that status (a JSONL line of the run's records; results.json keeps only the run's summary)."""
+
+    question_index: int = 0
+    prompt_hash: str = ""
+    label: Any = None
+    status: str = ""  # "ok" | "skipped" | "error"
+    output_text: str | None = None
+    output_ids_count: int | None = None
+    completion_tokens: int | None = None
+    extracted: dict[str, Any] = field(default_factory=dict)  # definition -> the answer it extracted
+    outcome: dict[str, str] = field(default_factory=dict)  # definition -> correct | incorrect | invalid
+    finish_reason: Any = None
+    spec_verify_ct: int | None = None
+    accept_length: float | None = None
+    reason: str | None = None  # skipped: why
+    error_class: str | None = None
+    error: str | None = None
+    request: dict[str, Any] | None = None  # error: the request as sent
+    latency_s: float = 0.0

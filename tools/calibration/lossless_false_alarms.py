@@ -58,14 +58,14 @@ def one_run(workload: LosslessWorkload, two_sample: bool) -> dict[str, dict[str,
     """Every stochastic test's decision p-value and its component p-values, by test name."""
     tests: dict[str, dict[str, float]] = {}
     for index, setting in enumerate(workload.config.settings):
-        pit = workload.pit(setting, index)["test"]
-        tests[f"pit {setting.key}"] = {"p": pit["p_value"], "ks": pit["ks_p"], "chi2": pit["chi2_p"]}
+        pit = workload.pit(setting, index).test
+        tests[f"pit {setting.key}"] = {"p": pit.p_value, "ks": pit.ks_p, "chi2": pit.chi2_p}
         if two_sample:
             result = workload.two_sample(setting, index)
-            homogeneity = result["homogeneity"]
-            tests[f"two-sample {setting.key}"] = {"p": homogeneity["p_value"], **{f"position {pos}": p for pos, p in
-                                                   zip(homogeneity["positions"], homogeneity["p_values"], strict=False)}}
-            calibration = result["calibration"]["p_value"]
+            homogeneity = result.homogeneity
+            tests[f"two-sample {setting.key}"] = {"p": homogeneity.p_value, **{f"position {pos}": p for pos, p in
+                                                   zip(homogeneity.positions, homogeneity.p_values, strict=False)}}
+            calibration = result.calibration.p_value
             tests[f"calibration {setting.key}"] = {"p": calibration, "z": calibration}
     return tests
 

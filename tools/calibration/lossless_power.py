@@ -89,15 +89,15 @@ def one_run(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     drafts = [p for p in positions if p.role in ("accepted", "recovered")]
     if args.raw:
         with open(args.raw, "a") as handle:
-            handle.write(json.dumps({"label": args.label, "seed": seed, "pit_p": pit["test"]["p_value"],
+            handle.write(json.dumps({"label": args.label, "seed": seed, "pit_p": pit.test.p_value,
                                      "positions": [[p.mode_prob, int(p.is_mode), p.own_prob, p.role] for p in positions]}) + "\n")
     return {
         "label": args.label, "seed": seed, "wall_s": time.perf_counter() - started,
         "tokens": sum(len(request) + 1 for requests in sources.values() for request in requests),
         "positions": len(positions),
         "accepted_share": sum(p.role == "accepted" for p in drafts) / len(drafts) if drafts else None,
-        "p": {"pit": pit["p_value"], "mode_rate": rate["p_value"], "betting": bet["p_value"]},
-        "mode_rate_excess": rate["excess_rate"], "betting_mean_ratio": bet["mean_weighted_acceptance"],
+        "p": {"pit": pit.p_value, "mode_rate": rate.p_value, "betting": bet.p_value},
+        "mode_rate_excess": rate.excess_rate, "betting_mean_ratio": bet.mean_weighted_acceptance,
     }
 
 

@@ -10,12 +10,13 @@ fallback ids (vocab_size − 1), padded-row ids, stray "!" (the detokenizer prin
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from harness.results.types import DetectorTotal
 from harness.server.generation import Generation
 from harness.server.vocab import VocabInfo
 
@@ -244,23 +245,34 @@ def repetition_loop(
     """
     array = np.asarray(ids, dtype=np.int64)
     n = len(array)
-    best: dict[str, Any] | None = None
+    best: RepetitionLoop | None = None
     for period in range(1, min(max_period, n - 1) + 1):
         equal = array[period:] == array[:-period]  # equal[i]: ids[i] == ids[i + period]
         for start, length in _true_runs(equal):
             span = length + period
             repeats = span // period
-            if repeats >= min_repeats and span >= min_span and (best is None or span > best["span"]):
-                best = {"period": period, "start": start, "span": span, "repeats": repeats, "at_end": start + span == n}
+            if repeats >= min_repeats and span >= min_span and (best is None or span > best.span):
+                best = RepetitionLoop(period, start, span, repeats, start + span == n)
     return DetectorResult(
         name="repetition_loop",
         count=int(best is not None),
         total=1,
         unit="responses",
-        positions=[best["start"]] if best else [],
-        examples=[[int(t) for t in array[best["start"] : best["start"] + best["period"]]]] if best else [],
-        details=best or {},
+        positions=[best.start] if best else [],
+        examples=[[int(t) for t in array[best.start : best.start + best.period]]] if best else [],
+        details=asdict(best) if best else {},
     )
+
+
+@dataclass(frozen=True)
+class RepetitionLoop:
+    """The longest loop found in one response: its period, where it starts, how far it runs, whether to the end."""
+
+    period: int
+    start: int
+    span: int
+    repeats: int
+    at_end: bool
 
 
 def _true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
@@ -346,24 +358,21 @@ def scan_generation(gen: Generation, vocab: VocabInfo, config: DetectorConfig | 
     return DetectorHits(prompt_hash=gen.prompt_hash, results={r.name: r for r in found})
 
 
-def aggregate(hits_list: Iterable[DetectorHits]) -> dict[str, Any]:
+def aggregate(hits_list: Iterable[DetectorHits]) -> dict[str, DetectorTotal]:
     """Totals per detector over many generations: count, total, rate, upper95, responses with a hit
     and responses scanned; stray_char also gets the pooled rate per 1200 generated tokens."""
-    totals: dict[str, dict[str, Any]] = {}
+    totals: dict[str, DetectorTotal] = {}
     for hits in hits_list:
         for name, result in hits.results.items():
-            entry = totals.setdefault(
-                name, {"count": 0, "total": 0, "unit": result.unit, "responses": 0, "responses_with_hits": 0}
-            )
-            entry["count"] += result.count
-            entry["total"] += result.total
-            entry["responses"] += 1
-            entry["responses_with_hits"] += int(result.count > 0)
+            entry = totals.get(name)
+            if entry is None:
+                entry = totals[name] = DetectorTotal.written(count=0, total=0, unit=result.unit, responses=0, responses_with_hits=0)
+            entry.count += result.count
+            entry.total += result.total
+            entry.responses += 1
+            entry.responses_with_hits += int(result.count > 0)
     for name, entry in totals.items():
-        entry["rate"] = entry["count"] / entry["total"] if entry["total"] else None
-        entry["upper95"] = cp_upper(entry["count"], entry["total"])
+        entry.update(rate=entry.count / entry.total if entry.total else None, upper95=cp_upper(entry.count, entry.total))
         if name == "stray_char":
-            entry["per_1200_tokens"] = (
-                entry["count"] * TOKENS_PER_STRAY_UNIT / entry["total"] if entry["total"] else None
-            )
+            entry.put("per_1200_tokens", entry.count * TOKENS_PER_STRAY_UNIT / entry.total if entry.total else None)
     return totals

@@ -80,6 +80,7 @@ def _pairs(entry: Any, what: str, index: int) -> dict[int, float]:
 def parse_padded_scoring(meta_info: dict[str, Any], count: int) -> list[PositionLogprobs]:
     """One entry per generated token from a `padded_scoring_request` answer; a one-line SpecsuiteError on another shape
     (a server that does not answer `token_ids_logprob` has no `input_token_ids_logprobs`)."""
+    # the scoring answer's meta_info, as the server sent it
     tops, padded = meta_info.get("input_top_logprobs"), meta_info.get("input_token_ids_logprobs")
     if not isinstance(padded, list):
         raise SpecsuiteError("padded-row scoring: the answer has no input_token_ids_logprobs (token_ids_logprob not supported)")

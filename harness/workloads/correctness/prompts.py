@@ -34,6 +34,7 @@ def load_prompts(path: str | Path | None = None) -> list[PromptItem]:
             continue
         try:
             row = json.loads(line)
+            # one line of the prompts file (fixtures/data/*.jsonl), parsed here once
             items.append(PromptItem(str(row.get("id", f"line-{number}")), str(row.get("kind", "prose")), str(row["prompt"])))
         except (ValueError, KeyError, AttributeError):
             raise SpecsuiteError(f"{source}:{number}: expected a JSON object with a \"prompt\" field") from None

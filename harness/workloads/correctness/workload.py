@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness.errors import SpecsuiteError
+from harness.results.types import DetectorTotal
 from harness.server import kinds
 from harness.server.cache_flush import flush_before_measurement
 from harness.server.counters import counter_deltas
@@ -105,15 +106,19 @@ class CaseResult:
     warnings: list[str] = field(default_factory=list)  # one line each, e.g. a refused flush
 
     @property
-    def totals(self) -> dict[str, Any]:
+    def totals(self) -> dict[str, DetectorTotal]:
         return aggregate(self.hits)
+
+    def total(self, detector: str) -> DetectorTotal:
+        """A detector's totals; one that found nothing in nothing when it did not run."""
+        return self.totals.get(detector) or DetectorTotal()
 
     @property
     def generated_tokens(self) -> int:
         return sum(g.generated_token_count for g in self.generations)
 
     def count(self, detector: str) -> int:
-        return int(self.totals.get(detector, {}).get("count", 0))
+        return self.total(detector).count
 
     def example(self, detector: str) -> str:
         """One offending request, quoted: prompt hash, position, ids around it, text window."""
@@ -147,7 +152,7 @@ class CaseResult:
             "warnings": self.warnings,
             "n_tokens": self.generated_tokens,
             "wall_time_s": self.wall_time_s,
-            "detectors": self.totals,
+            "detectors": {name: total.to_dict() for name, total in self.totals.items()},
             "server_counters": self.server_counters,
             "acceptance": {
                 "per_request": self.accept_lengths,
@@ -228,6 +233,7 @@ def run_case(
             result.hits.append(hits)
             if accept is not None:
                 result.accept_lengths.append(accept)
+            # meta_info as the server sent it (SGLang's name)
             rate = generation.meta_info.get("spec_accept_rate")
             if isinstance(rate, (int, float)):
                 result.accept_rates.append(float(rate))

@@ -8,12 +8,13 @@ linear-interpolation percentiles and population standard deviation (ddof=0).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from harness.results.types import Gsm8kAnswer
 from harness.workloads.gsm8k.scoring import DEFINITIONS
 
 __all__ = ["CONFIDENCE", "accept_length_summary", "definition_summary", "latency_summary", "proportion"]
@@ -37,11 +38,11 @@ def proportion(successes: int, trials: int, confidence: float = CONFIDENCE) -> d
     }
 
 
-def definition_summary(records: Sequence[Mapping[str, Any]], definition: str) -> dict[str, Any]:
+def definition_summary(records: Sequence[Gsm8kAnswer], definition: str) -> dict[str, Any]:
     """Counts, accuracy and invalid fraction under one definition, over answered records."""
     if definition not in DEFINITIONS:
         raise ValueError(f"unknown GSM8K definition {definition!r}")
-    outcomes = [record["outcome"][definition] for record in records]
+    outcomes = [record.outcome[definition] for record in records]
     answered = len(outcomes)
     correct = outcomes.count("correct")
     invalid = outcomes.count("invalid")
@@ -74,7 +75,7 @@ def latency_summary(latencies_s: Iterable[float]) -> dict[str, float | int | Non
 
 
 def accept_length_summary(
-    records: Sequence[Mapping[str, Any]], server_value: float | None = None
+    records: Sequence[Gsm8kAnswer], server_value: float | None = None
 ) -> dict[str, float | int | None]:
     """Speculative accept length: per-request mean, token-pooled ratio, and the server's own figure.
 
@@ -82,10 +83,10 @@ def accept_length_summary(
     Σcompletion_tokens / Σspec_verify_ct over requests that report a verify count (the SGLang
     batch-test statistic); ``server`` is whatever the caller read from the server after the run.
     """
-    per_request = [record["accept_length"] for record in records if record.get("accept_length") is not None]
-    verified = [record for record in records if record.get("spec_verify_ct")]
-    verify_steps = sum(record["spec_verify_ct"] for record in verified)
-    tokens = sum(record["completion_tokens"] or 0 for record in verified)
+    per_request = [record.accept_length for record in records if record.accept_length is not None]
+    verified = [record for record in records if record.spec_verify_ct]
+    verify_steps = sum(record.spec_verify_ct or 0 for record in verified)
+    tokens = sum(record.completion_tokens or 0 for record in verified)
     return {
         "n": len(per_request),
         "mean": float(np.mean(per_request)) if per_request else None,

@@ -77,7 +77,7 @@ def run_gsm8k_on_server(
     result["temperature"] = temperature
     result["warnings"] = [] if flush.flushed else [
         f"GSM8K {temperature_key(temperature)}: {flush.warning('server-wide accept length after flush not measured for this run')}"]
-    result["detectors"] = aggregate(hits)
+    result["detectors"] = {name: total.to_dict() for name, total in aggregate(hits).items()}
     return result
 
 

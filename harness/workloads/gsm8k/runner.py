@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
+from harness.results.types import Gsm8kAnswer
 from harness.server.faults import RunStopped, classify
 from harness.server.generation import Generation
 from harness.server.protocol import GenerationRequest, request_record
@@ -41,23 +42,24 @@ class GSM8KResult:
 
     config: dict[str, Any]
     plan: FewShotPlan
-    records: list[dict[str, Any]]  # sorted by question_index
+    records: list[Gsm8kAnswer]  # sorted by question_index
     wall_time_s: float
     server_accept_length: float | None = None
-    _answered: list[dict[str, Any]] = field(init=False, repr=False)
+    _answered: list[Gsm8kAnswer] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._answered = [record for record in self.records if record["status"] == "ok"]
+        self._answered = [record for record in self.records if record.status == "ok"]
 
     def accuracy(self, definition: str = "sglang") -> float | None:
         """Fraction correct among answered questions under ``definition``."""
+        # definition_summary's dict is what results.json writes under definitions.<name>
         return definition_summary(self._answered, definition)["accuracy"]["value"]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly summary: metrics per definition and per-question correctness vectors."""
-        output_tokens = sum(record["completion_tokens"] or 0 for record in self._answered)
-        errors = [record for record in self.records if record["status"] == "error"]
-        skipped = sum(1 for record in self.records if record["status"] == "skipped")
+        output_tokens = sum(record.completion_tokens or 0 for record in self._answered)
+        errors = [record for record in self.records if record.status == "error"]
+        skipped = sum(1 for record in self.records if record.status == "skipped")
         return {
             "workload": "gsm8k",
             "config": {**self.config, "shot_indices": list(self.plan.shot_indices)},
@@ -65,18 +67,18 @@ class GSM8KResult:
             "n_answered": len(self._answered),
             "n_errors": len(errors),
             "n_skipped": skipped,
-            "errors": [{"question_index": r["question_index"], "error": r["error"]} for r in errors],
-            "error_classes": dict(sorted(Counter(r["error_class"] for r in errors).items())),
+            "errors": [{"question_index": r.question_index, "error": r.error} for r in errors],
+            "error_classes": dict(sorted(Counter(r.error_class for r in errors).items())),
             "definitions": {d: definition_summary(self._answered, d) for d in DEFINITIONS},
             "wall_time_s": self.wall_time_s,
-            "latency_s": latency_summary(record["latency_s"] for record in self._answered),
+            "latency_s": latency_summary(record.latency_s for record in self._answered),
             "output_tokens": output_tokens,
             "output_throughput_tok_s": output_tokens / self.wall_time_s if self.wall_time_s > 0 else None,
             "accept_length": accept_length_summary(self._answered, self.server_accept_length),
             "per_question": {
-                "question_index": [record["question_index"] for record in self._answered],
-                "prompt_hash": [record["prompt_hash"] for record in self._answered],
-                "correct": {d: [record["outcome"][d] == "correct" for record in self._answered] for d in DEFINITIONS},
+                "question_index": [record.question_index for record in self._answered],
+                "prompt_hash": [record.prompt_hash for record in self._answered],
+                "correct": {d: [record.outcome[d] == "correct" for record in self._answered] for d in DEFINITIONS},
             },
         }
 
@@ -93,7 +95,7 @@ def run_gsm8k(
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
     seed: int = 0,
     shots_from_eval: bool = False,
-    record_sink: Callable[[dict[str, Any]], None] | None = None,
+    record_sink: Callable[[dict[str, Any]], None] | None = None,  # takes each record as its JSONL line
     server_accept_length: Callable[[], float | None] | None = None,
     progress: bool = True,
 ) -> GSM8KResult:
@@ -111,23 +113,24 @@ def run_gsm8k(
     shots = [items[index] for index in plan.shot_indices]
     sampling = {"temperature": temperature, "top_p": top_p, "max_new_tokens": max_new_tokens}
 
-    def ask(index: int) -> dict[str, Any]:
+    def ask(index: int) -> Gsm8kAnswer:
         item = items[index]
         prompt = build_prompt(shots, item.question)
-        base = {"question_index": index, "prompt_hash": prompt_hash(prompt), "label": item.label}
+        record = Gsm8kAnswer.written(question_index=index, prompt_hash=prompt_hash(prompt), label=item.label)
         request = build_request(prompt, **sampling)
         started = time.perf_counter()
         try:
             generation = generate(request)
             latency = time.perf_counter() - started
-            return {**base, **_answer_fields(generation, item), "latency_s": latency}
+            record.update(**_answer_fields(generation, item), latency_s=latency)
         except RunStopped as err:
-            return {**base, "status": "skipped", "reason": str(err), "latency_s": 0.0}
+            record.update(status="skipped", reason=str(err), latency_s=0.0)
         except Exception as err:  # one failed request must not end the run
-            return {**base, "status": "error", "error_class": classify(err).value, "error": one_line(err), "request": request_record(request),
-                    "latency_s": time.perf_counter() - started}
+            record.update(status="error", error_class=classify(err).value, error=one_line(err), request=request_record(request),
+                          latency_s=time.perf_counter() - started)
+        return record
 
-    records: list[dict[str, Any]] = []
+    records: list[Gsm8kAnswer] = []
     bar = tqdm(total=len(plan.eval_indices), desc="gsm8k", unit="q", disable=not (progress and sys.stderr.isatty()))
     started = time.perf_counter()
     pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="gsm8k")
@@ -137,7 +140,7 @@ def run_gsm8k(
             record = future.result()
             records.append(record)
             if record_sink is not None:
-                record_sink(record)
+                record_sink(record.to_dict())
             bar.update(1)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
@@ -158,7 +161,7 @@ def run_gsm8k(
     return GSM8KResult(
         config=config,
         plan=plan,
-        records=sorted(records, key=lambda record: record["question_index"]),
+        records=sorted(records, key=lambda record: record.question_index),
         wall_time_s=wall_time,
         server_accept_length=server_accept_length() if server_accept_length is not None else None,
     )
@@ -199,6 +202,7 @@ def paired_outcomes(
 
 def _per_question(result: GSM8KResult | Mapping[str, Any], definition: str) -> dict[int, tuple[str, bool]]:
     summary = result.to_dict() if isinstance(result, GSM8KResult) else result
+    # the per-question table as results.json writes it (GSM8KResult.to_dict, or a stored run's)
     table = summary["per_question"]
     columns = zip(table["question_index"], table["prompt_hash"], table["correct"][definition], strict=True)
     return {index: (digest, correct) for index, digest, correct in columns}
@@ -210,6 +214,7 @@ def _answer_fields(generation: Generation, item: GSM8KItem) -> dict[str, Any]:
         raise ValueError(f"generate returned {type(generation).__name__}, not a Generation")
     meta = generation.meta_info
     finish_reason = generation.finish_reason
+    # the server's finish object and meta_info, as it sent them
     if isinstance(finish_reason, Mapping) and finish_reason.get("type") == "abort":
         raise RuntimeError(f"server aborted the request: {finish_reason.get('message')}")
     text = generation.text

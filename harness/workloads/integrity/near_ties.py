@@ -20,6 +20,7 @@ from harness.workloads.lossless.greedy import Divergence, NearTie, ReferenceOutp
 
 def reference_output(answer: dict[str, Any]) -> ReferenceOutput:
     """A native /generate answer's ids and per-position top logprobs (asked with top_logprobs_num)."""
+    # a native answer, as the server sent it
     tops = (answer.get("meta_info") or {}).get("output_top_logprobs") or []
     return ReferenceOutput(list(answer.get("output_ids") or []), [top_entries(entry) for entry in tops])
 

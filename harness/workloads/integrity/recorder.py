@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any, Callable
 
+from harness.results.types import IntegrityChecks
 from harness.server.openai_client import OpenAICompletionsClient
 from harness.server.sglang_client import SGLangClient
 from harness.server.transport import HttpTransport, shorten
@@ -83,8 +84,8 @@ class IntegrityRecorder:
                 quoted.append(f"  - {violation.quote()} [from {source}]")
         return "\n".join([head, *quoted])
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly totals for results.json: counts per check and per source, and the quotes."""
+    def totals(self) -> IntegrityChecks:
+        """The totals results.json records: counts per check and per source, and the quotes."""
         with self._lock:
             entries = list(self._log)
             answers, streams = self.answers_checked, self.streams_checked
@@ -95,14 +96,14 @@ class IntegrityRecorder:
             bucket = quotes.setdefault(violation.check, [])
             if len(bucket) < self._quotes_per_check:
                 bucket.append({**violation.to_dict(), "source": source})
-        return {
-            "answers_checked": answers,
-            "streams_checked": streams,
-            "violations": len(entries),
-            "counts": {check: sum(c[check] for c in by_source.values()) for check in CHECKS if any(c[check] for c in by_source.values())},
-            "by_source": {source: dict(c) for source, c in by_source.items()},
-            "quotes": quotes,
-        }
+        return IntegrityChecks.written(
+            answers_checked=answers,
+            streams_checked=streams,
+            violations=len(entries),
+            counts={check: sum(c[check] for c in by_source.values()) for check in CHECKS if any(c[check] for c in by_source.values())},
+            by_source={source: dict(c) for source, c in by_source.items()},
+            quotes=quotes,
+        )
 
 
 class CheckingClient(SGLangClient):
@@ -184,6 +185,7 @@ class CheckingOpenAIClient(OpenAICompletionsClient):
         self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=_choice_count(result))
 
     def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
+        # the OpenAI stream's chunks, as the server sent them
         indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
         self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=max(len(indexes), 1), stream=True)
 

@@ -26,6 +26,7 @@ def context_for_server(server: ServerUnderTest, tokenizer_dir: str | None = None
         raise SpecsuiteError("the server reports no tokenizer_path: pass --tokenizer <local folder>")
     tokenizer = load_tokenizer(folder)
     spec = server.identity.speculative
+    # the server's own speculative settings (/server_info), by SGLang's names
     draft = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
     return IntegrityContext(
         eos_ids=frozenset(server.vocab.eos_ids),

@@ -37,6 +37,7 @@ from typing import Any
 
 from scipy import stats
 
+from harness.results.types import AcceptanceBetting, TopTokenRate
 from harness.workloads.lossless.tempering import TemperedPosition
 
 DESIGN_C = 1.25  # the bias the betting fraction is tuned to
@@ -61,6 +62,7 @@ def token_roles(num_tokens: int, spec: Any) -> list[str] | None:
     None when the stats are absent or do not cover the output (a trimmed last step is fine)."""
     if not isinstance(spec, dict):
         return None
+    # vLLM's per-request speculative stats, as the server sent them
     accepted, drafted = spec.get("per_step_accepted"), spec.get("per_step_drafted")
     if not isinstance(accepted, list) or not isinstance(drafted, list) or len(accepted) != len(drafted):
         return None
@@ -79,6 +81,7 @@ def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequ
     Where the tail's weight is known only within bounds (T != 1), the mode rate is taken given that
     the token is in the top-K (exact; tail draws leave it), and the drawn token's probability is its
     upper bound, which turns the betting martingale into a supermartingale: still a valid test."""
+    # meta_info as the server sent it
     roles = token_roles(len(output), (meta or {}).get("vllm_speculative_decoding"))
     found = []
     for index, position in enumerate(scored):
@@ -94,7 +97,7 @@ def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequ
     return found
 
 
-def top_token_rate_test(positions: Iterable[DirectedPosition], alpha: float) -> dict[str, Any]:
+def top_token_rate_test(positions: Iterable[DirectedPosition], alpha: float) -> TopTokenRate:
     """Test 1: is the target's mode drawn more often than the target says?"""
     chosen = [p for p in positions if p.in_mode_rate]
     n = len(chosen)
@@ -105,14 +108,14 @@ def top_token_rate_test(positions: Iterable[DirectedPosition], alpha: float) -> 
     p_value = float(stats.norm.sf(z)) if n >= MIN_POSITIONS else 1.0
     half = float(stats.norm.ppf(0.975)) * math.sqrt(variance) / n if n else float("nan")
     z_alpha, z_power = float(stats.norm.isf(alpha)), float(stats.norm.ppf(0.8))
-    return {
-        "n": n, "observed": observed, "expected": expected, "z": z, "p_value": p_value, "alpha": alpha,
-        "passed": p_value >= alpha,
-        "excess_rate": (observed - expected) / n if n else None,
-        "excess_rate_ci95": [(observed - expected) / n - half, (observed - expected) / n + half] if n else None,
+    return TopTokenRate.written(
+        n=n, observed=observed, expected=expected, z=z, p_value=p_value, alpha=alpha,
+        passed=p_value >= alpha,
+        excess_rate=(observed - expected) / n if n else None,
+        excess_rate_ci95=[(observed - expected) / n - half, (observed - expected) / n + half] if n else None,
         # smallest excess per position detected with 80% power (normal approximation, null variance)
-        "mde_excess_rate": (z_alpha + z_power) * math.sqrt(variance) / n if n else None,
-    }
+        mde_excess_rate=(z_alpha + z_power) * math.sqrt(variance) / n if n else None,
+    )
 
 
 def betting_fraction(mode_prob: float, design_c: float = DESIGN_C) -> float:
@@ -122,7 +125,7 @@ def betting_fraction(mode_prob: float, design_c: float = DESIGN_C) -> float:
     return min(MAX_BET, (design_c - 1.0) * mode_prob / (1.0 - mode_prob))
 
 
-def acceptance_betting_test(positions: Iterable[DirectedPosition], alpha: float) -> dict[str, Any]:
+def acceptance_betting_test(positions: Iterable[DirectedPosition], alpha: float) -> AcceptanceBetting:
     """Test 2: the test martingale of A_t / p_t(x_t) over draft-evaluated positions (greedy drafts)."""
     log_wealth, n, accepted, weighted = 0.0, 0, 0, 0.0
     max_log_wealth = 0.0
@@ -137,8 +140,8 @@ def acceptance_betting_test(positions: Iterable[DirectedPosition], alpha: float)
         max_log_wealth = max(max_log_wealth, log_wealth)
     # Ville: P(sup M >= 1/alpha) <= alpha, so 1/max M is a valid p-value (anytime).
     p_value = min(1.0, math.exp(-max_log_wealth))
-    return {
-        "draft_positions": n, "accepted": accepted, "mean_weighted_acceptance": weighted / n if n else None,
-        "log_e_value": log_wealth, "max_log_e_value": max_log_wealth, "p_value": p_value, "alpha": alpha,
-        "passed": p_value >= alpha, "applicable": n >= MIN_POSITIONS,
-    }
+    return AcceptanceBetting.written(
+        draft_positions=n, accepted=accepted, mean_weighted_acceptance=weighted / n if n else None,
+        log_e_value=log_wealth, max_log_e_value=max_log_wealth, p_value=p_value, alpha=alpha,
+        passed=p_value >= alpha, applicable=n >= MIN_POSITIONS,
+    )

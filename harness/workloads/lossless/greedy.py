@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from harness.errors import SpecsuiteError
+from harness.results.types import GreedyConcurrency, GreedyDivergence, NearTieRule
 from harness.server.served_dtype import MANTISSA_BITS, UNKNOWN_FALLBACK, ServedDtype, coarser
 
 DEFAULT_NUMERICS_GAP = 1e-3  # the float32 floor
@@ -53,6 +54,9 @@ class NearTie:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def record(self) -> NearTieRule:
+        return NearTieRule.written(**asdict(self))
 
 
 def near_tie_rule(dtype: str | None, source: str = "", override: float | None = None) -> NearTie:
@@ -166,18 +170,12 @@ class GreedyResult:
     def passed(self) -> bool:
         return self.real == 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "prompts": self.prompts,
-            "equal": self.equal,
-            "numerics": self.numerics,
-            "real": self.real,
-            "passed": self.passed,
-            "numerics_gap": self.near_tie.tolerance,
-            "near_tie": self.near_tie.to_dict(),
-            "divergences": [asdict(d) for d in self.divergences],
-        }
+    def record(self) -> GreedyConcurrency:
+        """The result as results.json records it."""
+        return GreedyConcurrency.written(
+            concurrency=self.concurrency, prompts=self.prompts, equal=self.equal, numerics=self.numerics, real=self.real,
+            passed=self.passed, numerics_gap=self.near_tie.tolerance, near_tie=self.near_tie.record(),
+            divergences=[GreedyDivergence.written(**asdict(d)) for d in self.divergences])
 
 
 def compare_greedy(

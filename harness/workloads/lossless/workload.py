@@ -16,6 +16,17 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.results.types import (
+    LoglikCalibration,
+    LosslessGreedy,
+    LosslessPit,
+    LosslessSetting,
+    LosslessTwoSample,
+    PitTailRate,
+    PitUniformity,
+    SpecCoverageRecord,
+    TokenHomogeneity,
+)
 from harness.server.generation import Generation
 from harness.server.protocol import GenerationRequest, Sampling, ServerClient
 from harness.server.served_dtype import served_dtype_of
@@ -48,6 +59,9 @@ class SamplingSetting:
 
     def params(self) -> dict[str, float]:
         return {"temperature": self.temperature, "top_p": self.top_p}
+
+    def record(self) -> LosslessSetting:
+        return LosslessSetting.written(temperature=self.temperature, top_p=self.top_p)
 
 
 @dataclass(frozen=True)
@@ -94,18 +108,20 @@ class SpecCoverage:
         """From (meta_info, output_ids) pairs; SGLang reports the spec counts on finished responses."""
         coverage = cls()
         for meta, output in results:
+            # meta_info as the server sent it: SGLang's spec counts on a finished response
             coverage.verify_steps += int(meta.get("spec_verify_ct") or 0)
             coverage.accepted_drafts += int(meta.get("spec_num_correct_drafts") or 0)
             coverage.positions_after_first += max(0, len(output) - 1)
         return coverage
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> SpecCoverageRecord:
         share = self.accepted_drafts / self.positions_after_first if self.positions_after_first else None
-        return {**asdict(self), "accepted_draft_share": share}
+        return SpecCoverageRecord.written(**asdict(self), accepted_draft_share=share)
 
 
 def draft_steps_of(speculative: dict[str, Any]) -> int:
     """k, the drafts per verify step, from the server's speculative settings."""
+    # the server's own speculative settings (/server_info), by SGLang's names
     steps = speculative.get("speculative_num_steps")
     drafts = speculative.get("speculative_num_draft_tokens")
     if isinstance(drafts, int) and drafts > 1:
@@ -160,7 +176,7 @@ class LosslessWorkload:
 
     # -- PIT ---------------------------------------------------------------------------------
 
-    def pit(self, setting: SamplingSetting, case_index: int = 0) -> dict[str, Any]:
+    def pit(self, setting: SamplingSetting, case_index: int = 0) -> LosslessPit:
         """Generate, score on the server under test, and test the PIT of positions >= 2."""
         config, prompts = self.config, self.prompt_ids
         started = time.perf_counter()
@@ -183,26 +199,26 @@ class LosslessWorkload:
         test = uniformity_test(values.values, config.alpha / split)
         tail = tail_rate_test(values, config.alpha / split) if values.tail_positions else None
         p_value = min(1.0, split * min(test.p_value, 1.0 if tail is None else tail.p_value))
-        return {
-            "setting": asdict(setting),
-            "requests": config.pit_requests,
-            "max_new_tokens": config.pit_max_new_tokens,
-            "top_k": config.top_k,
-            "positions": values.positions,
-            "unresolved_nucleus": values.unresolved,
-            "outside_support": values.outside_support,
-            "given_top_k": tail is not None,
-            "coverage": coverage.to_dict(),
-            "test": test.to_dict(),
-            "tail": None if tail is None else tail.to_dict(),
-            "p_value": p_value,
-            "passed": p_value >= config.alpha,
-            "wall_time_s": time.perf_counter() - started,
-        }
+        return LosslessPit.written(
+            setting=setting.record(),
+            requests=config.pit_requests,
+            max_new_tokens=config.pit_max_new_tokens,
+            top_k=config.top_k,
+            positions=values.positions,
+            unresolved_nucleus=values.unresolved,
+            outside_support=values.outside_support,
+            given_top_k=tail is not None,
+            coverage=coverage.record(),
+            test=PitUniformity.from_dict(test.to_dict()),  # the statistic's JSON-ready values (numpy and inf made plain)
+            tail=None if tail is None else PitTailRate.from_dict(tail.to_dict()),
+            p_value=p_value,
+            passed=p_value >= config.alpha,
+            wall_time_s=time.perf_counter() - started,
+        )
 
     # -- two-sample --------------------------------------------------------------------------
 
-    def two_sample(self, setting: SamplingSetting, case_index: int = 0) -> dict[str, Any]:
+    def two_sample(self, setting: SamplingSetting, case_index: int = 0) -> LosslessTwoSample:
         """Same prompts on both servers; chi-square per position 2..k+2 and log-likelihood z."""
         config, reference = self.config, self._reference()
         started = time.perf_counter()
@@ -233,17 +249,17 @@ class LosslessWorkload:
         reference_outputs, reference_loglik = by_prompt(reference_results, 1), by_prompt(reference_results, 2)
         homogeneity = homogeneity_test(test_outputs, reference_outputs, positions, config.alpha)
         calibration = loglik_calibration(test_loglik, reference_loglik, config.alpha)
-        return {
-            "setting": asdict(setting),
-            "prompts": len(chosen),
-            "samples_per_prompt": config.two_sample_size,
-            "positions": positions,
-            "coverage": coverage.to_dict(),
-            "homogeneity": homogeneity.to_dict(),
-            "calibration": calibration.to_dict(),
-            "passed": homogeneity.passed and calibration.passed,
-            "wall_time_s": time.perf_counter() - started,
-        }
+        return LosslessTwoSample.written(
+            setting=setting.record(),
+            prompts=len(chosen),
+            samples_per_prompt=config.two_sample_size,
+            positions=positions,
+            coverage=coverage.record(),
+            homogeneity=TokenHomogeneity.from_dict(homogeneity.to_dict()),  # the statistics' JSON-ready values
+            calibration=LoglikCalibration.from_dict(calibration.to_dict()),
+            passed=homogeneity.passed and calibration.passed,
+            wall_time_s=time.perf_counter() - started,
+        )
 
     def two_sample_test_arm(self, setting: SamplingSetting, case_index: int = 0) -> int:
         """Only the server-under-test half of `two_sample` (same prompts, sizes and seeds), kept for the
@@ -265,7 +281,7 @@ class LosslessWorkload:
 
     # -- greedy ------------------------------------------------------------------------------
 
-    def greedy(self) -> dict[str, Any]:
+    def greedy(self) -> LosslessGreedy:
         """T=0 outputs of the server under test at each concurrency against the reference's."""
         config, reference = self.config, self._reference()
         started = time.perf_counter()
@@ -275,6 +291,7 @@ class LosslessWorkload:
         def reference_one(prompt: list[int]) -> ReferenceOutput:
             result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True,
                                                                top_logprobs=TOP_CANDIDATES))
+            # the reference's top logprobs as the server sent them
             tops = result.meta_info.get("output_top_logprobs") or []
             return ReferenceOutput(output_ids_of(result), [top_entries(entry) for entry in tops])
 
@@ -285,15 +302,15 @@ class LosslessWorkload:
         for concurrency in config.greedy_concurrencies:
             outputs = parallel_map(lambda p: output_ids_of(generate_one(self.test, GenerationRequest(prompt_ids=tuple(p), sampling=greedy))),
                                    prompts, concurrency)
-            by_concurrency.append(compare_greedy(concurrency, outputs, references, rule).to_dict())
-        return {
-            "prompts": len(prompts),
-            "max_new_tokens": config.greedy_max_new_tokens,
-            "concurrencies": by_concurrency,
-            "passed": all(c["passed"] for c in by_concurrency),
-            "near_tie": rule.to_dict(),
-            "wall_time_s": time.perf_counter() - started,
-        }
+            by_concurrency.append(compare_greedy(concurrency, outputs, references, rule).record())
+        return LosslessGreedy.written(
+            prompts=len(prompts),
+            max_new_tokens=config.greedy_max_new_tokens,
+            concurrencies=by_concurrency,
+            passed=all(c.passed for c in by_concurrency),
+            near_tie=rule.record(),
+            wall_time_s=time.perf_counter() - started,
+        )
 
 
 LOGPROB_FLOOR = -100.0  # SGLang clamps impossible tokens to about -3.4e38; squaring that overflows

@@ -61,6 +61,7 @@ class ContextLimit:
 
 def reserved_draft_slots(server_info: dict[str, Any]) -> int:
     """SGLang's per-request reserved output slots from /server_info's speculative settings."""
+    # /server_info's answer, by SGLang's names
     algorithm = str(server_info.get("speculative_algorithm") or "").upper()
     if algorithm not in EAGLE_FAMILY:
         return 0

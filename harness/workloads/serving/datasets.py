@@ -101,6 +101,7 @@ def load_conversations(path: str | None) -> list[tuple[str, str]]:
         raise SpecsuiteError(f"dataset file {path} must hold a list of conversations")
     pairs = []
     for record in records:
+        # a ShareGPT record, by the dataset's own names
         turns = record.get("conversations", record.get("conversation", [])) if isinstance(record, dict) else []
         if isinstance(turns, list) and len(turns) >= 2 and all(isinstance(t, dict) and isinstance(t.get("value"), str) for t in turns[:2]):
             pairs.append((turns[0]["value"], turns[1]["value"]))
@@ -116,6 +117,7 @@ def _bundled_conversations() -> list[tuple[str, str]]:
             if not line.strip():
                 continue
             record: dict[str, Any] = json.loads(line)
+            # a JSONL dataset line, by the dataset's own names
             prompt = record.get("prompt") or record.get("question")
             reply = record.get("answer") or record.get("reference") or prompt
             if isinstance(prompt, str) and prompt:

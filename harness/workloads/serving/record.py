@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.types import BenchSummary
 from harness.workloads.serving.client import RequestOutput
 
 RUN_KEYS = ("tag", "backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
@@ -51,6 +52,7 @@ def detail_arrays(outputs: Sequence[RequestOutput], start: float, with_texts: bo
 def build_record(run: dict[str, Any], server_info: dict[str, Any] | None, metrics: dict[str, Any],
                  details: dict[str, Any], status: str) -> dict[str, Any]:
     """One JSONL line: run parameters, server_info, metrics, details, status."""
+    # run: the run's settings by bench_serving's flag names; the JSONL line keeps bench_serving's layout
     params = {key: run.get(key) for key in RUN_KEYS}
     rate = params["request_rate"]
     if isinstance(rate, float) and math.isinf(rate):
@@ -81,6 +83,7 @@ _TOTALS_ROWS = (
 
 def format_table(record: dict[str, Any]) -> str:
     """bench_serving's "Serving Benchmark Result" table, with our per-chunk and per-request lines."""
+    # record: one JSONL line (build_record), read by bench_serving's field names as its table prints them
     rate = record["request_rate"]
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     if record.get("status") != "complete":
@@ -106,7 +109,7 @@ def format_table(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, seed: int = 0) -> dict[str, Any]:
+def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, seed: int = 0) -> BenchSummary:
     """What the pytest session stores under workloads["bench"]: the scalar metrics, the run's
     settings (`config`), bench_serving's per-request `itls` (seconds, as harness.compare.metrics reads
     them), per-request output lengths, accept lengths, verify counts and TTFTs (ms), and `itl_ms`: every per-token ITL in ms, or a
@@ -116,7 +119,8 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
     if n_itl > reservoir:
         itl_ms = np.random.default_rng(seed).choice(itl_ms, size=reservoir, replace=False)
     scalars = {key: value for key, value in record.items() if not isinstance(value, (list, dict))}
-    return {
+    # from_dict: the JSONL line's scalars keep bench_serving's names and order; those BenchSummary does not name stay in extra
+    return BenchSummary.from_dict({
         **scalars,
         "config": dict(record["run"]),
         "itls": record["itls"],
@@ -128,4 +132,4 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
         "spec_verify_cts": record["spec_verify_cts"],
         "ttft_ms": [t * 1000.0 for t, e in zip(record["ttfts"], record["errors"], strict=False) if not e],
         "warnings": list(record.get("warnings") or []),
-    }
+    })

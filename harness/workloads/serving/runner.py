@@ -194,12 +194,14 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
     if tokenizer_path is None:  # an OpenAI-only server has no /model_info: then --tokenizer is needed
         with _kind_client(config, timeout_s=30.0) as client:
             info = client.model_info()
+        # /get_model_info's answer, as the server sent it
         tokenizer_path = info.get("tokenizer_path") or info.get("model_path") or ""
     tokenizer = load_tokenizer(tokenizer_path)
     model = config.model
     if model is None and kinds.bench_backend(config.backend).sends_model:
         with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
             cards = oai.models()
+        # /v1/models' cards, as the server sent them
         model = str(cards[0].get("id")) if cards else "default"
     rng = BenchRandom.from_seed(config.seed)
     rows = build_requests(config.dataset_name, tokenizer, rng, num_prompts=config.num_prompts,
@@ -214,6 +216,7 @@ def _model_card_root(config: BenchConfig) -> str:
     """The served model's path from /v1/models (`root`, as vLLM names it), the tokenizer it loaded."""
     with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
         cards = oai.models()
+    # /v1/models' cards, as the server sent them
     root = cards[0].get("root") if cards else None
     if not isinstance(root, str) or not root:
         raise SpecsuiteError(f"{display_url(config.base_url)}/v1/models names no model path (root): pass --tokenizer")
@@ -371,6 +374,7 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
     finally:
         if shared is not None:
             await shared.close()
+    # /server_info's answer, as the server sent it
     internal = (server_info or {}).get("internal_states") or [{}]
     accept = internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
     if state.cache_flushed is False:
