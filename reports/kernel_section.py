@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.results.types import DistributionTest, KernelSection
 from harness.results.types import Document as ResultsDocument
-from reports.blocks import Document, Table, fmt, fmt_p
+from reports.blocks import Report, Table, fmt, fmt_p
 
 KERNEL_KEY = "kernel"
 _EXAMPLE_KEYS = ("row", "accepted", "emitted", "draft_step", "q(X)", "p(X)", "fallback_id", "p(fallback_id)", "tokenizer_vocab",
@@ -47,7 +47,7 @@ def _or_unknown(kernel: KernelSection, name: str, unknown: str) -> Any:
     return getattr(kernel, name) if kernel.has(name) else unknown
 
 
-def add_kernel_section(doc: Document, results: dict[str, Any] | ResultsDocument) -> None:
+def add_kernel_section(doc: Report, results: dict[str, Any] | ResultsDocument) -> None:
     """Append the section when the results hold a kernel-suite run; nothing otherwise."""
     kernel = ResultsDocument.of(results).kernel
     if kernel is None:
