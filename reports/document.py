@@ -21,7 +21,7 @@ from harness.results.types import Document as ResultsDocument
 from reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.kernel_section import add_kernel_section
-from reports.server_under_test import REFERENCE_MARKER_KEY
+from reports.records import ServerIdentityView, SpeculativeSettings
 from reports.summary_table import summary_markdown
 
 NOT_RUN = "not run"
@@ -118,7 +118,7 @@ def metric_fact(analysis: dict[str, Any] | Comparison, metric: str, key: str) ->
     its label, unit, report format, verdict-line name (`short`), figure title and axis label. A
     metric the analysis does not describe reads as its name; a fact an older analysis lacks, as
     its label or unit (`MetricFacts.fact`)."""
-    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict({"metrics": analysis.get("metrics") or {}})
+    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict(analysis)
     return typed.facts(metric).fact(key, metric)
 
 
@@ -222,18 +222,19 @@ def header_value(document: ResultsDocument, name: str, missing: str = "?") -> An
 
 
 def _identity_text(arm: Arm) -> str:
-    identity = arm.identity or {}
-    spec = identity.get("speculative") or {}
-    emulated = REFERENCE_MARKER_KEY in (identity.get("server_args") or {})
-    parts = [f"reference emulation of SGLang {identity.get('version', '?')}" if emulated else f"server {identity.get('version', '?')}"]
-    if spec.get("speculative_algorithm"):
-        parts.append(f"{spec['speculative_algorithm']} steps {spec.get('speculative_num_steps')} topk "
-                     f"{spec.get('speculative_eagle_topk')} draft tokens {spec.get('speculative_num_draft_tokens')}")
-    if identity.get("cuda_graph"):
+    identity = ServerIdentityView.of(arm)
+    spec = identity.speculative or SpeculativeSettings()
+    emulated = identity.is_reference()
+    version = identity.version if identity.has("version") else "?"
+    parts = [f"reference emulation of SGLang {version}" if emulated else f"server {version}"]
+    if spec.speculative_algorithm:
+        parts.append(f"{spec.speculative_algorithm} steps {spec.speculative_num_steps} topk "
+                     f"{spec.speculative_eagle_topk} draft tokens {spec.speculative_num_draft_tokens}")
+    if identity.cuda_graph:
         # The reference server has no GPU: its "CUDA graph" is a simulated graph memory pool (the founding bug's mechanism).
-        parts.append(f"simulated CUDA-graph pool {identity['cuda_graph']} (CPU emulation)" if emulated else f"CUDA graph {identity['cuda_graph']}")
-    if identity.get("vocab_size"):
-        parts.append(f"vocab {identity['vocab_size']} (tokenizer {identity.get('tokenizer_length')})")
+        parts.append(f"simulated CUDA-graph pool {identity.cuda_graph} (CPU emulation)" if emulated else f"CUDA graph {identity.cuda_graph}")
+    if identity.vocab_size:
+        parts.append(f"vocab {identity.vocab_size} (tokenizer {identity.tokenizer_length})")
     return ", ".join(parts)
 
 

@@ -29,6 +29,7 @@ from harness.results.types import Document as ResultsDocument
 from reports.blocks import FigureRef, ParagraphStyle, Report, Role, VerdictLine, VerdictList
 from reports.document import NONE_IN_EITHER, add_tables, header_value, metric_fact
 from reports.gsm8k_source import gsm8k_source_note
+from reports.records import RepeatOutcome
 from reports.server_under_test import server_under_test_line
 
 # The order of a line's verdicts: the corruption itself first, then what it disguises itself as
@@ -175,12 +176,12 @@ def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: 
         return None
     module = families(analysis).get(family, FamilyFacts()).suite_module if analysis is not None else None
     measured = document.arms.get(arm)
-    failed = [f for r in (measured.repeats if measured is not None else []) for f in ((r.extra.get("tests") or {}).get("failed") or [])
-              if module and isinstance(f, dict) and f.get("module") == module]
+    failed = [test for repeat in (measured.repeats if measured is not None else []) for test in RepeatOutcome.of(repeat).failed_tests()
+              if module and test.module == module]
     if not failed:
         return None
-    first = next((f for f in failed if f.get("kind") == "error"), failed[0])
-    return str(first.get("message") or f"{first.get('test')} {first.get('kind', 'failed')}")
+    first = next((test for test in failed if test.kind == "error"), failed[0])
+    return str(first.message or f"{first.test} {first.kind if first.has('kind') else 'failed'}")
 
 
 def side_by_side_note(results: dict[str, Any] | ResultsDocument) -> str | None:
