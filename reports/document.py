@@ -1,15 +1,14 @@
-"""The report's content as plain blocks (headings, paragraphs, tables, figures), built from a results dict.
+"""The report's tables, as typed blocks (reports/blocks.py), built from the typed results (harness.results.types).
 
-`build_document(results, figures, figure_notes)` lays out what the Markdown and HTML renderers
-print: the run header, the before/after tables per sampling case (values with 95 %
-intervals and the verdict against the baseline), each workload family's own section (the lossless
-tests, the integrity checks: written into the analysis by the family, harness/families/), the
-verdict table (effect, interval, p, Holm p, MDE), the spread between repeats, and the figures.
-Everything is read from the results dict: the A/B analysis under `ANALYSIS_KEY` (written by
-harness.compare.verdicts.compare_arms) and the raw arms. Nothing here computes statistics; it only
-formats them. Which rows there are, their labels and display formats are the metric registry's, read
-from the analysis (`metrics`, `report_rows`, `spread_rows`), since the reports import nothing from
-the harness. Verdicts are shown as given, "suspect" (a higher accept length in an arm that emits
+`add_tables(report, document)` appends what the page shows after its figures: the kernel section,
+the before/after tables per sampling case (values with 95 % intervals and the verdict against the
+baseline), each workload family's own section (the lossless tests, the integrity checks: written into
+the analysis by the family, harness/families/), the verdict table (effect, interval, p, Holm p, MDE),
+the spread between repeats and the setup.  The A/B analysis is the one under `ANALYSIS_KEY` (written by
+harness.compare.verdicts.compare_arms).  Nothing here computes statistics; it only formats them.  Which
+rows there are, their labels and display formats are the metric registry's, read from the analysis
+(`metrics`, `report_rows`, `spread_rows`), since the reports import nothing from the harness beyond
+its results.  Verdicts are shown as given, "suspect" (a higher accept length in an arm that emits
 invalid ids) with its note.
 """
 
@@ -19,12 +18,10 @@ from typing import Any
 
 from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, ReportSection, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
 from harness.results.types import Document as ResultsDocument
-
-# The blocks and number formats live in reports.blocks (kernel_section builds on them too, without
-# importing this module); they are re-exported here for the renderers.
-from reports.blocks import Document, FigureRef, Table, fmt, fmt_p, pct
+from reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
 from reports.gsm8k_source import gsm8k_is_synthetic
-from reports.server_under_test import REFERENCE_MARKER_KEY, server_under_test_line
+from reports.kernel_section import add_kernel_section
+from reports.records import ServerIdentityView, SpeculativeSettings
 from reports.summary_table import summary_markdown
 
 NOT_RUN = "not run"
@@ -121,7 +118,7 @@ def metric_fact(analysis: dict[str, Any] | Comparison, metric: str, key: str) ->
     its label, unit, report format, verdict-line name (`short`), figure title and axis label. A
     metric the analysis does not describe reads as its name; a fact an older analysis lacks, as
     its label or unit (`MetricFacts.fact`)."""
-    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict({"metrics": analysis.get("metrics") or {}})
+    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict(analysis)
     return typed.facts(metric).fact(key, metric)
 
 
@@ -130,46 +127,76 @@ def kind_of(analysis: dict[str, Any] | Comparison, metric: str) -> str:
     return metric_fact(analysis, metric, "report_format")
 
 
-# ---------------------------------------------------------------- the document
+# ---------------------------------------------------------------- the tables
 
 
-def build_document(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
-    """Lay out the whole report."""
-    document = ResultsDocument.of(results)
+def add_tables(report: Report, document: ResultsDocument) -> None:
+    """The report's tables after its figures: the kernel section, then the before/after tables, each family's section,
+    the verdict table and the spread between repeats (none of it with one repeat per arm), then the setup; without
+    an analysis, the raw totals per arm and case.  Rows that hold nothing but "not run" are left out, and so is a
+    table left without rows and a heading left without content."""
     analysis = document.analysis
-    doc = Document(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
-    doc.paragraph(server_under_test_line(results))  # first line: a report must not pass for another server's
-    doc.heading(1, doc.title)
-    doc.bullets(_header_lines(document, analysis))
-    from reports.kernel_section import add_kernel_section  # it builds on this module's Document and Table
-
-    add_kernel_section(doc, document)
+    body = Report(report.title)
+    add_kernel_section(body, document)
     if analysis is None:
-        doc.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
-                      "Raw totals per arm and case:")
-        doc.blocks.append(("raw", summary_markdown(results)))
-        doc.bullets(figure_notes)
-        return doc
-    _before_after(doc, analysis, gsm8k_is_synthetic(document))
-    for family in analysis.families.values():
-        if family.section is not None:
-            _family_section(doc, family.section)
-    _verdicts(doc, analysis)
-    _spread(doc, analysis, document)
-    doc.heading(2, "Figures")
-    for figure in figures:
-        doc.blocks.append(("figure", figure))
-    doc.bullets(figure_notes)
-    return doc
+        if body.blocks:  # under the kernel section's heading, the raw totals need their own introduction
+            body.paragraph("This results file holds no A/B analysis; `specsuite report RESULTS.json --out DIR` computes it. "
+                           "Raw totals per arm and case:")
+        body.blocks.append(per_case_counts(document))
+    else:
+        _before_after(body, analysis, gsm8k_is_synthetic(document))
+        for family in analysis.families.values():
+            if family.section is not None:
+                _family_section(body, family.section)
+        _verdicts(body, analysis)
+        if (document.repeats or 1) >= 2:
+            _spread(body, analysis)
+    setup = _setup_lines(document, analysis)
+    if setup:
+        body.heading(2, "Setup")
+        body.bullets(setup)
+    report.blocks.extend(_without_empty_headings([kept for block in body.blocks for kept in _without_empty_rows(block)]))
 
 
-def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> list[str]:
-    lines = [f"status: **{header_value(document, 'status', 'unknown')}**"
-             + (f" ({document.error})" if document.error else "")
-             + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
-             f"created {header_value(document, 'created_utc')}, specsuite {header_value(document, 'specsuite_version')}, "
-             f"profile {header_value(document, 'profile')}, base seed {header_value(document, 'seed')}, repeats per arm {header_value(document, 'repeats')}"]
-    lines += [str(line) for line in document.warnings or []]  # e.g. a refused /flush_cache
+def per_case_counts(document: ResultsDocument) -> Preformatted:
+    """The raw totals per arm and case (reports/summary_table.py), as Markdown."""
+    return Preformatted(summary_markdown(document), Role.PER_CASE_COUNTS)
+
+
+def _without_empty_rows(block: Block) -> list[Block]:
+    """A table without its all-"not run" rows; nothing for a table left without rows; any other block as it is."""
+    if not isinstance(block, Table):
+        return [block]
+    rows = [row for row in block.rows if not _empty_row(row)]
+    return [Table(block.header, rows)] if rows else []
+
+
+def _empty_row(row: list[str]) -> bool:
+    """A row whose every value says it did not run (the first cell is the row's label)."""
+    values = [cell.strip() for cell in row[1:]]
+    blank = [v == "–" or v.startswith(NOT_RUN) or v.startswith("n/a") for v in values]
+    return bool(values) and all(blank) and any(v != "–" for v in values)
+
+
+def _without_empty_headings(blocks: list[Block]) -> list[Block]:
+    """Drop a heading with no content before the next heading of its level or above."""
+    return [block for index, block in enumerate(blocks) if not isinstance(block, Heading) or _has_content(blocks, index)]
+
+
+def _has_content(blocks: list[Block], heading: int) -> bool:
+    level = blocks[heading].level  # type: ignore[union-attr]  (a Heading: the caller's index)
+    for block in blocks[heading + 1:]:
+        if not isinstance(block, Heading):
+            return True
+        if block.level <= level:
+            return False
+    return False
+
+
+def _setup_lines(document: ResultsDocument, analysis: Comparison | None) -> list[str]:
+    """The arms, their servers and seeds, how verdicts are decided and the analysis's notes (the status, provenance,
+    warnings and what did not run are on the page above)."""
+    lines = []
     baseline = analysis.baseline if analysis is not None else document.baseline_arm
     for name in document.ordered_arms():
         arm = document.arms.get(name)
@@ -184,10 +211,6 @@ def _header_lines(document: ResultsDocument, analysis: Comparison | None) -> lis
                      f"comparisons AND an effect past the practical threshold; intervals are {analysis.confidence:.0%}; "
                      f"MDE at {analysis.power:.0%} power")
         lines += [f"note: {note}" for note in analysis.notes or []]
-        for family in analysis.workloads:
-            if not analysis.ran(family):
-                facts = analysis.families.get(family)
-                lines.append(f"{facts.label if facts is not None else family}: {NOT_RUN} in this results file")
     return lines
 
 
@@ -199,18 +222,19 @@ def header_value(document: ResultsDocument, name: str, missing: str = "?") -> An
 
 
 def _identity_text(arm: Arm) -> str:
-    identity = arm.identity or {}
-    spec = identity.get("speculative") or {}
-    emulated = REFERENCE_MARKER_KEY in (identity.get("server_args") or {})
-    parts = [f"reference emulation of SGLang {identity.get('version', '?')}" if emulated else f"server {identity.get('version', '?')}"]
-    if spec.get("speculative_algorithm"):
-        parts.append(f"{spec['speculative_algorithm']} steps {spec.get('speculative_num_steps')} topk "
-                     f"{spec.get('speculative_eagle_topk')} draft tokens {spec.get('speculative_num_draft_tokens')}")
-    if identity.get("cuda_graph"):
+    identity = ServerIdentityView.of(arm)
+    spec = identity.speculative or SpeculativeSettings()
+    emulated = identity.is_reference()
+    version = identity.version if identity.has("version") else "?"
+    parts = [f"reference emulation of SGLang {version}" if emulated else f"server {version}"]
+    if spec.speculative_algorithm:
+        parts.append(f"{spec.speculative_algorithm} steps {spec.speculative_num_steps} topk "
+                     f"{spec.speculative_eagle_topk} draft tokens {spec.speculative_num_draft_tokens}")
+    if identity.cuda_graph:
         # The reference server has no GPU: its "CUDA graph" is a simulated graph memory pool (the founding bug's mechanism).
-        parts.append(f"simulated CUDA-graph pool {identity['cuda_graph']} (CPU emulation)" if emulated else f"CUDA graph {identity['cuda_graph']}")
-    if identity.get("vocab_size"):
-        parts.append(f"vocab {identity['vocab_size']} (tokenizer {identity.get('tokenizer_length')})")
+        parts.append(f"simulated CUDA-graph pool {identity.cuda_graph} (CPU emulation)" if emulated else f"CUDA graph {identity.cuda_graph}")
+    if identity.vocab_size:
+        parts.append(f"vocab {identity.vocab_size} (tokenizer {identity.tokenizer_length})")
     return ", ".join(parts)
 
 
@@ -221,7 +245,7 @@ def _cases(analysis: Comparison) -> list[tuple[float, float]]:
     return sorted(keys)
 
 
-def _before_after(doc: Document, analysis: Comparison, synthetic: bool = False) -> None:
+def _before_after(doc: Report, analysis: Comparison, synthetic: bool = False) -> None:
     arms, baseline = analysis.arm_order, analysis.baseline
     candidates = analysis.candidates or []
     estimates = {(r.arm, r.metric, r.temperature, r.top_p): r for r in analysis.estimates}
@@ -263,7 +287,7 @@ def _before_after(doc: Document, analysis: Comparison, synthetic: bool = False) 
         doc.paragraph(f"Not shown: {', '.join(missing)} (no values in these results).")
 
 
-def _family_section(doc: Document, section: ReportSection) -> None:
+def _family_section(doc: Report, section: ReportSection) -> None:
     """A workload family's own section, as the family wrote it into the analysis."""
     doc.heading(2, section.title)
     for paragraph in section.paragraphs:
@@ -274,7 +298,7 @@ def _family_section(doc: Document, section: ReportSection) -> None:
         doc.table(Table(list(table.header), [list(row) for row in table.rows]))
 
 
-def _verdicts(doc: Document, analysis: Comparison) -> None:
+def _verdicts(doc: Report, analysis: Comparison) -> None:
     doc.heading(2, "Verdicts")
     rows = analysis.comparisons
     if not rows:
@@ -335,7 +359,7 @@ def _value(value: float | None, kind: str) -> str:
     return pct(value) if kind in ("token_rate", "proportion") else fmt(value, 4)
 
 
-def _spread(doc: Document, analysis: Comparison, document: ResultsDocument) -> None:
+def _spread(doc: Report, analysis: Comparison) -> None:
     doc.heading(2, "Spread between repeats")
     spread = analysis.repeat_spread or {}
     arms = analysis.arm_order
@@ -346,11 +370,7 @@ def _spread(doc: Document, analysis: Comparison, document: ResultsDocument) -> N
             first = next(iter(case.values()))
             cells = [_spread_cell(case[arm], kind) if arm in case else "–" for arm in arms]
             table.rows.append([metric, case_title(first.temperature, first.top_p)] + cells)
-    if (document.repeats or 1) < 2:
-        doc.paragraph("One repeat per arm: the spread between repeats is not measured (rerun with `--repeats N`); "
-                      "each cell below is that single run's value.")
-    else:
-        doc.paragraph("Each cell: the per-repeat values in run order, then min–max and the standard deviation.")
+    doc.paragraph("Each cell: the per-repeat values in run order, then min–max and the standard deviation.")
     if table.rows:
         doc.table(table)
     else:

@@ -1,10 +1,9 @@
 """HTML renderer: one self-contained file, figures embedded as base64 PNG data URIs.
 
 No scripts, fonts, stylesheets or images are fetched from anywhere, so the file reads the same
-on an offline CI runner as on a laptop.  Block kinds beyond document.py's: "banner" (the server
-under test, a coloured box), "verdicts" (reports.overview.VerdictLine list, large type) and "note"
-(a muted line).  Any verdict string is drawn as a chip (`class="verdict v-<slug>"`); the known ones
-have their own colours, "suspect" a warning style of its own.
+on an offline CI runner as on a laptop.  Blocks are reports/blocks.py's: a banner paragraph (the server
+under test) is a coloured box, the verdict list is in large type and a note is a muted line.  Any
+verdict string is drawn as a chip (`class="verdict v-<slug>"`); the known ones have their own colours, "suspect" a warning style of its own.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import re
 import struct
 from collections.abc import Collection
 
-from reports.document import Document, FigureRef, Table
+from reports.blocks import Block, Bullets, FigureRef, Heading, Paragraph, ParagraphStyle, Report, Table, VerdictLine, VerdictList
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.2em auto; max-width: 1400px;
@@ -54,7 +53,6 @@ figcaption { font-size: 0.9em; color: #444; }
 """
 KNOWN_VERDICTS = ("worse", "better", "equivalent", "inconclusive", "suspect")
 ALARMING = ("worse",)
-PARAGRAPH_CLASSES = {"p": "", "provenance": "provenance", "note": "note"}  # paragraph-like blocks and their style
 WIDE_PX = 1400  # a figure at least this wide gets the whole row
 NOWRAP_COLUMNS = ("metric", "case")  # short names a reader scans down: never broken over lines
 
@@ -102,10 +100,10 @@ def _figure(figure: FigureRef, verdicts: Collection[str]) -> str:
             f"<figcaption><strong>{html.escape(figure.title)}.</strong> {_inline(figure.caption, verdicts)}</figcaption></figure>")
 
 
-def _verdict_lines(lines: list, verdicts: Collection[str]) -> str:
+def _verdict_lines(lines: list[VerdictLine], verdicts: Collection[str]) -> str:
     items = []
     for line in lines:
-        named = set(getattr(line, "verdicts", []))
+        named = set(line.verdicts)
         # The left border: alarm for worse, its own colour for suspect, green only when all is equivalent.
         tone = ("suspect" if "suspect" in named else "alarm" if named & set(ALARMING)
                 else "calm" if named and named <= {"equivalent"} else "")
@@ -123,8 +121,25 @@ def _banner(text: str, verdicts: Collection[str]) -> str:
     return _paragraph(text, f"banner {tone}", verdicts)
 
 
-def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) -> str:
-    """The document as one HTML page with every figure inlined; `verdicts` are the strings drawn as chips."""
+def _block(block: Block, verdicts: Collection[str]) -> str:
+    """One block other than a figure (figures are gathered into a grid)."""
+    if isinstance(block, Heading):
+        return f"<h{block.level}>{_inline(block.text, verdicts)}</h{block.level}>"
+    if isinstance(block, Paragraph):
+        if block.style is ParagraphStyle.BANNER:
+            return _banner(block.text, verdicts)
+        return _paragraph(block.text, block.style.value, verdicts)
+    if isinstance(block, VerdictList):
+        return _verdict_lines(block.lines, verdicts)
+    if isinstance(block, Bullets):
+        return "<ul>" + "".join(f"<li>{_inline(item, verdicts)}</li>" for item in block.items) + "</ul>"
+    if isinstance(block, Table):
+        return _table(block, verdicts)
+    return f"<pre>{html.escape(block.text)}</pre>"  # Preformatted
+
+
+def render_html(report: Report, verdicts: Collection[str] = KNOWN_VERDICTS) -> str:
+    """The report as one HTML page with every figure inlined; `verdicts` are the strings drawn as chips."""
     known = set(verdicts) | set(KNOWN_VERDICTS)
     parts: list[str] = []
     figures: list[str] = []
@@ -134,28 +149,14 @@ def render_html(document: Document, verdicts: Collection[str] = KNOWN_VERDICTS) 
             parts.append('<div class="figures">' + "".join(figures) + "</div>")
             figures.clear()
 
-    for block in document.blocks:
-        kind = block[0]
-        if kind == "figure":
-            figures.append(_figure(block[1], known))
+    for block in report.blocks:
+        if isinstance(block, FigureRef):
+            figures.append(_figure(block, known))
             continue
         flush_figures()
-        if kind == "h":
-            parts.append(f"<h{block[1]}>{_inline(block[2], known)}</h{block[1]}>")
-        elif kind in PARAGRAPH_CLASSES:
-            parts.append(_paragraph(block[1], PARAGRAPH_CLASSES[kind], known))
-        elif kind == "banner":
-            parts.append(_banner(block[1], known))
-        elif kind == "verdicts":
-            parts.append(_verdict_lines(block[1], known))
-        elif kind == "list":
-            parts.append("<ul>" + "".join(f"<li>{_inline(item, known)}</li>" for item in block[1]) + "</ul>")
-        elif kind == "table":
-            parts.append(_table(block[1], known))
-        elif kind == "raw":
-            parts.append(f"<pre>{html.escape(block[1])}</pre>")
+        parts.append(_block(block, known))
     flush_figures()
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{html.escape(document.title)}</title><style>{_STYLE}</style></head><body>\n"
+            f"<title>{html.escape(report.title)}</title><style>{_STYLE}</style></head><body>\n"
             + "\n".join(parts) + "\n</body></html>\n")

@@ -8,7 +8,8 @@ from typing import Any
 
 from harness.results.types import DistributionTest, KernelSection
 from harness.results.types import Document as ResultsDocument
-from reports.blocks import Document, Table, fmt, fmt_p
+from reports.blocks import Report, Table, fmt, fmt_p
+from reports.records import KernelShape
 
 KERNEL_KEY = "kernel"
 _EXAMPLE_KEYS = ("row", "accepted", "emitted", "draft_step", "q(X)", "p(X)", "fallback_id", "p(fallback_id)", "tokenizer_vocab",
@@ -47,20 +48,20 @@ def _or_unknown(kernel: KernelSection, name: str, unknown: str) -> Any:
     return getattr(kernel, name) if kernel.has(name) else unknown
 
 
-def add_kernel_section(doc: Document, results: dict[str, Any] | ResultsDocument) -> None:
+def add_kernel_section(doc: Report, results: dict[str, Any] | ResultsDocument) -> None:
     """Append the section when the results hold a kernel-suite run; nothing otherwise."""
     kernel = ResultsDocument.of(results).kernel
     if kernel is None:
         return
     doc.heading(2, "Kernel suite")
-    shape = kernel.shape or {}
+    shape = KernelShape.from_dict(kernel.shape or {})
     sha = kernel.sha256 or "no file (the reference numpy sampler)"
     doc.bullets([
         f"sampler **{_or_unknown(kernel, 'label', '?')}** (`--kernel {_or_unknown(kernel, 'kernel', '?')}`), sha256 `{sha}`",
         f"device: {_or_unknown(kernel, 'device', '?')}; engine {_or_unknown(kernel, 'engine', 'sglang')}, "
         f"{_or_unknown(kernel, 'verification', 'token')} verification",
-        f"shapes: batch {shape.get('batch')}, draft steps {shape.get('steps')}, kernel vocab {shape.get('kernel_vocab')}, "
-        f"tokenizer vocab {shape.get('tokenizer_vocab')}; seed {kernel.seed}",
+        f"shapes: batch {shape.batch}, draft steps {shape.steps}, kernel vocab {shape.kernel_vocab}, "
+        f"tokenizer vocab {shape.tokenizer_vocab}; seed {kernel.seed}",
     ])
     invariants = list(kernel.rules or {})
     rows = []

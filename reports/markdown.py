@@ -1,12 +1,8 @@
-"""Markdown renderer: the report document as GitHub-flavoured Markdown, figures linked by file name.
-
-Block kinds beyond document.py's (see reports/overview.py):
-"verdicts" a list of the verdict lines, "banner" and "provenance" plain lines, "note" in italics.
-"""
+"""Markdown renderer: the report's blocks (reports/blocks.py) as GitHub-flavoured Markdown, figures linked by file name."""
 
 from __future__ import annotations
 
-from reports.document import Document, FigureRef, Table
+from reports.blocks import Block, Bullets, FigureRef, Heading, Paragraph, ParagraphStyle, Report, Table, VerdictList
 
 
 def _escape(cell: str) -> str:
@@ -23,27 +19,28 @@ def _figure(figure: FigureRef) -> str:
     return f"**{figure.title}**\n\n![{figure.title}]({figure.path.name})\n\n{figure.caption}"
 
 
-def render_markdown(document: Document) -> str:
-    """The document as Markdown text."""
-    parts = []
-    for block in document.blocks:
-        kind = block[0]
-        if kind == "h":
-            parts.append("#" * block[1] + " " + block[2])
-        elif kind in ("p", "provenance"):
-            parts.append(block[1])
-        elif kind == "note":
-            parts.append(f"_{block[1]}_")
-        elif kind == "banner":
-            parts.append(block[1])  # the first line as is: readers (and tests) look for it there
-        elif kind == "verdicts":
-            parts.append("\n".join(f"- {line.text}" for line in block[1]))
-        elif kind == "list":
-            parts.append("\n".join(f"- {item}" for item in block[1]))
-        elif kind == "table":
-            parts.append(table_markdown(block[1]))
-        elif kind == "figure":
-            parts.append(_figure(block[1]))
-        elif kind == "raw":
-            parts.append(block[1].rstrip())
-    return "\n\n".join(parts) + "\n"
+def bullet_list(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def block_markdown(block: Block) -> str:
+    """One block as Markdown."""
+    if isinstance(block, Heading):
+        return "#" * block.level + " " + block.text
+    if isinstance(block, Paragraph):
+        # The banner is the first line as is: readers (and tests) look for it there.
+        return f"_{block.text}_" if block.style is ParagraphStyle.NOTE else block.text
+    if isinstance(block, VerdictList):
+        return bullet_list([line.text for line in block.lines])
+    if isinstance(block, Bullets):
+        return bullet_list(block.items)
+    if isinstance(block, Table):
+        return table_markdown(block)
+    if isinstance(block, FigureRef):
+        return _figure(block)
+    return block.text.rstrip()  # Preformatted: Markdown already
+
+
+def render_markdown(report: Report) -> str:
+    """The report as Markdown text."""
+    return "\n\n".join(block_markdown(block) for block in report.blocks) + "\n"

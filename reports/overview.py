@@ -1,6 +1,7 @@
 """The report as a reader with five seconds sees it: verdicts first, then figures, then tables.
 
-`build_report(results, figures, notes)` lays out the page the Markdown and HTML renderers print:
+`build_report(results, figures, notes)` lays out the page as typed blocks (reports/blocks.py), which the
+Markdown and HTML renderers draw whole and summary.md draws in part (reports/summary.py):
 
 1. the server under test (reports/server_under_test.py), always first;
 2. the title and one line of provenance (created, specsuite version, profile, seeds, wall time);
@@ -10,7 +11,7 @@
    (e.g. "suspect"); one line naming what did not run;
 4. the figures;
 5. the tables of reports/document.py (with each family's own section), less every row and section
-   that holds nothing but "not run".
+   that holds nothing but "not run", then the setup (arms, servers, seeds, how verdicts are decided).
 
 Verdict strings are rendered as they come (any string the analysis holds).  The families, their
 labels, how their lines read and each arm's figures come from the analysis's family table
@@ -21,12 +22,12 @@ statistics: every number is read from the typed results (harness.results.types).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness.results.types import Comparison, ComparisonRow, Effect, FamilyFacts
 from harness.results.types import Document as ResultsDocument
-from reports.document import NONE_IN_EITHER, NOT_RUN, Document, FigureRef, Table, build_document, header_value, metric_fact
+from reports.blocks import FigureRef, ParagraphStyle, Report, Role, VerdictLine, VerdictList
+from reports.document import NONE_IN_EITHER, add_tables, header_value, metric_fact
 from reports.gsm8k_source import gsm8k_source_note
 from reports.server_under_test import server_under_test_line
 
@@ -40,18 +41,9 @@ EXPLAINED = {
     "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
                 "bug's signature (corrupt draft probabilities accepted by the sampler), not a faster draft model."),
 }
+NO_ANALYSIS = "No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it."
 SIDE_BY_SIDE_NOTE = ("The arms ran side by side on one host: each arm's serving figures include the other arm's load, "
                      "so small ITL and throughput differences are not the servers' (`--arm-schedule sequential` runs one at a time).")
-
-
-@dataclass
-class VerdictLine:
-    """One arm's summary for one family: the text (Markdown marks) and the verdicts it names."""
-
-    arm: str
-    family: str
-    text: str
-    verdicts: list[str] = field(default_factory=list)
 
 
 def _family(analysis: Comparison, metric: str) -> str:
@@ -234,106 +226,44 @@ def provenance_line(results: dict[str, Any] | ResultsDocument) -> str:
     return " · ".join(parts)
 
 
-def _tables(results: dict[str, Any]) -> list[tuple[Any, ...]]:
-    """document.py's sections after its header, without figures, all-"not run" rows or empty sections;
-    its header's setup lines (arms, identities, how verdicts are decided) become a "Setup" list."""
-    blocks = build_document(results, [], []).blocks
-    first_section = next((i for i, b in enumerate(blocks) if b[0] == "h" and b[1] >= 2), len(blocks))
-    header = [b for b in blocks[:first_section] if b[0] == "list"][:1]
-    setup = [line for line in (header[0][1] if header else []) if _setup_line(line, results)]
-    kept: list[tuple[Any, ...]] = [b for b in blocks[:first_section] if b[0] not in ("h", "p", "list")]  # e.g. raw totals without an analysis
-    for block in blocks[first_section:]:
-        if block[0] == "table":
-            rows = [row for row in block[1].rows if not _empty_row(row)]
-            if not rows:
-                continue
-            block = ("table", Table(block[1].header, rows))
-        kept.append(block)
-    if (ResultsDocument.of(results).repeats or 1) < 2:
-        kept = _drop_section(kept, "Spread between repeats")
-    kept += [("h", 2, "Setup"), ("list", setup)] if setup else []
-    return _drop_empty_headings(_drop_section(kept, "Figures"))
-
-
-def _setup_line(line: str, results: dict[str, Any]) -> bool:
-    """Header lines not already on the page: not the status, provenance, warnings or "not run" lines."""
-    return not (line.startswith(("status:", "created ")) or NOT_RUN in line or line in ResultsDocument.of(results).warnings)
-
-
-def _empty_row(row: list[str]) -> bool:
-    """A row whose every value says it did not run (the first cell is the row's label)."""
-    values = [cell.strip() for cell in row[1:]]
-    blank = [v == "–" or v.startswith(NOT_RUN) or v.startswith("n/a") for v in values]
-    return bool(values) and all(blank) and any(v != "–" for v in values)
-
-
-def _drop_section(blocks: list[tuple[Any, ...]], title: str) -> list[tuple[Any, ...]]:
-    out, skipping, level = [], False, 0
-    for block in blocks:
-        if block[0] == "h":
-            if skipping and block[1] <= level:
-                skipping = False
-            if block[2] == title:
-                skipping, level = True, block[1]
-                continue
-        if not skipping:
-            out.append(block)
-    return out
-
-
-def _drop_empty_headings(blocks: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    """Drop a heading with no content before the next heading of its level or above."""
-    out: list[tuple[Any, ...]] = []
-    for index, block in enumerate(blocks):
-        if block[0] == "h" and not _has_content(blocks, index):
-            continue
-        out.append(block)
-    return out
-
-
-def _has_content(blocks: list[tuple[Any, ...]], heading: int) -> bool:
-    level = blocks[heading][1]
-    for block in blocks[heading + 1:]:
-        if block[0] != "h":
-            return True
-        if block[1] <= level:
-            return False
-    return False
-
-
-def build_report(results: dict[str, Any], figures: list[FigureRef], figure_notes: list[str]) -> Document:
-    """The whole page (module docstring)."""
+def build_report(results: dict[str, Any] | ResultsDocument, figures: list[FigureRef], figure_notes: list[str]) -> Report:
+    """The whole page (module docstring): the blocks every renderer draws, Markdown, HTML and summary.md alike."""
     document = ResultsDocument.of(results)
-    doc = Document(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
-    doc.blocks.append(("banner", server_under_test_line(document)))  # first: a report must not pass for another server's
-    doc.heading(1, doc.title)
-    doc.blocks.append(("provenance", provenance_line(document)))
+    report = Report(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
+    # First: a report must not pass for another server's.
+    report.paragraph(server_under_test_line(document), ParagraphStyle.BANNER, Role.SERVER_UNDER_TEST)
+    report.heading(1, report.title)
+    report.paragraph(provenance_line(document), ParagraphStyle.PROVENANCE)
+    _verdict_section(report, document)
+    if figures or figure_notes:
+        report.heading(2, "Figures")
+        report.blocks.extend(figures)
+        report.bullets(figure_notes)
+    add_tables(report, document)
+    return report
+
+
+def _verdict_section(report: Report, document: ResultsDocument) -> None:
+    """The verdict lines, an explanation of each unusual verdict, then the caveats and notes that go with them."""
     lines = verdict_lines(document)
-    doc.heading(2, "Verdict")
+    report.heading(2, "Verdict")
     analysis = document.analysis
     if lines:
-        doc.blocks.append(("verdicts", lines))
+        report.blocks.append(VerdictList(lines))
     elif analysis is not None:
-        doc.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
+        report.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
     else:
-        doc.paragraph("No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it.")
+        report.paragraph(NO_ANALYSIS)
     shown = {verdict for line in lines for verdict in line.verdicts}
-    doc.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
+    report.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
     caveat = side_by_side_note(document)
     if caveat:
-        doc.paragraph(caveat)
+        report.paragraph(caveat, role=Role.SIDE_BY_SIDE)
     synthetic = gsm8k_source_note(document)
     if synthetic and analysis is not None and _ran(analysis, "gsm8k"):
-        doc.blocks.append(("note", synthetic))
+        report.paragraph(synthetic, ParagraphStyle.NOTE, Role.GSM8K_SOURCE)
     missing = not_run_line(document)
     if missing:
-        doc.blocks.append(("note", missing))
+        report.paragraph(missing, ParagraphStyle.NOTE, Role.NOT_RUN)
     for line in document.warnings:
-        doc.blocks.append(("note", f"warning: {line}"))
-    if figures or figure_notes:
-        doc.heading(2, "Figures")
-        for figure in figures:
-            doc.blocks.append(("figure", figure))
-        doc.bullets(figure_notes)
-    doc.blocks.extend(_tables(results))
-    return doc
+        report.paragraph(f"warning: {line}", ParagraphStyle.NOTE)

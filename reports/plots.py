@@ -25,7 +25,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from harness.results.types import Comparison, Document, SpreadEntry  # noqa: E402
-from reports.document import FigureRef, case_title, kind_of, metric_fact  # noqa: E402
+from reports.blocks import FigureRef  # noqa: E402
+from reports.document import case_title, kind_of, metric_fact  # noqa: E402
 
 DPI = 110
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10,

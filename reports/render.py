@@ -1,8 +1,9 @@
 """Render a results dict into a report folder: report.md, report.html, results.csv and the PNG figures.
 
-Reads the results dict only (the A/B analysis must already be in it under
-`reports.document.ANALYSIS_KEY`; without it the report shows raw totals and says so).  The page is
-laid out by reports/overview.py: verdicts first, then the figures, then the tables.
+Reads the typed results only (the A/B analysis must already be in them under
+`harness.results.types.ANALYSIS_KEY`; without it the report shows raw totals and says so).  The page is
+laid out once, as typed blocks, by reports/overview.py (verdicts first, then the figures, then the
+tables); the Markdown and HTML renderers draw the same blocks.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ def render_report(results: dict[str, Any] | Document, out_dir: Path) -> list[Pat
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     figures, notes = render_plots(results, out_dir)
-    document = build_report(results, figures, notes)
+    report = build_report(results, figures, notes)
     written = [figure.path for figure in figures]
-    for name, text in (("report.md", render_markdown(document)), ("report.html", render_html(document, _verdicts(results))),
+    for name, text in (("report.md", render_markdown(report)), ("report.html", render_html(report, _verdicts(results))),
                        ("results.csv", render_csv(results))):
         path = out_dir / name
         path.write_text(text, encoding="utf-8")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.results.types import FALLBACK_COUNTER, NONFINITE_COUNTER, Document
+from reports.records import ServerIdentityView
 
 COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "stray / 1200", "accept length (mean of requests)",
            "non-finite draft_probs", "sampler fallbacks")
@@ -76,8 +77,9 @@ def sampler_lines(results: dict[str, Any] | Document) -> list[str]:
     """`sampler of ARM: LABEL on DEVICE, sha256 ...` for every arm whose identity reports one."""
     lines = []
     for name, arm in Document.of(results).arms.items():
-        sampler = arm.refserver_sampler()
+        server_args = ServerIdentityView.of(arm).server_args
+        sampler = server_args.refserver_sampler if server_args is not None else None
         if sampler is not None:
-            digest = f", sha256 {sampler['sha256']}" if sampler.get("sha256") else ""
-            lines.append(f"sampler of {name}: {sampler.get('label')} on {sampler.get('device')}{digest}")
+            digest = f", sha256 {sampler.sha256}" if sampler.sha256 else ""
+            lines.append(f"sampler of {name}: {sampler.label} on {sampler.device}{digest}")
     return lines

@@ -2,7 +2,7 @@
 
 Input: the dict `specsuite history` writes as trends.json (harness.history.analysis.analyse):
 `series[] -> trends[] -> points / segments / steps / version_changes`, plus `regressions` and
-`steps`.  Output, under the chosen folder:
+`steps`, read as the typed records of reports/trend_records.py.  Output, under the chosen folder:
 
 - `trends/<series key>/<metric>.png`: one figure per metric, one panel per sampling case: each
   night's value with its 95 % interval, the level of each segment between steps, a red dashed
@@ -27,19 +27,22 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
+from reports.trend_records import NightRun, Series, Trend, Trends, TrendStep  # noqa: E402
+
 DPI = 110
 STYLE = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
          "figure.titlesize": 13, "axes.grid": True, "grid.alpha": 0.3}
 PERCENT_UNITS = {"per generated token", "per committed token", "fraction correct", "fraction invalid"}
 POINT_COLOR = "#1f77b4"
 LEVEL_COLOR = "#2ca02c"
-STEP_COLORS = {"regression": "#d62728", "change": "#d62728", "improvement": "#2ca02c"}
+REGRESSION_COLOR = "#d62728"
+STEP_COLORS = {"regression": REGRESSION_COLOR, "change": REGRESSION_COLOR, "improvement": "#2ca02c"}
 LABEL_CHARS = 12
 LEGEND = [
     Line2D([], [], color=POINT_COLOR, marker="o", linestyle="none", label="night, 95 % CI"),
     Line2D([], [], color=POINT_COLOR, marker="o", markerfacecolor="white", linestyle="none", label="night with failed checks"),
     Line2D([], [], color=LEVEL_COLOR, linewidth=2, label="level between steps"),
-    Line2D([], [], color=STEP_COLORS["regression"], linestyle="--", label="detected step"),
+    Line2D([], [], color=REGRESSION_COLOR, linestyle="--", label="detected step"),
 ]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -55,16 +58,16 @@ def display_unit(unit: str) -> tuple[float, str]:
     return 1.0, unit
 
 
-def format_effect(step: dict[str, Any], scale: float = 1.0) -> str:
+def format_effect(step: dict[str, Any] | TrendStep, scale: float = 1.0) -> str:
     """A step's effect in words: `x4.20`, `from 0 to 2.93 %`, `+5.1 %`, `-3.4 pt`; `scale` 100 shows percent."""
-    effect = step["effect"]
-    value = effect.get("value")
+    step = TrendStep.of(step)
+    value = step.effect.value
     suffix = " %" if scale == 100.0 else ""
     if value is None:
-        return f"from {step['before_mean'] * scale:.3g} to {step['after_mean'] * scale:.3g}{suffix}"
-    if effect["scale"] == "ratio":
+        return f"from {step.before_mean * scale:.3g} to {step.after_mean * scale:.3g}{suffix}"
+    if step.effect.scale == "ratio":
         return f"x{value:.3g}"
-    if effect["scale"] == "relative":
+    if step.effect.scale == "relative":
         return f"{value * 100:+.1f} %"
     return f"{value * scale:+.3g}{' pt' if scale == 100.0 else ''}"
 
@@ -73,56 +76,56 @@ def _format_p(p: float) -> str:
     return "0" if p == 0 else f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
-def _tick_labels(runs: list[dict[str, Any]]) -> list[str]:
+def _tick_labels(runs: list[NightRun]) -> list[str]:
     labels = []
     for run in runs:
-        text = str(run.get("label") or "")
+        text = str(run.label or "")
         text = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
-        date = str(run.get("started_utc") or "")[5:10]
-        labels.append(f"{run['position'] + 1}\n{text}\n{date}")
+        date = str(run.started_utc or "")[5:10]
+        labels.append(f"{run.position + 1}\n{text}\n{date}")
     return labels
 
 
-def _panel(ax: Any, trend: dict[str, Any], runs: list[dict[str, Any]]) -> None:
-    scale, ylabel = display_unit(trend["unit"])
-    failed = {run["position"] for run in runs if run.get("outcome") == "failed"}
-    points = [p for p in trend["points"] if p["value"] is not None]
-    x = np.array([p["position"] + 1 for p in points], dtype=float)
-    y = np.array([p["value"] * scale for p in points], dtype=float)
-    with_ci = [i for i, p in enumerate(points) if p.get("ci_low") is not None and p.get("ci_high") is not None]
+def _panel(ax: Any, trend: Trend, runs: list[NightRun]) -> None:
+    scale, ylabel = display_unit(trend.unit)
+    failed = {run.position for run in runs if run.outcome == "failed"}
+    points = [p for p in trend.points if p.value is not None]
+    x = np.array([p.position + 1 for p in points], dtype=float)
+    y = np.array([p.value * scale for p in points], dtype=float)  # type: ignore[operator]  (None filtered out above)
+    with_ci = [i for i, p in enumerate(points) if p.ci_low is not None and p.ci_high is not None]
     if with_ci:
-        low = np.array([points[i]["ci_low"] * scale for i in with_ci])
-        high = np.array([points[i]["ci_high"] * scale for i in with_ci])
+        low = np.array([points[i].ci_low * scale for i in with_ci])  # type: ignore[operator]
+        high = np.array([points[i].ci_high * scale for i in with_ci])  # type: ignore[operator]
         ax.errorbar(x[with_ci], y[with_ci], yerr=[np.maximum(0.0, y[with_ci] - low), np.maximum(0.0, high - y[with_ci])], fmt="none",
                     ecolor=POINT_COLOR, elinewidth=1.2, capsize=3, alpha=0.8)
-    hollow = np.array([p["position"] in failed for p in points], dtype=bool)
+    hollow = np.array([p.position in failed for p in points], dtype=bool)
     ax.plot(x[~hollow], y[~hollow], "o", color=POINT_COLOR, markersize=6, zorder=3)
     ax.plot(x[hollow], y[hollow], "o", color=POINT_COLOR, markersize=6, markerfacecolor="white", zorder=3)
-    for segment in trend["segments"]:
-        ax.hlines(segment["mean"] * scale, segment["start_position"] + 0.6, segment["end_position"] + 1.4, colors=LEVEL_COLOR,
+    for segment in trend.segments:
+        ax.hlines(segment.mean * scale, segment.start_position + 0.6, segment.end_position + 1.4, colors=LEVEL_COLOR,
                   linewidth=2, alpha=0.8, zorder=2)
-    for change in trend["version_changes"]:
-        ax.axvline(change["position"] + 0.5, color="grey", linestyle=":", linewidth=1.5)
-        ax.annotate(f"metric v{change['from']} -> v{change['to']}", (change["position"] + 0.55, 0.02), xycoords=("data", "axes fraction"),
-                    fontsize=8, color="grey")
-    for step in trend["steps"]:
-        color = STEP_COLORS.get(step["kind"], "#d62728") if step["practical"] else "grey"
-        line_x = step["position"] + 0.5
+    for change in trend.version_changes:
+        ax.axvline(change.position + 0.5, color="grey", linestyle=":", linewidth=1.5)
+        ax.annotate(f"metric v{change.from_version} -> v{change.to_version}", (change.position + 0.55, 0.02),
+                    xycoords=("data", "axes fraction"), fontsize=8, color="grey")
+    for step in trend.steps:
+        color = STEP_COLORS.get(step.kind, REGRESSION_COLOR) if step.practical else "grey"
+        line_x = step.position + 0.5
         ax.axvline(line_x, color=color, linestyle="--", linewidth=1.8)
         # Text on the roomier side of the line, so it stays inside the panel.
-        right_half = step["position"] > len(runs) / 2
-        ax.annotate(f"{step['kind']} at night {step['night']}: {format_effect(step, scale)}\np_adj={_format_p(step['p_adjusted'])}",
+        right_half = step.position > len(runs) / 2
+        ax.annotate(f"{step.kind} at night {step.night}: {format_effect(step, scale)}\np_adj={_format_p(step.p_adjusted)}",
                     (line_x - 0.08 if right_half else line_x + 0.08, 0.95), xycoords=("data", "axes fraction"), fontsize=9, color=color,
                     fontweight="bold", va="top", ha="right" if right_half else "left")
-    ax.set_title(f"{trend['case_id']}" + ("" if trend["steps"] else "  (no step)"), loc="left")
+    ax.set_title(f"{trend.case_id}" + ("" if trend.steps else "  (no step)"), loc="left")
     ax.set_ylabel(ylabel)
     top = max([*y, *(high if with_ci else [])], default=1.0)
     ax.set_ylim(bottom=min([0.0, *y]), top=top * 1.25 if top > 0 else 1.0)
 
 
-def render_metric(series: dict[str, Any], metric: str, trends: list[dict[str, Any]], path: Path) -> Path:
+def render_metric(series: Series, metric: str, trends: list[Trend], path: Path) -> Path:
     """One figure: the metric's trend in every sampling case of the series."""
-    runs = series["runs"]
+    runs = series.runs
     with matplotlib.rc_context(STYLE):
         fig = Figure(figsize=(max(8.0, 0.75 * len(runs) + 3), 2.4 * len(trends) + 1.95), dpi=DPI)
         axes = fig.subplots(len(trends), 1, sharex=True, squeeze=False)[:, 0]
@@ -133,8 +136,8 @@ def render_metric(series: dict[str, Any], metric: str, trends: list[dict[str, An
         axes[-1].set_xlim(0.4, len(runs) + 0.6)
         axes[-1].set_xlabel("night (build, date); hollow: checks failed")
         first = trends[0]
-        fig.suptitle(f"{first['label']} - {series['arm']} on {series.get('accelerator') or 'unrecorded accelerator'} "
-                     f"(config {series['config_key']})")
+        fig.suptitle(f"{first.label} - {series.arm} on {series.accelerator or 'unrecorded accelerator'} "
+                     f"(config {series.config_key})")
         width, height = fig.get_size_inches()
         fig.legend(handles=LEGEND, loc="upper right", bbox_to_anchor=(0.99, 1 - 0.42 / height), ncol=len(LEGEND), fontsize=8, frameon=False)
         # Fixed margins in inches (tight_layout would measure every label: slow, and no better here).
@@ -148,51 +151,56 @@ def render_metric(series: dict[str, Any], metric: str, trends: list[dict[str, An
 def render_trends(trends: dict[str, Any], out_dir: str | Path) -> list[Path]:
     """Every metric figure of every series, and regressions.md; returns the paths written.
 
-    Each series gets `figures` ({metric: path relative to `out_dir`}) so a trends.json written
-    afterwards links its figures.
+    Each series of `trends` gets `figures` ({metric: path relative to `out_dir`}) so a trends.json
+    written afterwards links its figures.
     """
     out = Path(out_dir)
+    typed = Trends.from_dict(trends)
     written = []
-    for series in trends["series"]:
-        by_metric: dict[str, list[dict[str, Any]]] = {}
-        for trend in series["trends"]:
-            by_metric.setdefault(trend["metric"], []).append(trend)
-        series["figures"] = {}
+    for series in typed.series:
+        by_metric: dict[str, list[Trend]] = {}
+        for trend in series.trends:
+            by_metric.setdefault(trend.metric, []).append(trend)
+        figures: dict[str, str] = {}
+        series.put("figures", figures)
         for metric, metric_trends in by_metric.items():
-            path = render_metric(series, metric, metric_trends, out / "trends" / _safe(series["key"]) / f"{_safe(metric)}.png")
-            series["figures"][metric] = str(path.relative_to(out))
+            path = render_metric(series, metric, metric_trends, out / "trends" / _safe(series.key) / f"{_safe(metric)}.png")
+            figures[metric] = str(path.relative_to(out))
             written.append(path)
+    trends.update(series=[series.to_dict() for series in typed.series])  # the caller's trends, with the figures' links
     markdown = out / "regressions.md"
-    markdown.write_text(regressions_markdown(trends), encoding="utf-8")
+    markdown.write_text(regressions_markdown(typed), encoding="utf-8")
     written.append(markdown)
     return written
 
 
-def _step_row(step: dict[str, Any]) -> str:
-    scale, _ = display_unit(step["unit"])
+def _step_row(step: TrendStep) -> str:
+    scale, _ = display_unit(step.unit)
     suffix = " %" if scale == 100.0 else ""
-    return (f"| {step['label']} | {step['case_id']} | {step['series']} | night {step['night']} ({step.get('label_at_step') or '-'}, "
-            f"{step['started_utc']}) | {step['before_mean'] * scale:.4g}{suffix} -> {step['after_mean'] * scale:.4g}{suffix} | "
-            f"{format_effect(step, scale)} | {_format_p(step['p_adjusted'])} | {'yes' if step['open'] else 'no'} |")
+    return (f"| {step.label} | {step.case_id} | {step.series} | night {step.night} ({step.label_at_step or '-'}, "
+            f"{step.started_utc}) | {step.before_mean * scale:.4g}{suffix} -> {step.after_mean * scale:.4g}{suffix} | "
+            f"{format_effect(step, scale)} | {_format_p(step.p_adjusted)} | {'yes' if step.open else 'no'} |")
 
 
 STEP_HEADER = ("| metric | case | series | first night at the new level | level before -> after | effect | p (adjusted) | open |\n"
                "|---|---|---|---|---|---|---|---|")
 
 
-def regressions_markdown(trends: dict[str, Any]) -> str:
+def regressions_markdown(trends: dict[str, Any] | Trends) -> str:
     """The regression list, other steps, series and figures as Markdown."""
+    trends = trends if isinstance(trends, Trends) else Trends.from_dict(trends)
     lines = ["# Nightly history: regressions", "",
-             f"Store `{trends['store']}`, generated {trends['generated_utc']}. Step detection: {trends['test']}; "
-             f"alpha {trends['alpha']}, at least {trends['min_size']} nights on each side of a step. A step counts when it also "
+             f"Store `{trends.store}`, generated {trends.generated_utc}. Step detection: {trends.test}; "
+             f"alpha {trends.alpha}, at least {trends.min_size} nights on each side of a step. A step counts when it also "
              "passes the metric's practical threshold. Open: the trend still sits at the new level.", ""]
-    regressions = trends["regressions"]
+    regressions = trends.regressions
     if regressions:
-        lines += [f"## Regressions ({len(regressions)}, {len(trends['open_regressions'])} open)", "", STEP_HEADER]
-        lines += [_step_row(step) for step in sorted(regressions, key=lambda s: (not s["open"], s["started_utc"], s["metric"]))]
+        lines += [f"## Regressions ({len(regressions)}, {len(trends.open_regressions)} open)", "", STEP_HEADER]
+        lines += [_step_row(step) for step in sorted(regressions, key=lambda s: (not s.open, s.started_utc, s.metric))]
     else:
         lines += ["## Regressions", "", "None detected."]
-    others = [step for step in trends["steps"] if step not in regressions]
+    flagged = [step.to_dict() for step in regressions]  # compared as written: every key, not only the ones drawn
+    others = [step for step in trends.steps if step.to_dict() not in flagged]
     if others:
         lines += ["", "## Other steps (improvements, or below the practical threshold)", "", STEP_HEADER]
         lines += [_step_row(step) for step in others]
@@ -200,15 +208,15 @@ def regressions_markdown(trends: dict[str, Any]) -> str:
               "Runs of different configurations (model, vocabulary, speculative settings, CUDA graphs, parallelism, profile, "
               "accelerator) are separate series and are never compared with each other.", "",
               "| series | arm | model | accelerator | profile | nights | first | last |", "|---|---|---|---|---|---|---|---|"]
-    for series in trends["series"]:
-        lines.append(f"| {series['key']} | {series['arm']} | {series['model']} | {series.get('accelerator') or '-'} | "
-                     f"{series.get('profile') or '-'} | {series['nights']} | {series['first_utc']} | {series['last_utc']} |")
-    for series in trends["series"]:
-        if series.get("differs_from_first"):
-            lines.append(f"\n`{series['key']}` differs from `{trends['series'][0]['key']}` in: " + "; ".join(series["differs_from_first"]))
-    for series in trends["series"]:
-        lines += ["", f"### {series['key']}", ""]
-        lines += [f"![{metric}]({path})" for metric, path in sorted((series.get("figures") or {}).items())]
-        notes = sorted({f"{t['label']} {t['case_id']}: {note}" for t in series["trends"] for note in t["notes"]})
+    for series in trends.series:
+        lines.append(f"| {series.key} | {series.arm} | {series.model} | {series.accelerator or '-'} | "
+                     f"{series.profile or '-'} | {series.nights} | {series.first_utc} | {series.last_utc} |")
+    for series in trends.series:
+        if series.differs_from_first:
+            lines.append(f"\n`{series.key}` differs from `{trends.series[0].key}` in: " + "; ".join(series.differs_from_first))
+    for series in trends.series:
+        lines += ["", f"### {series.key}", ""]
+        lines += [f"![{metric}]({path})" for metric, path in sorted(series.figures.items())]
+        notes = sorted({f"{trend.label} {trend.case_id}: {note}" for trend in series.trends for note in trend.notes})
         lines += [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"

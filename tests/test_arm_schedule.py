@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.run import run_verdict_lines, summary_document
 from harness.compare.arms import ArmSpec, parse_arm
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
@@ -20,6 +19,7 @@ from harness.orchestration import runner
 from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
 from reports.overview import SIDE_BY_SIDE_NOTE
+from reports.summary import run_verdict_lines, summary_document
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 
@@ -88,7 +88,7 @@ def test_the_caveat_goes_with_every_timing_verdict() -> None:
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
     lines = run_verdict_lines(results)  # what the terminal prints and summary.md opens with
     assert any("serving benchmark" in line for line in lines) and SIDE_BY_SIDE_NOTE in lines
-    assert SIDE_BY_SIDE_NOTE in summary_document(results, lines, "exit 0")
+    assert SIDE_BY_SIDE_NOTE in summary_document(results, "exit 0")
     alone = copy.deepcopy(results)
     alone["side_by_side"] = False
     assert SIDE_BY_SIDE_NOTE not in run_verdict_lines(alone)

@@ -15,11 +15,12 @@ import pytest
 
 from harness.cli.bench import fit_num_prompts
 from harness.cli.main import build_parser, main
-from harness.cli.run import _finish_interrupted, summary_document
+from harness.cli.run import _finish_interrupted
 from harness.errors import SpecsuiteError
 from harness.results.store import RunDirectory, write_json_atomic
 from harness.session import run_session
 from harness.session.config import RunConfig
+from reports.summary import summary_document
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 
@@ -81,7 +82,7 @@ def test_an_interrupted_summary_names_the_unfinished_arm() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results["status"], results["stopped_at"] = "interrupted", "during fix repeat 1"
     results["arms"]["fix"]["repeats"] = [{"repeat": 1, "cases": [], "workloads": {}}]
-    summary = summary_document(results, [], "exit 130: interrupted")
+    summary = summary_document(results, "exit 130: interrupted")
     assert "- **fix**: no results: it had finished nothing when the run stopped" in summary
     assert "**nofix**: no results" not in summary
 

@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.run import RUN_GIVE_A_SERVER, exit_policy_line, run_verdict_lines, summary_document
+from harness.cli.run import RUN_GIVE_A_SERVER, exit_policy_line
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
 from harness.compare.verdicts import compare_arms
 from harness.config.options import FRONT_ENDS, option_kwargs, options_for
 from harness.results.types import Document
 from reports.document import ANALYSIS_KEY
+from reports.summary import run_verdict_lines, summary_document
 
 ROOT = Path(__file__).resolve().parents[1]
 MAIN_JOB = ROOT / "tests" / "data" / "ab_results" / "main_job_smoke.json.gz"
@@ -88,7 +89,7 @@ def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
         for fail_on in (None, "invalid_ids:any"):
             for result in (None, outcome):
                 lines.append(exit_policy_line(argparse.Namespace(profile=profile, fail_on=fail_on), result))
-    lines += summary_document(results, run_verdict_lines(results), lines[-1]).splitlines()
+    lines += summary_document(results, lines[-1]).splitlines()
     assert [(line, unknown_flags(line, "run")) for line in lines if unknown_flags(line, "run")] == []
 
 

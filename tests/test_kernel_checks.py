@@ -18,8 +18,8 @@ from harness.kernels.loader import KERNEL_MEMBER, LoadedKernel, load_kernel
 from harness.kernels.refserver_sampler import refserver_chain_sampler
 from harness.kernels.suite import KernelSuiteRun
 from kernel_loading.sglang_wheel import extract_member
-from reports.document import build_document
 from reports.markdown import render_markdown
+from reports.overview import build_report
 
 SMALL = KernelShape(batch=16, kernel_vocab=512, tokenizer_vocab=500)  # padded like GLM: ids 500..511 are padded rows
 ACCEPT_TEST = "if q_is_prob & (coin * q < p):"
@@ -99,7 +99,7 @@ def test_report_has_a_kernel_section_naming_the_failure() -> None:
     for name in ("well-formed", "q-row-posinf"):
         run.invariant(name, "valid-ids")
     results = {"run_id": "r", "status": "complete", "arms": {}, "kernel": run.to_dict()}
-    text = render_markdown(build_document(results, [], []))
+    text = render_markdown(build_report(results, [], []))
     assert "## Kernel suite" in text and "reference numpy sampler (nofix arm)" in text
     assert "| q-row-posinf | **FAIL** 16/16 |" in text and "no-unsupported-fallback [q-row-posinf]: row 0" in text
     assert "| well-formed | pass | pass | pass | pass | pass | pass |" in text

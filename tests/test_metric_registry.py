@@ -16,7 +16,9 @@ from harness.families.registry import verdict_rule
 from harness.history.metrics import direction_of
 from harness.results.types import Comparison, ComparisonRow, Document
 from reports import document
-from reports.document import ANALYSIS_KEY, build_document
+from reports.blocks import Bullets, Paragraph, Table
+from reports.document import ANALYSIS_KEY
+from reports.overview import build_report
 from tests.helpers.ab_results import arm_repeats, bench_run, make_results
 
 FAST = 4.2  # the candidate's mean accept length; the baseline's is 2.4
@@ -81,13 +83,14 @@ def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> No
 
 
 def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: dict) -> None:
-    blocks = build_document(fallback_arm, [], []).blocks
-    cells = [cell for block in blocks if block[0] == "table" for row in block[1].rows for cell in row]
+    blocks = build_report(fallback_arm, [], []).blocks
+    cells = [cell for block in blocks if isinstance(block, Table) for row in block.rows for cell in row]
     assert any(cell.startswith("**suspect**") for cell in cells)  # before/after verdict column and verdict table
-    counts = next(block[1] for block in blocks if block[0] == "p" and " worse, " in block[1])
+    counts = next(block.text for block in blocks if isinstance(block, Paragraph) and " worse, " in block.text)
     assert counts.startswith("2 worse, 3 suspect, 0 better, ")  # fallback ids at T=0.6 and T=1; accept length at all three
     # One line per suspect metric and pair of arms, naming its cases (the why is said once, under the verdict lines).
-    notes = [item for block in blocks if block[0] == "list" for item in block[1] if item.startswith("**suspect**:")]
+    # (The verdict section's explanation of "suspect" names no pair of arms.)
+    notes = [item for block in blocks if isinstance(block, Bullets) for item in block.items if item.startswith("**suspect**:") and " vs " in item]
     assert len(notes) == 1 and "in 3 case(s)" in notes[0] and "fallback_ids" in notes[0]
 
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.run import run_verdict_lines
 from harness.compare.verdicts import compare_arms
 from harness.orchestration.junit import read_junit
 from harness.results.types import Document
 from harness.session import dependencies
 from reports.document import ANALYSIS_KEY
 from reports.overview import not_run_line
+from reports.summary import run_verdict_lines
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 ROOT = Path(__file__).resolve().parents[1]

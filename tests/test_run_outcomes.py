@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.cli.run import exit_policy_line, run_verdict_lines, summary_document
+from harness.cli.run import exit_policy_line
 from harness.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
 from harness.compare.verdicts import compare_arms
 from harness.orchestration.runner import _outcome, session_reason
 from harness.results.types import Comparison, Document
 from reports.document import ANALYSIS_KEY
+from reports.summary import summary_document
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 BAD_TEMPERATURE = "--gsm8k-temperatures: a temperature must be >= 0, got '-1'"
@@ -81,7 +82,7 @@ def test_a_reachable_non_llm_server_is_named_as_such(tmp_path: Path, capsys: pyt
 
 def test_summary_opens_with_the_verdict_lines(main_job: dict) -> None:
     args = argparse.Namespace(profile="smoke", fail_on=None)
-    summary = summary_document(main_job, run_verdict_lines(main_job), exit_policy_line(args, None))
+    summary = summary_document(main_job, exit_policy_line(args, None))
     first_lines = summary.split("| arm | case |")[0]
     assert summary.startswith("**Server under test: the embedded reference emulation**")
     assert "## Verdict" in first_lines and "**worse** on accuracy −" in first_lines and "**suspect** on acceptance" in first_lines

@@ -39,6 +39,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.session.dependencies import missing_for_gsm8k
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
+    from reports.summary import run_verdict_lines, summary_document
     from reports.summary_table import summary_markdown
 
     started = time.perf_counter()
@@ -97,10 +98,10 @@ def command_run(args: argparse.Namespace) -> int:
         merged["absolute_gate"] = absolute.to_dict()
     merged["sessions_wall_time_s"] = time.perf_counter() - started
     run_dir.write_results(merged)
-    written = load_results(run_dir.results_path).to_dict()  # as a reader will see it: with created_utc, specsuite_version, run_id
+    written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
     policy = exit_policy_line(args, outcome, absolute, embedded)
-    summary = summary_document(written, verdicts, policy, gate_lines(outcome, absolute))
+    summary = summary_document(written, policy, gate_lines(outcome, absolute))
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
@@ -128,6 +129,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
     from harness.results.store import load_results
     from harness.results.types import Document
     from reports.render import render_report
+    from reports.summary import summary_document
 
     merged["status"] = "interrupted"
     merged["stopped_at"] = merged.get("stopped_at") or "during the pytest sessions"
@@ -142,8 +144,8 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
     try:
         merged[ANALYSIS_KEY] = compare_arms(Document.from_dict(merged)).to_dict()  # written as results.json next
         run_dir.write_results(merged)
-        written = load_results(run_dir.results_path).to_dict()
-        summary = summary_document(written, run_verdict_lines(written), "exit 130: interrupted; the verdicts cover what finished")
+        written = load_results(run_dir.results_path)
+        summary = summary_document(written, "exit 130: interrupted; the verdicts cover what finished")
         (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
         if not args.no_report:
             render_report(written, run_dir.path / "report")
@@ -160,15 +162,6 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
 def plain(markdown: str) -> str:
     """A Markdown line for the terminal: without the bold marks."""
     return markdown.replace("**", "")
-
-
-def run_verdict_lines(results: dict) -> list[str]:
-    """The report's verdict lines (reports/overview.py), then what is unusual about them (a synthetic GSM8K)."""
-    from reports.overview import gsm8k_source_note, not_run_line, side_by_side_note, verdict_lines
-
-    lines = [line.text for line in verdict_lines(results)]
-    lines += [note for note in (side_by_side_note(results), gsm8k_source_note(results), not_run_line(results)) if note]
-    return lines
 
 
 def gate_lines(outcome, absolute) -> list[str]:
@@ -204,26 +197,6 @@ def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: boo
         return ("exit 0: verdicts do not set the exit code of a smoke run (the demo's nofix arm is meant to be worse); "
                 "--profile nightly or --fail-on RULES make them do so")
     return "exit 0: verdicts do not set the exit code of a smoke run; --profile nightly or --fail-on RULES make them do so"
-
-
-def summary_document(results: dict, verdicts: list[str], policy: str, gates: list[str] = ()) -> str:
-    """summary.md: the server under test, the verdict lines, what the gates found and the exit policy, then the
-    per-case counts."""
-    from reports.server_under_test import server_under_test_line
-    from reports.summary_table import summary_markdown
-
-    lines = [server_under_test_line(results), ""]
-    if results.get("status") not in (None, "complete"):  # an interrupted or failed run says so before any verdict
-        why = results.get("stopped_at") or results.get("error") or ""
-        lines += [f"**Run {results['status']}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
-    lines += ["## Verdict", ""]
-    lines += [f"- {line}" for line in verdicts] or ["- no A/B verdicts (fewer than two arms with data)"]
-    if results.get("status") not in (None, "complete"):  # an arm that had nothing yet is named, not dropped
-        lines += [f"- **{name}**: no results: it had finished nothing when the run stopped" for name in unfinished_arms(results)]
-    if gates:
-        lines += ["", "## Gate", "", *[f"- {line}" for line in gates]]
-    lines += ["", f"Exit policy: {policy}.", "", "## Per case", "", summary_markdown(results)]
-    return "\n".join(lines)
 
 
 def check_session_options(options: list[str]) -> None:
@@ -314,13 +287,6 @@ def check_url(flag: str, url: str | None) -> None:
         ok = False
     if not ok:
         raise SpecsuiteError(f"{flag} must look like http://host:port, got {url!r}")
-
-
-def unfinished_arms(results: dict) -> list[str]:
-    """Arms of the run (in order) with no case and no workload in any repeat."""
-    arms = results.get("arms") or {}
-    order = results.get("arm_order") or list(arms)
-    return [name for name in order if not any(r.get("cases") or r.get("workloads") for r in (arms.get(name) or {}).get("repeats") or [])]
 
 
 def side_by_side(schedule: str | None, embedded: bool) -> bool:
