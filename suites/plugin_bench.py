@@ -81,7 +81,7 @@ def bench_state(specsuite) -> BenchSuiteState:
         specsuite.write_results("running")
         if not state.baseline_url:
             return state
-        repeats = settings.repeats  # at least 1: range-checked at session start (options.BOUNDS)
+        repeats = settings.repeats  # at least 1: range-checked at session start (their Option.bounds)
         for number in range(repeats):
             state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline", lengths_of=state.candidate[0]))
             if number + 1 < repeats:

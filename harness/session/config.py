@@ -7,7 +7,8 @@ front end does not have reads as None and takes the table's default here; equal 
 
 Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
 metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
-read one way (`_section`); the server's options go to ServerOptions (`SERVER_OPTIONS`). `mapped_options()` lists them
+read one way (`_section`); the server's options go to ServerOptions (each names its field, `Option.server_field`).
+`mapped_options()` lists them
 all, and tests/test_session_config.py fails on a pytest option that is neither mapped nor listed in `NOT_RUN_SETTINGS`.
 The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not pytest's options by name.
 """
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from harness.config.options import find_option, parse_option
+from harness.config.options import OPTIONS, Option, find_option, parse_option
 from harness.server.session import ServerOptions
 
 OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8k_num_questions`), None when absent
@@ -26,12 +27,10 @@ OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8
 OPTION = "specsuite_option"  # a field's metadata: the option-table flag it is read from
 SECTION = "specsuite_section"  # a RunConfig field's metadata: a section of settings
 
-# The options that set ServerOptions' fields (a harness/server type, so its fields carry no metadata of ours).
-SERVER_OPTIONS: Mapping[str, str] = {
-    "--server-url": "server_url", "--launch": "launch", "--launch-url": "launch_url", "--launch-timeout": "ready_timeout_s",
-    "--server-kind": "server_kind", "--arm-name": "arm", "--tokenizer": "tokenizer", "--vocab-size": "vocab_size",
-    "--require-server-url": "require_server_url",
-}
+
+def server_options_on(front_end: str) -> list[Option]:
+    """The options of this front end that set a ServerOptions field (a harness/server type, so the option names the field)."""
+    return [option for option in OPTIONS if option.server_field and front_end in option.front_ends]
 
 # pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. None today: every option
 # pytest offers sets something a suite reads. Adding one here needs a reason a reviewer can check.
@@ -205,7 +204,7 @@ def option_values(settings: Any) -> dict[str, Any]:
 def mapped_options() -> dict[str, str]:
     """Every option a RunConfig field is read from, with the field's dotted path (`--lossless-samples`:
     `lossless.pit_requests`)."""
-    found = {flag: f"server.{name}" for flag, name in SERVER_OPTIONS.items()}
+    found = {option.flag: f"server.{option.server_field}" for option in server_options_on("pytest")}
     for item in fields(RunConfig):
         if OPTION in item.metadata:
             found[item.metadata[OPTION]] = item.name
@@ -213,10 +212,6 @@ def mapped_options() -> dict[str, str]:
             found.update({inner.metadata[OPTION]: f"{item.name}.{inner.name}" for inner in fields(item.metadata[SECTION])
                           if OPTION in inner.metadata})
     return found
-
-
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
 
 
 def _given(get: OptionGetter, flag: str, front_end: str) -> Any:
@@ -252,12 +247,11 @@ def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str |
                             admin_api_key: str | None = None) -> RunConfig:
     """The run configuration from a front end's options (`front_end`: "pytest", "gsm8k", ... for the comma lists)."""
     reason = require_reason(get)
-    server = ServerOptions(
-        server_url=get("server_url"), launch=get("launch"), launch_url=get("launch_url"),
-        ready_timeout_s=float(_or(get("launch_timeout"), table_default("--launch-timeout"))), arm=get("arm_name"),
-        reference_arm=_or(get("reference_arm"), "fix"), tokenizer=get("tokenizer"), vocab_size=get("vocab_size"),
-        server_kind=_or(get("server_kind"), table_default("--server-kind")), require_server_url=reason is not None,
-        require_reason=reason or "--require-server-url", api_key=api_key, admin_api_key=admin_api_key,
-    )
+    # --require-server-url is one of the reasons `require_reason` weighs; the others are read as given.
+    given = {option.server_field: get(option.dest_for(front_end)) for option in server_options_on(front_end)
+             if option.server_field != "require_server_url"}
+    server = ServerOptions(**{name: value for name, value in given.items() if value is not None},
+                           require_server_url=reason is not None, require_reason=reason or "--require-server-url",
+                           api_key=api_key, admin_api_key=admin_api_key)
     sections = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
     return _section(RunConfig, get, front_end, server=server, **sections)
