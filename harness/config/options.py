@@ -394,6 +394,9 @@ OPTIONS: tuple[Option, ...] = (
                                "SPECSUITE_SERVER_URL, --launch): exit 2"),
                      ("bench", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
                                "SPECSUITE_SERVER_URL, --launch): exit 2")), server_field="require_server_url"),
+    Option("--specsuite-config", "every setting of the session from this JSON file (a RunConfig), as `specsuite run` hands its "
+           "sessions their settings; no other specsuite option may be given with it", ("pytest",), metavar="PATH",
+           pytest_area="pytest_plugin"),
     # ---- integrity (suites/plugin_integrity.py)
     Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
            default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
@@ -715,6 +718,21 @@ def add_arguments(parser: argparse.ArgumentParser, front_end: str, *, groups: Ma
 
 def _uses(argv: Sequence[str], flag: str) -> bool:
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
+
+
+def given_options(argv: Sequence[str], front_end: str) -> tuple[dict[str, Any], list[str]]:
+    """The table's options this command line gives, by flag, as the front end's parser stores them (an option not given
+    is left out, not defaulted), and the arguments the table does not know, in order."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False, allow_abbrev=False)
+    options = [option for option in options_for(front_end) if not option.positional]
+    for option in options:
+        parser.add_argument(*option.names_for(front_end), **option_kwargs(option, front_end, suppress_default=True))
+    try:
+        known, rest = parser.parse_known_args(list(argv))
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise SpecsuiteError(str(exc) or "bad arguments") from None
+    values = vars(known)
+    return {option.flag: values[option.dest_for(front_end)] for option in options if option.dest_for(front_end) in values}, rest
 
 
 def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:

@@ -16,7 +16,7 @@ The suites read these sections (`specsuite.run_config.lossless.pit_requests`), n
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from harness.config.options import OPTIONS, Option, find_option, parse_option
@@ -26,15 +26,18 @@ OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8
 
 OPTION = "specsuite_option"  # a field's metadata: the option-table flag it is read from
 SECTION = "specsuite_section"  # a RunConfig field's metadata: a section of settings
+DECODE = "specsuite_decode"  # a field's metadata: how its value is rebuilt from JSON (harness/session/config_file.py)
 
 
 def server_options_on(front_end: str) -> list[Option]:
     """The options of this front end that set a ServerOptions field (a harness/server type, so the option names the field)."""
     return [option for option in OPTIONS if option.server_field and front_end in option.front_ends]
 
-# pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. None today: every option
-# pytest offers sets something a suite reads. Adding one here needs a reason a reviewer can check.
-NOT_RUN_SETTINGS: Mapping[str, str] = {}
+# pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. Adding one here needs a
+# reason a reviewer can check.
+NOT_RUN_SETTINGS: Mapping[str, str] = {
+    "--specsuite-config": "the file holding a whole RunConfig (`specsuite run`'s sessions), not one setting of it",
+}
 
 
 def _typed(flag: str, value: Any) -> Any:
@@ -48,9 +51,17 @@ def table_default(flag: str) -> Any:
     return _typed(flag, find_option(flag).resolved_default())
 
 
-def setting(flag: str, *, shown: bool = True) -> Any:
-    """A field read from this option: the table's default, the table's parser (`shown`: in the repr)."""
-    return field(default_factory=lambda: table_default(flag), metadata={OPTION: flag}, repr=shown)
+def setting(flag: str, *, shown: bool = True, decode: Callable[[Any], Any] | None = None) -> Any:
+    """A field read from this option: the table's default, the table's parser (`shown`: in the repr; `decode`: its
+    value from JSON, where a list of numbers is not enough)."""
+    metadata = {OPTION: flag, **({DECODE: decode} if decode else {})}
+    return field(default_factory=lambda: table_default(flag), metadata=metadata, repr=shown)
+
+
+def _sampling_settings(items: list[dict[str, float]]) -> tuple[Any, ...]:
+    from harness.workloads.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
+
+    return tuple(SamplingSetting(**item) for item in items)
 
 
 def section(cls: type) -> Any:
@@ -94,7 +105,7 @@ class LosslessSettings:
     """The losslessness suite: its speculation-off reference and the workload's sizes (LosslessConfig's names)."""
 
     reference_url: str | None = setting("--lossless-reference-url")
-    settings: tuple[Any, ...] = setting("--lossless-temperatures")  # SamplingSetting, T or T:TOP_P
+    settings: tuple[Any, ...] = setting("--lossless-temperatures", decode=_sampling_settings)  # SamplingSetting, T or T:TOP_P
     pit_requests: int = setting("--lossless-samples")
     pit_max_new_tokens: int = setting("--lossless-max-new-tokens")
     top_k: int = setting("--lossless-top-k")
@@ -255,3 +266,20 @@ def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str |
                            api_key=api_key, admin_api_key=admin_api_key)
     sections = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
     return _section(RunConfig, get, front_end, server=server, **sections)
+
+
+def _replaced(settings: Any, path: list[str], value: Any) -> Any:
+    """`settings` with the field at this dotted path (split) set to `value`."""
+    name, *rest = path
+    return replace(settings, **{name: _replaced(getattr(settings, name), rest, value) if rest else value})
+
+
+def with_options(config: RunConfig, given: Mapping[str, Any]) -> RunConfig:
+    """`config` with these pytest options' values (by flag, as pytest's parser stores them) in the fields they set;
+    --profile nightly refuses the embedded fallback, as it does when a session reads its options."""
+    paths = mapped_options()
+    for flag, value in given.items():
+        config = _replaced(config, paths[flag].split("."), _typed(flag, value))
+    if config.profile == "nightly" and not config.server.require_server_url:
+        config = replace(config, server=replace(config.server, require_server_url=True, require_reason="--profile nightly"))
+    return config
