@@ -55,7 +55,7 @@ def _run(specsuite, base_url: str | None, arm: str, lengths_of: dict[str, Any] |
     from harness.session.bench import SUITE, chosen_from_pytest
     from harness.workloads.serving.record import session_summary
 
-    chosen = chosen_from_pytest(specsuite.run_config.bench_options())
+    chosen = chosen_from_pytest(specsuite.run_config)
     if lengths_of is not None:
         chosen.update(random_input_len=lengths_of["random_input_len"], random_output_len=lengths_of["random_output_len"], lengths_chosen=True)
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"

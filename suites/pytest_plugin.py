@@ -10,7 +10,7 @@ and exit code 4 (pytest's usage-error code), with no traceback.
 The embedded fallback never passes for a real server unnoticed: the report header's first line and
 the terminal summary's last section name the server under test (in capitals when it is the
 reference emulation), results.json carries `server_under_test`, and `--require-server-url` or
-`--profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
+`--specsuite-profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
 (a refused /flush_cache, say) are listed in the terminal summary and stored in results.json.
 
 Requests share one `harness.server.faults.FaultGuard` (policy from --fault-policy); when it stops the run,

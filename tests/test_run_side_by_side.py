@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.compare.arms import ArmSpec, free_ports, resolve_arms
-from harness.session.main_job_profiles import MAIN
 from harness.errors import SpecsuiteError
 from harness.orchestration import runner
 from harness.results.store import RunDirectory, load_results
+from harness.session.main_job_profiles import MAIN
 
 SESSION_S = 1.5
 # A stand-in pytest session: waits, then writes the session results.json the runner merges.

@@ -91,7 +91,7 @@ def test_the_child_equals_what_the_same_options_on_argv_gave_before(tmp_path: Pa
     assert written == dataclasses.replace(from_argv, history=history)
 
 
-@pytest.mark.parametrize("flag", ["--seed", "--server-url", "--results-dir"])
+@pytest.mark.parametrize("flag", ["--specsuite-seed", "--server-url", "--results-dir"])
 def test_pytest_arg_cannot_set_what_the_run_sets_per_session(flag: str, tmp_path: Path) -> None:
     value = "http://x:1" if flag == "--server-url" else "3"
     with pytest.raises(SpecsuiteError, match=f"--pytest-arg {flag}: specsuite run sets it"):

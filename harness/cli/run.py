@@ -28,7 +28,6 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
-    from harness.session.main_job_profiles import MAIN
     from harness.orchestration.runner import RunPlan, run_sessions
     from harness.results.builder import run_document
     from harness.results.model import ANALYSIS_KEY
@@ -36,6 +35,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
     from harness.session.dependencies import missing_for_gsm8k
+    from harness.session.main_job_profiles import MAIN
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary_table import summary_markdown
@@ -230,9 +230,9 @@ def sessions_config(args: argparse.Namespace):
     each checked as a session would check it: one line naming the option."""
     from dataclasses import replace
 
-    from harness.session.main_job_profiles import MAIN
-    from harness.config.options import check_values, given_options, options_for
+    from harness.config.options import check_values, find_option, given_options, options_for
     from harness.session.config import RunConfig, with_options
+    from harness.session.main_job_profiles import MAIN
 
     junit = [token for token in args.pytest_arg if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
     if junit:  # pytest keeps one: a session's own file is what the gate and the report read
@@ -248,7 +248,8 @@ def sessions_config(args: argparse.Namespace):
         raise SpecsuiteError(f"{exc} (a pytest option given to every session)") from None
     fixed = [flag for flag in PER_SESSION_OPTIONS if flag in given]
     if fixed:
-        raise SpecsuiteError(f"--pytest-arg {fixed[0]}: specsuite run sets it for each session itself; use specsuite run's own options")
+        raise SpecsuiteError(f"--pytest-arg {find_option(fixed[0]).flag_on('pytest')}: specsuite run sets it for each session itself; "
+                             "use specsuite run's own options")
     defaults = RunConfig()
     # A session stores nothing in the history itself (the runner leaves SPECSUITE_RESULTS_DB out of its environment).
     config = replace(defaults, gsm8k=MAIN.gsm8k, history=replace(defaults.history, results_db=None))

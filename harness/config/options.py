@@ -214,6 +214,8 @@ class Option:
     range_checked_by_plugin: bool = False  # a number whose range depends on other options, checked by its plugin (suites/plugin_kernel.py)
     check: Callable[[str, str], None] | None = None  # a text option's grammar (a URL, the fault policy, fail-on rules), checked likewise
     server_field: str | None = None  # the ServerOptions field it sets (harness/server/session.py), in every front end's RunConfig
+    pytest_flag: str | None = None  # its name under pytest where `flag` could collide with another pytest plugin's option
+    pytest_flag_why: str | None = None  # which plugin (or kind of conftest) declares `flag` too; docs/options.md lists it
     choices: tuple[Any, ...] | None = None
     metavar: str | None = None
     action: str | None = None
@@ -242,12 +244,19 @@ class Option:
         return self.dest or self.flag.lstrip("-").replace("-", "_")
 
     def dest_for(self, front_end: str) -> str:
-        return self.cli_dest if front_end != "pytest" and self.cli_dest else self.key
+        """Where a parser stores it: under pytest a prefixed name's own (another plugin's `--seed` stores to `seed`)."""
+        if front_end == "pytest":
+            return self.pytest_flag.lstrip("-").replace("-", "_") if self.pytest_flag else self.key
+        return self.cli_dest or self.key
+
+    def flag_on(self, front_end: str) -> str:
+        """The option's name on this front end: `pytest_flag` under pytest where it has one, else `flag`."""
+        return self.pytest_flag if front_end == "pytest" and self.pytest_flag else self.flag
 
     def names_for(self, front_end: str) -> list[str]:
         """Every name this front end accepts: the short one, the flag, then the aliases."""
         names = [self.short] if self.short else []
-        names.append(self.flag)
+        names.append(self.flag_on(front_end))
         names += [alias.flag for alias in self.aliases if front_end in alias.front_ends]
         return names
 
@@ -343,7 +352,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
            parse=top_p_list, pytest_area="plugin"),
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
-           choices=("smoke", "nightly"), pytest_area="plugin",
+           choices=("smoke", "nightly"), pytest_area="plugin", pytest_flag="--specsuite-profile",
+           pytest_flag_why="pytest-profiling declares --profile (its cProfile switch)",
            help_for=(("run", "token budget per case; nightly also implies --require-server-url and exits 1 when a candidate is "
                              "worse or suspect on a correctness metric (no --fail-on needed)"),)),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
@@ -357,7 +367,8 @@ OPTIONS: tuple[Option, ...] = (
            pytest_area="plugin", bounds=COUNT, server_field="vocab_size"),
     Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="plugin"),
     Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
-           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="plugin",
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="plugin", pytest_flag="--specsuite-seed",
+           pytest_flag_why="a generic name that test projects' own conftest.py files often declare",
            help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
                      ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
                      ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1")), bounds=SEED),
@@ -387,15 +398,15 @@ OPTIONS: tuple[Option, ...] = (
            "(--server-url or SPECSUITE_SERVER_URL, --launch; `specsuite run`: also --baseline-url, --arm); pytest exits 4, specsuite 2; "
            "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server",
            help_for=(("pytest", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
-                                "SPECSUITE_SERVER_URL, --launch): exit 4; --profile nightly implies it"),
+                                "SPECSUITE_SERVER_URL, --launch): exit 4; --specsuite-profile nightly implies it"),
                      ("run", "refuse to fall back to the embedded reference arms when no server is given (--server-url, "
                              "--baseline-url, --arm): exit 2; --profile nightly implies it"),
                      ("gsm8k", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
                                "SPECSUITE_SERVER_URL, --launch): exit 2"),
                      ("bench", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
                                "SPECSUITE_SERVER_URL, --launch): exit 2")), server_field="require_server_url"),
-    Option("--specsuite-config", "every setting of the session from this JSON file (a RunConfig), as `specsuite run` hands its "
-           "sessions their settings; no other specsuite option may be given with it", ("pytest",), metavar="PATH",
+    Option("--specsuite-config", "every setting of the session from this JSON file (a whole RunConfig, as "
+           "harness/session/config_file.py writes it); no other specsuite option may be given with it", ("pytest",), metavar="PATH",
            pytest_area="pytest_plugin"),
     # ---- integrity (suites/plugin_integrity.py)
     Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
@@ -485,7 +496,7 @@ OPTIONS: tuple[Option, ...] = (
            pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
     Option("--kernel-steps", "draft steps per row", ("pytest",), default_factory=_kernel_default("DEFAULT_STEPS"), type=int,
            pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
-    Option("--kernel-seed", "seed of every kernel input", ("pytest",), type=int, default_text="--seed", pytest_area="kernel",
+    Option("--kernel-seed", "seed of every kernel input", ("pytest",), type=int, default_text="--specsuite-seed", pytest_area="kernel",
            pytest_group="specsuite kernel", bounds=SEED),
     Option("--kernel-dist-rows", "rows per distribution scenario (the stated power is for this many)", ("pytest",),
            default_factory=_kernel_default("DEFAULT_ROWS"), type=int, pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
@@ -633,13 +644,15 @@ def table_problems(options: Iterable[Option] = OPTIONS) -> list[str]:
             problems.append(f"{option.flag}: unknown pytest group {option.pytest_group!r}")
         if option.positional and "pytest" in option.front_ends:
             problems.append(f"{option.flag}: pytest has no positional options")
+        if option.pytest_flag and not (option.pytest_flag.startswith("--specsuite-") and option.pytest_flag_why and "pytest" in option.front_ends):
+            problems.append(f"{option.flag}: a pytest name starts with --specsuite-, says why, and the option is on pytest")
     return problems
 
 
 def find_option(flag: str, front_end: str = "pytest") -> Option:
-    """The option a front end knows under this name (an alias too)."""
+    """The option a front end knows under this name (an alias too), or under its table flag (`setting("--seed")`)."""
     for option in options_for(front_end):
-        if flag in option.names_for(front_end) or flag == option.key:
+        if flag in option.names_for(front_end) or flag in (option.flag, option.key):
             return option
     raise KeyError(f"{front_end} has no option {flag}")
 
@@ -741,7 +754,7 @@ def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:
     for option in options_for(front_end):
         for alias in option.aliases:
             if alias.deprecated and front_end in alias.front_ends and _uses(argv, alias.flag):
-                notes.append(f"{alias.flag} is deprecated; use {option.flag} (same meaning)")
+                notes.append(f"{alias.flag} is deprecated; use {option.flag_on(front_end)} (same meaning)")
     return notes
 
 
@@ -753,13 +766,14 @@ def check_values(values: Mapping[str, Any], front_end: str) -> None:
         value = values.get(option.dest_for(front_end))
         if value is None:
             continue
+        name = option.flag_on(front_end)
         if option.parse is not None:
-            option.parse_value(value)
+            option.parse(value, name)
         if option.bounds is not None:
             for item in value if isinstance(value, list) else [value]:
-                option.bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), option.flag)
+                option.bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), name)
         if option.check is not None and value != "":
-            option.check(str(value), option.flag)
+            option.check(str(value), name)
 
 
 def front_end_of(args: argparse.Namespace) -> str:
@@ -792,13 +806,39 @@ def markdown_table() -> str:
     ]
     for option in OPTIONS:
         names = ([f"`{option.short}`"] if option.short else []) + [f"`{option.flag}`" if not option.positional else f"`{option.metavar}` (positional)"]
+        names += [f"`{option.pytest_flag}` (pytest)"] if option.pytest_flag else []
         names += [f"*`{alias.flag}`* ({', '.join(alias.front_ends)}{'' if alias.deprecated else ', not deprecated'})" for alias in option.aliases]
         what = option.help + (f"; one of {', '.join(map(str, option.choices))}" if option.choices else "")
         what += "; required" if option.required else ""
         lines.append(f"| {_cell(', '.join(names))} | {', '.join(option.front_ends)} | {_cell(option.default_label(markdown=True))} | {_cell(what)} |")
     counts = ", ".join(f"{front_end} {len(options_for(front_end))}" for front_end in FRONT_ENDS)
-    lines += ["", f"Options per front end: {counts}.", ""]
+    lines += ["", f"Options per front end: {counts}.", "", *_prefixed_section(), ""]
     return "\n".join(lines)
+
+
+def _prefixed_section() -> list[str]:
+    """Which options pytest knows under a `--specsuite-` name, and why: another pytest plugin (or a project's own
+    conftest.py) loaded beside the suites' plugin declaring the same name stops pytest before it starts."""
+    prefixed = [option for option in OPTIONS if option.pytest_flag]
+    return [
+        "## Prefixed under pytest",
+        "",
+        "pytest refuses to start when two plugins declare one option name, and the suites' plugin is loaded in every "
+        "session of an environment that has specsuite installed (its `pytest11` entry point). These options therefore "
+        "have a `--specsuite-` name under pytest; the `specsuite` subcommands keep the short name. The old pytest name "
+        "is not kept as an alias: declaring it would keep the collision.",
+        "",
+        "| pytest name | elsewhere | why |",
+        "|---|---|---|",
+        *[f"| `{option.pytest_flag}` | `{option.flag}` | {_cell(option.pytest_flag_why or '')} |" for option in prefixed],
+        "",
+        "Not prefixed: `--server-url` and `--baseline-url` (the documented command is `pytest suites/ --server-url URL`; "
+        "no common plugin declares them), and the other options, whose names say what they belong to "
+        "(`--gsm8k-*`, `--lossless-*`, `--bench-*`, `--kernel-*`, `--launch*`, `--results-*`) or name this project's "
+        "own notions (`--temperatures`, `--top-p`, `--tokenizer`, `--prompts`, `--alpha`, `--fault-policy`); pytest-timeout's "
+        "`--timeout`, pytest-randomly's `--randomly-seed`, pytest-xdist's `-n`/`--dist`, pytest-benchmark's `--benchmark-*`, "
+        "pytest-html's `--html` and pytest-base-url's `--base-url` (a `specsuite bench` alias only) are not declared under pytest.",
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

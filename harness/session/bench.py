@@ -15,7 +15,7 @@ import orjson
 from harness.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
 from harness.errors import SpecsuiteError
 from harness.server import kinds
-from harness.session.config import OptionGetter
+from harness.session.config import OptionGetter, RunConfig
 
 
 def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
@@ -52,14 +52,15 @@ def _extra_request_body(text: str | None) -> dict[str, Any] | None:
     return extra
 
 
-def chosen_from_pytest(get: OptionGetter) -> dict[str, Any]:
-    """What the suites' --bench-* options chose (profile "suite" supplies the rest)."""
+def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:
+    """What the suites' --bench-* options chose, read from the run's typed settings (profile "suite" supplies the rest)."""
+    bench = config.bench
     return {
-        "backend": get("bench_backend"), "dataset_name": get("bench_dataset"), "dataset_path": get("bench_dataset_path"),
-        "tokenizer": get("tokenizer"), "num_prompts": get("bench_num_prompts"), "random_input_len": get("bench_input_len"),
-        "random_output_len": get("bench_output_len"), "random_range_ratio": get("bench_range_ratio"),
-        "max_concurrency": get("bench_max_concurrency"), "request_rate": get("bench_request_rate"), "warmup_requests": get("bench_warmup"),
-        "seed": get("seed"), "flush_cache": False if get("bench_no_flush") else None, "tokenize_prompt": False if get("bench_text_prompts") else None,
+        "backend": bench.backend, "dataset_name": bench.dataset, "dataset_path": bench.dataset_path, "tokenizer": config.server.tokenizer,
+        "num_prompts": bench.num_prompts, "random_input_len": bench.input_len, "random_output_len": bench.output_len,
+        "random_range_ratio": bench.range_ratio, "max_concurrency": bench.max_concurrency, "request_rate": bench.request_rate,
+        "warmup_requests": bench.warmup, "seed": config.seed, "flush_cache": False if bench.no_flush else None,
+        "tokenize_prompt": False if bench.text_prompts else None,
     }
 
 

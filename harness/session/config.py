@@ -199,13 +199,6 @@ class RunConfig:
     history: HistorySettings = section(HistorySettings)
     bench: BenchSettings = section(BenchSettings)
 
-    def bench_options(self) -> OptionGetter:
-        """The suites' benchmark options by name, as typed here, for the one BenchConfig builder's `chosen_from_pytest`
-        (harness/session/bench.py, which imports this module)."""
-        values = {find_option(flag).key: value for flag, value in option_values(self.bench).items()}
-        values.update(tokenizer=self.server.tokenizer, seed=self.seed)
-        return values.get
-
 
 def option_values(settings: Any) -> dict[str, Any]:
     """A section's values by the flag each is read from."""
@@ -245,19 +238,19 @@ def _section(cls: type, get: OptionGetter, front_end: str, **built: Any) -> Any:
     return cls(**values)
 
 
-def require_reason(get: OptionGetter) -> str | None:
-    """The option that forbids the embedded fallback, or None when it is allowed."""
-    if get("require_server_url"):
+def require_reason(required: bool, profile: str | None, front_end: str) -> str | None:
+    """The option that forbids the embedded fallback (as this front end names it), or None when it is allowed."""
+    if required:
         return "--require-server-url"
-    if get("profile") == "nightly":
-        return "--profile nightly"
+    if profile == "nightly":
+        return f"{find_option('--profile').flag_on(front_end)} nightly"
     return None
 
 
 def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str | None = None,
                             admin_api_key: str | None = None) -> RunConfig:
     """The run configuration from a front end's options (`front_end`: "pytest", "gsm8k", ... for the comma lists)."""
-    reason = require_reason(get)
+    reason = require_reason(bool(_given(get, "--require-server-url", front_end)), _given(get, "--profile", front_end), front_end)
     # --require-server-url is one of the reasons `require_reason` weighs; the others are read as given.
     given = {option.server_field: get(option.dest_for(front_end)) for option in server_options_on(front_end)
              if option.server_field != "require_server_url"}
@@ -280,6 +273,7 @@ def with_options(config: RunConfig, given: Mapping[str, Any]) -> RunConfig:
     paths = mapped_options()
     for flag, value in given.items():
         config = _replaced(config, paths[flag].split("."), _typed(flag, value))
-    if config.profile == "nightly" and not config.server.require_server_url:
-        config = replace(config, server=replace(config.server, require_server_url=True, require_reason="--profile nightly"))
+    reason = require_reason(False, config.profile, "pytest")
+    if reason and not config.server.require_server_url:
+        config = replace(config, server=replace(config.server, require_server_url=True, require_reason=reason))
     return config
