@@ -43,7 +43,8 @@ def _run(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> pytest.
 def test_option_group_is_registered(pytester):
     result = _run(pytester, SUITES, "--help")
     text = result.stdout.str()
-    for option in ("--server-url", "--launch", "--arm-name", "--temperatures", "--top-p", "--specsuite-profile", "--specsuite-seed", "--results-dir", "--tokenizer", "--vocab-size"):
+    for option in ("--server-url", "--launch", "--arm-name", "--temperatures", "--top-p", "--specsuite-profile", "--specsuite-seed", "--results-dir",
+                   "--tokenizer", "--vocab-size"):
         assert option in text
     assert "specsuite" in text
 

@@ -154,6 +154,21 @@ def lossless_settings(text: str, option: str) -> list[Any]:
     return settings
 
 
+def json_object(text: str, option: str) -> dict[str, Any] | None:
+    """A JSON object (`--extra-request-body`); empty text is none."""
+    import orjson
+
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SpecsuiteError(f"{option} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SpecsuiteError(f"{option} must be a JSON object")
+    return value
+
+
 def _fault_policy(text: str, option: str) -> None:
     from harness.server.faults import RunPolicy  # only when the option is given a value
 
@@ -209,11 +224,13 @@ class Option:
     default_text: str | None = None  # what an unset option means, for help and docs
     env: str | None = None  # the default comes from this environment variable when it is set
     type: Callable[[str], Any] | None = None
-    parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list); the stored value stays text
+    parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list, a JSON object); the stored value stays text
     bounds: Range | None = None  # a number's range, checked when a session or command starts (`check_values`)
     range_checked_by_plugin: bool = False  # a number whose range depends on other options, checked by its plugin (suites/plugin_kernel.py)
     check: Callable[[str, str], None] | None = None  # a text option's grammar (a URL, the fault policy, fail-on rules), checked likewise
     server_field: str | None = None  # the ServerOptions field it sets (harness/server/session.py), in every front end's RunConfig
+    bench_field: str | None = None  # `specsuite bench`: the BenchConfig field it chooses (harness/session/bench.py `chosen_from_cli`)
+    bench_when_set: Any = True  # a switch's value for that field when given (not given: None, the profile decides)
     pytest_flag: str | None = None  # its name under pytest where `flag` could collide with another pytest plugin's option
     pytest_flag_why: str | None = None  # which plugin (or kind of conftest) declares `flag` too; docs/options.md lists it
     choices: tuple[Any, ...] | None = None
@@ -362,7 +379,7 @@ OPTIONS: tuple[Option, ...] = (
                      ("bench", "where the JSONL results and server logs go"))),
     Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="plugin"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
-           pytest_area="plugin", cli_group=BENCH_SERVING, server_field="tokenizer"),
+           pytest_area="plugin", cli_group=BENCH_SERVING, server_field="tokenizer", bench_field="tokenizer"),
     Option("--vocab-size", "the model's vocab_size (embedding rows); overrides config.json", ("pytest", "run", "gsm8k"), type=int,
            pytest_area="plugin", bounds=COUNT, server_field="vocab_size"),
     Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="plugin"),
@@ -527,47 +544,53 @@ OPTIONS: tuple[Option, ...] = (
     Option("--output-file", "JSONL file to append to", ("bench",), default_text="bench_serving's name in --results-dir", cli_group="server"),
     Option("--backend", "benchmark backend (bench_serving's flag; vllm: streamed /v1/completions with usage and token ids, as "
            "`vllm bench serve` sends it)", ("bench",), default=kinds.fallback().default_bench_backend, choices=kinds.bench_backend_names(),
-           cli_group=BENCH_SERVING),
-    Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="backend"),
+    Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING, bench_field="model"),
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
-           cli_group=BENCH_SERVING),
-    Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="dataset_name"),
+    Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING,
+           bench_field="dataset_path"),
     Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.num_prompts, type=int,
-           cli_group=BENCH_SERVING, bounds=COUNT),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="num_prompts"),
     Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_input_len, type=int,
-           cli_group=BENCH_SERVING, bounds=COUNT),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="random_input_len"),
     Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_output_len,
-           type=int, cli_group=BENCH_SERVING, bounds=COUNT),
+           type=int, cli_group=BENCH_SERVING, bounds=COUNT, bench_field="random_output_len"),
     Option("--random-range-ratio", "lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed",
-           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING, bounds=PROBABILITY),
+           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING, bounds=PROBABILITY,
+           bench_field="random_range_ratio"),
     Option("--tokenize-prompt", "send token ids (exact prompt lengths) instead of decoded text", ("bench",), action="store_true",
-           cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="tokenize_prompt"),
     Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING,
-           bounds=COUNT),
+           bounds=COUNT, bench_field="sharegpt_output_len"),
     Option("--sharegpt-context-len", "skip ShareGPT requests longer than this (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING,
-           bounds=COUNT),
-    Option("--request-rate", "Poisson arrivals per second (inf: all at once)", ("bench",), default=math.inf, type=float, cli_group=BENCH_SERVING, bounds=RATE),
+           bounds=COUNT, bench_field="sharegpt_context_len"),
+    Option("--request-rate", "Poisson arrivals per second (inf: all at once)", ("bench",), default=math.inf, type=float, cli_group=BENCH_SERVING, bounds=RATE,
+           bench_field="request_rate"),
     Option("--max-concurrency", "concurrent requests at most (bench_serving's flag)", ("bench",), type=int, default_text="no limit",
-           cli_group=BENCH_SERVING, bounds=COUNT),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="max_concurrency"),
     Option("--warmup-requests", "warmup requests", ("bench",), default=1, type=int, cli_group=BENCH_SERVING,
-           aliases=(Alias("--warmup", ("bench",), deprecated=False),), bounds=NON_NEGATIVE_COUNT),
+           aliases=(Alias("--warmup", ("bench",), deprecated=False),), bounds=NON_NEGATIVE_COUNT, bench_field="warmup_requests"),
     Option("--flush-cache", "POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY "
-           "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+           "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING,
+           bench_field="flush_cache"),
     Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
-           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING, bounds=SEED),
+           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING, bounds=SEED, bench_field="seed"),
     Option("--temperature", "native and vllm backends, as in bench_serving: its OpenAI backends send temperature 0.0 (see --oai-sampling)",
-           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING, bounds=TEMPERATURE),
+           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING, bounds=TEMPERATURE, bench_field="temperature"),
     Option("--top-p", "native and vllm backends, sent when below 1, as in bench_serving: its OpenAI backends send no top_p (see --oai-sampling). "
-           "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING, bounds=TOP_P),
+           "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING, bounds=TOP_P, bench_field="top_p"),
     Option("--oai-sampling", "specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
            "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)", ("bench",),
-           action="store_true", cli_group=BENCH_SERVING),
-    Option("--disable-ignore-eos", "stop at EOS (bench_serving's flag; default: ignore_eos)", ("bench",), action="store_true", cli_group=BENCH_SERVING),
-    Option("--extra-request-body", "merged into every request body (top level)", ("bench",), metavar="JSON", cli_group=BENCH_SERVING),
+           action="store_true", cli_group=BENCH_SERVING, bench_field="oai_sampling"),
+    Option("--disable-ignore-eos", "stop at EOS (bench_serving's flag; default: ignore_eos)", ("bench",), action="store_true", cli_group=BENCH_SERVING,
+           bench_field="ignore_eos", bench_when_set=False),
+    Option("--extra-request-body", "merged into every request body (top level)", ("bench",), metavar="JSON", cli_group=BENCH_SERVING,
+           bench_field="extra_request_body", parse=json_object),
     Option("--keep-alive", "share keep-alive connections (default: a new connection per request, as bench_serving)", ("bench",),
-           action="store_true", cli_group=BENCH_SERVING),
-    Option("--tag", "a label stored with the result (bench_serving's flag)", ("bench",), cli_group=BENCH_SERVING),
-    Option("--output-details", "also store the generated texts", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+           action="store_true", cli_group=BENCH_SERVING, bench_field="keep_alive"),
+    Option("--tag", "a label stored with the result (bench_serving's flag)", ("bench",), cli_group=BENCH_SERVING, bench_field="tag"),
+    Option("--output-details", "also store the generated texts", ("bench",), action="store_true", cli_group=BENCH_SERVING, bench_field="output_details"),
     Option("--disable-tqdm", "no progress bar", ("bench",), action="store_true", cli_group=BENCH_SERVING),
     # ---- `specsuite report`
     Option("results", "a results.json, or the run folder holding it", ("report",), action="positional", metavar="RESULTS.json"),
