@@ -15,9 +15,13 @@ import argparse
 import re
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from harness.errors import SpecsuiteError
+
+if TYPE_CHECKING:
+    from harness.session.config import RunConfig
 
 RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
                      "or launch each arm with --arm NAME=CMD")
@@ -221,7 +225,7 @@ def summary_document(results: dict, verdicts: list[str], policy: str, gates: lis
 PER_SESSION_OPTIONS = ("--results-dir", "--run-id", "--arm-name", "--seed", "--server-url", "--launch", "--specsuite-config")
 
 
-def sessions_config(args: argparse.Namespace):
+def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     """The RunConfig every session starts from (the runner adds each one's server, folder, name and seed), and the
     --pytest-arg arguments the option table does not know, which go to pytest as they are.
 
@@ -255,7 +259,7 @@ def sessions_config(args: argparse.Namespace):
     config = replace(defaults, gsm8k=MAIN.gsm8k, history=replace(defaults.history, results_db=None))
     run_options = {"--profile": args.profile, "--temperatures": args.temperatures, "--top-p": args.top_p,
                    "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size}
-    config = with_options(config, {flag: value for flag, value in run_options.items() if value is not None})
+    config = with_options(config, {flag: value for flag, value in run_options.items() if value})
     return with_options(config, given), extra
 
 

@@ -8,9 +8,10 @@ front end does not have reads as None and takes the table's default here; equal 
 Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
 metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
 read one way (`_section`); the server's options go to ServerOptions (each names its field, `Option.server_field`).
-`mapped_options()` lists them
-all, and tests/test_session_config.py fails on a pytest option that is neither mapped nor listed in `NOT_RUN_SETTINGS`.
-The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not pytest's options by name.
+`mapped_options()` lists them all, and tests/test_session_config.py fails on a pytest option that is neither mapped
+nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not
+pytest's options by name; `specsuite run` hands a whole RunConfig to each child session (harness/session/config_file.py),
+and `with_options` sets fields by flag where a command line's options join a configuration already built.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ DECODE = "specsuite_decode"  # a field's metadata: how its value is rebuilt from
 def server_options_on(front_end: str) -> list[Option]:
     """The options of this front end that set a ServerOptions field (a harness/server type, so the option names the field)."""
     return [option for option in OPTIONS if option.server_field and front_end in option.front_ends]
+
 
 # pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. Adding one here needs a
 # reason a reviewer can check.
