@@ -155,7 +155,7 @@ def lossless_settings(text: str, option: str) -> list[Any]:
 
 
 def json_object(text: str, option: str) -> dict[str, Any] | None:
-    """A JSON object (`--extra-request-body`); empty text is none."""
+    """A JSON object (`--extra-request-body`, `--spec-config`); empty text is none."""
     import orjson
 
     if not text:
@@ -165,7 +165,7 @@ def json_object(text: str, option: str) -> dict[str, Any] | None:
     except orjson.JSONDecodeError as exc:
         raise SpecsuiteError(f"{option} is not JSON: {exc}") from None
     if not isinstance(value, dict):
-        raise SpecsuiteError(f"{option} must be a JSON object")
+        raise SpecsuiteError(f"{option} must be a JSON object, got {type(value).__name__}")
     return value
 
 
@@ -621,7 +621,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("--model", "the target model folder", ("serve-vllm",), default_text="the project's tiny Llama, fixtures/vllm_models/target"),
     Option("--spec-model", "the draft or EAGLE head folder", ("serve-vllm",), default_text="fixtures/vllm_models/draft or eagle, by --method"),
     Option("--spec-config", "JSON object merged over the method's --speculative-config, e.g. '{\"num_speculative_tokens\": 5}'", ("serve-vllm",),
-           metavar="JSON"),
+           metavar="JSON", parse=json_object),
     Option("--vllm-python", "the Python that has vLLM", ("serve-vllm",), default_text="env SPECSUITE_VLLM_PYTHON, else this Python"),
     Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float, bounds=SECONDS),
     Option("--patch", "the project's patch on vLLM's PYTHONPATH (fixtures/vllm_patches): expand_fix corrects the CPU expand bug "
