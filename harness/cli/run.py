@@ -65,7 +65,7 @@ def command_run(args: argparse.Namespace) -> int:
                    parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
-                          pytest_options=extra, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
+                          pytest_options=args.pytest_arg, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
     print(f"specsuite: results in {run_dir.path}", flush=True)
     try:
         run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
