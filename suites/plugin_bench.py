@@ -55,7 +55,7 @@ def _run(specsuite, base_url: str | None, arm: str, lengths_of: BenchSummary | N
     from harness.session.bench import SUITE, chosen_from_pytest
     from harness.workloads.serving.record import session_summary
 
-    chosen = chosen_from_pytest(specsuite.run_config.bench_options())
+    chosen = chosen_from_pytest(specsuite.run_config)
     if lengths_of is not None:
         chosen.update(random_input_len=lengths_of.random_input_len, random_output_len=lengths_of.random_output_len, lengths_chosen=True)
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
@@ -86,7 +86,7 @@ def bench_state(specsuite) -> BenchSuiteState:
         specsuite.write_results("running")
         if not state.baseline_url:
             return state
-        repeats = settings.repeats  # at least 1: range-checked at session start (options.BOUNDS)
+        repeats = settings.repeats  # at least 1: range-checked at session start (their Option.bounds)
         for number in range(repeats):
             state.baseline.append(_run(specsuite, state.baseline_url, "bench-baseline", lengths_of=state.candidate[0]))
             if number + 1 < repeats:

@@ -68,7 +68,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state.server is None:
         return
     recorder = IntegrityRecorder()
-    try:  # --integrity-stop-offsets and --integrity-batch-size were range-checked at session start (options.BOUNDS)
+    try:  # --integrity-stop-offsets and --integrity-batch-size were range-checked at session start (their Option.bounds)
         state.server.client = checking_client(state.server, recorder, state.run_config.server.tokenizer)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None

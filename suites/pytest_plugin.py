@@ -10,7 +10,7 @@ and exit code 4 (pytest's usage-error code), with no traceback.
 The embedded fallback never passes for a real server unnoticed: the report header's first line and
 the terminal summary's last section name the server under test (in capitals when it is the
 reference emulation), results.json carries `server_under_test`, and `--require-server-url` or
-`--profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
+`--specsuite-profile nightly` refuses the fallback (exit 4, one line).  Warnings that the workloads collect
 (a refused /flush_cache, say) are listed in the terminal summary and stored in results.json.
 
 Requests share one `harness.server.faults.FaultGuard` (policy from --fault-policy); when it stops the run,
@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from harness.config.options import add_pytest_options, check_values, deprecation_notes
+from harness.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from harness.errors import SpecsuiteError
 from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
@@ -39,6 +39,7 @@ from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
 from harness.session.config import RunConfig, run_config_from_options
+from harness.session.config_file import CONFIG_FILE_OPTION, read_config_file
 from harness.session.dependencies import missing_for_gsm8k
 from harness.session.run_session import RunSession
 from harness.workloads.correctness.prompts import PromptItem, load_prompts
@@ -79,8 +80,12 @@ class SpecsuiteSession:
 
     @cached_property
     def run_config(self) -> RunConfig:
-        """The typed run configuration from pytest's options (the same function builds the CLI's), built once; the
-        suites read their settings here (`specsuite.run_config.lossless.pit_requests`), never by option name."""
+        """The typed run configuration from pytest's options (the same function builds the CLI's), or as a whole from
+        the --specsuite-config file (`specsuite run`'s sessions), built once; the suites read their settings here
+        (`specsuite.run_config.lossless.pit_requests`), never by option name."""
+        path = self.config.getoption("specsuite_config", default=None)
+        if path:
+            return read_config_file(path, api_key=load_api_key(), admin_api_key=load_admin_api_key())
         return run_config_from_options(lambda name: self.config.getoption(name, default=None), front_end="pytest",
                                        api_key=load_api_key(), admin_api_key=load_admin_api_key())
 
@@ -276,8 +281,21 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     try:
         # Every option of the table, before anything is collected or any server starts: one line naming it (exit 4).
         check_values(vars(session.config.option), "pytest")
+        check_config_file_alone(session.config)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
+
+
+def check_config_file_alone(config: pytest.Config) -> None:
+    """--specsuite-config holds every setting: another specsuite option beside it would be silently ignored, so it is
+    refused; the file itself is read now, so a missing or stale one is one line before anything runs."""
+    if not config.getoption("specsuite_config", default=None):
+        return
+    given, _ = given_options(config.invocation_params.args, "pytest")
+    others = [flag for flag in given if flag != CONFIG_FILE_OPTION]
+    if others:
+        raise SpecsuiteError(f"{CONFIG_FILE_OPTION} holds every setting of the session; {', '.join(others)} cannot be given with it")
+    specsuite_session(config).run_config  # noqa: B018 - read (and checked) before anything is collected
 
 
 def needs_server(items: list[pytest.Item]) -> bool:

@@ -341,7 +341,7 @@ def _only_run_dir(results: Path) -> Path:
 
 
 PYTEST_SUITE = [sys.executable, "-m", "pytest", "suites/test_correctness.py", "-p", "no:cacheprovider", "-q",
-                "--temperatures", "0,1.0", "--top-p", "1.0", "--profile", "smoke"]
+                "--temperatures", "0,1.0", "--top-p", "1.0", "--specsuite-profile", "smoke"]
 
 
 def test_launched_server_crash_stops_the_session_with_junit_and_results(tmp_path):

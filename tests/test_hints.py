@@ -74,7 +74,7 @@ def test_the_refused_fallback_names_options_of_its_command(front_end: str, argv:
 def test_pytest_refused_fallback_names_pytest_options(tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "pytest", str(ROOT / "suites"), "-p", "no:cacheprovider", "-m", "correctness",
-                           "--profile", "nightly", "--results-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+                           "--specsuite-profile", "nightly", "--results-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
     line = next(line for line in (done.stdout + done.stderr).splitlines() if "refuses the embedded" in line)
     assert done.returncode == 4 and unknown_flags(line, "pytest") == [], line
 

@@ -138,7 +138,7 @@ def test_shared_options_have_one_default_under_pytest_and_the_cli(clean_env, env
         cli_defaults = vars(build_parser().parse_args(argv))
         for option in table.options_for(front_end):
             if "pytest" in option.front_ends and not option.positional:
-                assert cli_defaults[option.dest_for(front_end)] == pytest_defaults[option.key], (front_end, option.flag)
+                assert cli_defaults[option.dest_for(front_end)] == pytest_defaults[option.dest_for("pytest")], (front_end, option.flag)
                 checked += 1
     assert checked >= 30
 
@@ -279,3 +279,17 @@ def test_the_options_module_runs_without_pytest():
 
     code = "import sys, harness.config.options, harness.cli.main; sys.exit('pytest' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=table.DOCS_PATH.parents[1]).returncode == 0
+
+
+def test_names_that_collide_with_other_plugins_are_prefixed_under_pytest():
+    """pytest-profiling's --profile (or a project's conftest --seed) beside the suites' plugin: pytest still starts."""
+    names = pytest_option_names(pytest_parser())
+    assert {"--specsuite-seed", "--specsuite-profile"} <= names and not {"--seed", "--profile"} & names
+    parser = Parser(_ispytest=True)
+    parser.getgroup("profiling").addoption("--profile", action="store_true")
+    parser.addoption("--seed", type=int)
+    for name in PLUGIN_MODULES:
+        _plugin(name).pytest_addoption(parser)  # a ValueError here is pytest refusing to start
+    parsed = parser.parse(["--profile", "--specsuite-profile", "nightly", "--seed", "1", "--specsuite-seed", "2"])
+    assert (parsed.profile, parsed.specsuite_profile, parsed.seed, parsed.specsuite_seed) == (True, "nightly", 1, 2)
+    assert "| `--specsuite-seed` | `--seed` |" in table.markdown_table()

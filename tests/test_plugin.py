@@ -17,7 +17,7 @@ pytest_plugins = ("pytester",)
 
 REPO = Path(__file__).resolve().parent.parent
 SUITES = str(REPO / "suites")
-FAST = ["-p", "no:cacheprovider", "--profile", "smoke", "--temperatures", "0,1.0", "--top-p", "0.95"]
+FAST = ["-p", "no:cacheprovider", "--specsuite-profile", "smoke", "--temperatures", "0,1.0", "--top-p", "0.95"]
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,8 @@ def _run(pytester: pytest.Pytester, *args: str, timeout: float = 300) -> pytest.
 def test_option_group_is_registered(pytester):
     result = _run(pytester, SUITES, "--help")
     text = result.stdout.str()
-    for option in ("--server-url", "--launch", "--arm-name", "--temperatures", "--top-p", "--profile", "--results-dir", "--tokenizer", "--vocab-size"):
+    for option in ("--server-url", "--launch", "--arm-name", "--temperatures", "--top-p", "--specsuite-profile", "--specsuite-seed", "--results-dir",
+                   "--tokenizer", "--vocab-size"):
         assert option in text
     assert "specsuite" in text
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.compare.arms import ArmSpec, free_ports, resolve_arms
-from harness.config.main_job_profiles import MAIN
 from harness.errors import SpecsuiteError
 from harness.orchestration import runner
 from harness.results.store import RunDirectory, load_results
+from harness.session.main_job_profiles import MAIN
 
 SESSION_S = 1.5
 # A stand-in pytest session: waits, then writes the session results.json the runner merges.
@@ -117,9 +117,7 @@ def test_default_reference_arms_get_distinct_ports() -> None:
 
 def test_the_main_job_runs_every_family() -> None:
     assert MAIN.markers == "correctness or gsm8k or perf"
-    options = list(MAIN.session_argv())
-    assert options[options.index("--gsm8k-temperatures") + 1] == "0,1"
-    assert options[options.index("--gsm8k-num-questions") + 1] == "200"
+    assert (MAIN.gsm8k.path, MAIN.gsm8k.temperatures, MAIN.gsm8k.num_questions) == ("synthetic", (0.0, 1.0), 200)
 
 
 def test_sessions_do_not_inherit_the_server_url_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

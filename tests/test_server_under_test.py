@@ -93,7 +93,7 @@ def test_require_server_url_refuses_the_fallback(pytester) -> None:
 
 def test_the_nightly_profile_refuses_the_fallback(pytester) -> None:
     started = time.perf_counter()
-    _assert_refused(_run(pytester, SUITES, *ONE_CHECK, "--profile", "nightly"), started, "--profile nightly")
+    _assert_refused(_run(pytester, SUITES, *ONE_CHECK, "--specsuite-profile", "nightly"), started, "--specsuite-profile nightly")
 
 
 @pytest.mark.parametrize("argv, why", [

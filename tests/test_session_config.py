@@ -25,14 +25,21 @@ from harness.session.config import NOT_RUN_SETTINGS, RunConfig, mapped_options, 
 PLUGINS = ("suites.plugin", "suites.pytest_plugin", "suites.plugin_integrity", "suites.plugin_lossless", "suites.plugin_bench",
            "suites.plugin_history", "suites.plugin_kernel")
 URL = "http://127.0.0.1:1"
+PYTEST_RENAMED = {option.flag for option in table.options_for("pytest") if option.pytest_flag}
+
+
+def pytest_spelling(args: list[str]) -> list[str]:
+    """The same command line under pytest's names (`--seed` is `--specsuite-seed` there: docs/options.md says why)."""
+    return [table.find_option(arg, "pytest").flag_on("pytest") if arg in PYTEST_RENAMED else arg for arg in args]
 
 
 def pytest_options(args: list[str]) -> argparse.Namespace:
-    """pytest's options as a session parses them (every suites plugin's declarations)."""
+    """pytest's options as a session parses them (every suites plugin's declarations); the table's flags are written
+    as every front end shares them and given to pytest under its names."""
     parser = Parser(_ispytest=True)
     for name in PLUGINS:
         importlib.import_module(name).pytest_addoption(parser)
-    return parser.parse(args)
+    return parser.parse(pytest_spelling(args))
 
 
 def cli_options(args: list[str]) -> argparse.Namespace:
@@ -69,7 +76,7 @@ def test_a_different_option_gives_a_different_run_configuration() -> None:
 def test_the_require_options_refuse_the_fallback_alike() -> None:
     assert run_config_from_options(getter(pytest_options(["--require-server-url"])), front_end="pytest").server.require_server_url
     nightly = run_config_from_options(getter(pytest_options(["--profile", "nightly"])), front_end="pytest").server
-    assert nightly.require_server_url and nightly.require_reason == "--profile nightly"
+    assert nightly.require_server_url and nightly.require_reason == "--specsuite-profile nightly"
     assert run_config_from_options(getter(cli_options(["gsm8k", "--require-server-url"])), front_end="gsm8k").server.require_server_url
     assert not RunConfig().server.require_server_url
 
@@ -90,7 +97,10 @@ def test_specsuite_run_and_pytest_build_equal_run_configurations() -> None:
     """Everything but GSM8K (`specsuite run` has no GSM8K options: its sessions get the main job's) is equal."""
     from_pytest = run_config_from_options(getter(pytest_options(RUN_OPTIONS)), front_end="pytest")
     from_cli = run_config_from_options(getter(cli_options(["run", *RUN_OPTIONS])), front_end="run")
-    assert dataclasses.replace(from_cli, gsm8k=from_pytest.gsm8k) == from_pytest
+    # The refusal names the option as each front end spells it.
+    assert (from_cli.server.require_reason, from_pytest.server.require_reason) == ("--profile nightly", "--specsuite-profile nightly")
+    server = dataclasses.replace(from_cli.server, require_reason=from_pytest.server.require_reason)
+    assert dataclasses.replace(from_cli, gsm8k=from_pytest.gsm8k, server=server) == from_pytest
     assert (from_cli.correctness.temperatures, from_cli.correctness.top_p, from_cli.baseline_url) == ((0.0, 0.7), (0.9,), "http://base:30000")
     assert from_cli.server.require_server_url and from_cli.profile == "nightly"
 
@@ -117,6 +127,11 @@ def test_a_verbs_flag_of_the_same_name_is_not_read_as_the_suites_option() -> Non
 
 PYTEST_FLAGS = [option.flag for option in table.options_for("pytest")]
 SAMPLE_LISTS = {table.temperature_list: "0.3", table.top_p_list: "0.5", table.count_list: "3", table.lossless_settings: "0.5:0.8"}
+
+
+def suite_settings(args: list[str]) -> RunConfig:
+    """The run configuration a pytest session builds from these options (what the suites' benchmark reads)."""
+    return run_config_from_options(getter(pytest_options(args)), front_end="pytest")
 
 
 def off_default(option: table.Option) -> list[str]:
@@ -204,9 +219,7 @@ def _bench(chosen: dict[str, Any], profile, **kwargs: Any):
 
 
 def test_the_cli_and_pytest_build_equal_bench_configurations() -> None:
-    from_pytest = _bench(chosen_from_pytest(getter(pytest_options(BENCH_PYTEST))), SUITE, server_kind="sglang")
-    run_config = run_config_from_options(getter(pytest_options(BENCH_PYTEST)), front_end="pytest")
-    assert chosen_from_pytest(run_config.bench_options()) == chosen_from_pytest(getter(pytest_options(BENCH_PYTEST)))  # what the suite's bench reads
+    from_pytest = _bench(chosen_from_pytest(suite_settings(BENCH_PYTEST)), SUITE, server_kind="sglang")
     from_cli = _bench(chosen_from_cli(getter(cli_options(BENCH_CLI))), BENCH_SERVING)
     assert from_pytest == from_cli
     assert (from_cli.num_prompts, from_cli.random_input_len, from_cli.max_concurrency, from_cli.seed, from_cli.flush_cache) == (16, 64, 2, 5, True)
@@ -217,14 +230,12 @@ def test_the_text_and_flush_switches_mean_the_same_on_both_sides(pytest_extra: l
     cli = [flag for flag in BENCH_CLI if flag not in ("--tokenize-prompt", "--flush-cache")] + cli_extra
     if "--bench-text-prompts" in pytest_extra:
         cli.append("--flush-cache")
-    from_pytest = _bench(chosen_from_pytest(getter(pytest_options(BENCH_PYTEST + pytest_extra))), SUITE, server_kind="sglang")
+    from_pytest = _bench(chosen_from_pytest(suite_settings(BENCH_PYTEST + pytest_extra)), SUITE, server_kind="sglang")
     assert from_pytest == _bench(chosen_from_cli(getter(cli_options(cli))), BENCH_SERVING)
-    run_config = run_config_from_options(getter(pytest_options(BENCH_PYTEST + pytest_extra)), front_end="pytest")
-    assert _bench(chosen_from_pytest(run_config.bench_options()), SUITE, server_kind="sglang") == from_pytest
 
 
 def test_each_front_end_defaults_to_its_named_profile() -> None:
-    suite = _bench(chosen_from_pytest(getter(pytest_options(["--seed", "3"]))), SUITE, server_kind="sglang")
+    suite = _bench(chosen_from_pytest(suite_settings(["--seed", "3"])), SUITE, server_kind="sglang")
     assert {key: getattr(suite, key) for key in SUITE.defaults()} == {**SUITE.defaults(), "seed": 3}  # the suite's seed is the run's
     cli = _bench(chosen_from_cli(getter(cli_options(["bench"]))), BENCH_SERVING)
     assert {key: getattr(cli, key) for key in BENCH_SERVING.defaults()} == BENCH_SERVING.defaults()
@@ -232,9 +243,9 @@ def test_each_front_end_defaults_to_its_named_profile() -> None:
 
 
 def test_vllm_gets_no_flush_unless_asked_and_chat_or_sharegpt_send_text() -> None:
-    on_vllm = _bench(chosen_from_pytest(getter(pytest_options([]))), SUITE, server_kind="vllm")
+    on_vllm = _bench(chosen_from_pytest(suite_settings([])), SUITE, server_kind="vllm")
     assert on_vllm.backend == "vllm" and on_vllm.flush_cache is False
     asked = _bench(chosen_from_cli(getter(cli_options(["bench", "--backend", "vllm", "--flush-cache"]))), BENCH_SERVING)
     assert asked.flush_cache is True  # an explicit flag stands (the runner then warns and skips it on vLLM)
-    chat = _bench(chosen_from_pytest(getter(pytest_options(["--bench-backend", "sglang-oai-chat"]))), SUITE)
+    chat = _bench(chosen_from_pytest(suite_settings(["--bench-backend", "sglang-oai-chat"])), SUITE)
     assert chat.tokenize_prompt is False

@@ -11,9 +11,10 @@ import json
 
 import pytest
 
+from harness.config.options import find_option
 from harness.errors import SpecsuiteError
 from harness.server import vllm_client
-from harness.server.vllm_launch import find_vllm_python, parse_spec_config, speculative_config, vllm_command
+from harness.server.vllm_launch import find_vllm_python, speculative_config, vllm_command
 from harness.workloads.integrity.sglang_rules import IntegrityContext
 from harness.workloads.integrity.vllm_rules import check_vllm_completion, check_vllm_stream, spec_problems
 
@@ -152,10 +153,11 @@ def test_serve_vllm_command_and_bad_input():
     assert command[-2:] == ["--seed", "1"] and "--per-request-spec-decode-metrics" in command
     assert "--speculative-config" not in vllm_command("py", "none", port=1)
     assert speculative_config("ngram")["prompt_lookup_max"] == 4
-    with pytest.raises(SpecsuiteError, match="not JSON"):
-        parse_spec_config("{num: 5}")
-    with pytest.raises(SpecsuiteError, match="JSON object"):
-        parse_spec_config("[1]")
+    spec_config = find_option("--spec-config", "serve-vllm")
+    with pytest.raises(SpecsuiteError, match="^--spec-config is not JSON"):
+        spec_config.parse_value("{num: 5}")
+    with pytest.raises(SpecsuiteError, match="^--spec-config must be a JSON object, got list"):
+        spec_config.parse_value("[1]")
     with pytest.raises(SpecsuiteError, match="unknown vLLM speculation method"):
         speculative_config("medusa-ish")
     with pytest.raises(SpecsuiteError, match="not a file"):

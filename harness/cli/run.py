@@ -15,9 +15,13 @@ import argparse
 import re
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from harness.errors import SpecsuiteError
+
+if TYPE_CHECKING:
+    from harness.session.config import RunConfig
 
 RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
                      "or launch each arm with --arm NAME=CMD")
@@ -28,7 +32,6 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from harness.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from harness.compare.verdicts import compare_arms
-    from harness.config.main_job_profiles import MAIN
     from harness.orchestration.runner import RunPlan, run_sessions
     from harness.results.builder import run_document
     from harness.results.model import ANALYSIS_KEY
@@ -37,6 +40,7 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
     from harness.session.dependencies import missing_for_gsm8k
+    from harness.session.main_job_profiles import MAIN
     from reports.render import render_report
     from reports.server_under_test import server_under_test_line
     from reports.summary import run_verdict_lines, summary_document
@@ -50,28 +54,20 @@ def command_run(args: argparse.Namespace) -> int:
     given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
     why = "--require-server-url" if args.require_server_url else "--profile nightly"
     check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
-    for flag, url in (("--server-url", args.server_url), ("--baseline-url", args.baseline_url)):
-        check_url(flag, url)  # here, in one line, not inside a spawned session after a results folder exists
     # The default arms run side by side, so each needs its own port.
     arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
     markers = args.markers or MAIN.markers
-    options = ["--profile", args.profile, "--temperatures", args.temperatures, "--top-p", args.top_p, *MAIN.session_argv()]
-    if args.tokenizer:
-        options += ["--tokenizer", args.tokenizer]
-    if args.vocab_size:
-        options += ["--vocab-size", str(args.vocab_size)]
-    options += args.pytest_arg  # last, so the user's settings win over the main job's
-    check_session_options(options)  # a bad value fails here, in one line, not in every session after its start-up
-    missing = missing_for_gsm8k(option_value(options, "--gsm8k-path")) if selects(markers, "gsm8k") else None
+    config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
+    missing = missing_for_gsm8k(config.gsm8k.path) if selects(markers, "gsm8k") else None
     if missing:  # an optional package the settings need: one line naming the extra, before any session
         raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
-    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, pytest_options=options,
+    plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, config=config, pytest_options=extra,
                    parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
     run_dir = RunDirectory(args.results_dir, run_id=args.run_id, secrets=load_secrets())
     merged = run_document(embedded=embedded, seed=args.seed, profile=args.profile, repeats=args.repeats, markers=markers,
-                          pytest_options=options, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
+                          pytest_options=args.pytest_arg, command=" ".join(sys.argv), arm_order=[a.name for a in arms])
     print(f"specsuite: results in {run_dir.path}", flush=True)
     try:
         run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
@@ -199,26 +195,47 @@ def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: boo
     return "exit 0: verdicts do not set the exit code of a smoke run; --profile nightly or --fail-on RULES make them do so"
 
 
-def check_session_options(options: list[str]) -> None:
-    """Check the values of the pytest options every session gets (the main job's and --pytest-arg's) against the
-    option table, as each session would at its start: one line naming the option. Arguments the table does not
-    know are left to pytest."""
-    from harness.config.options import add_options, check_values
+# The settings `specsuite run` gives each session itself (harness/orchestration/runner.py `RunPlan.session_config`);
+# --pytest-arg cannot set them, or the merge would not find the session's results.
+PER_SESSION_OPTIONS = ("--results-dir", "--run-id", "--arm-name", "--seed", "--server-url", "--launch", "--specsuite-config")
 
-    junit = [token for token in options if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
+
+def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
+    """The RunConfig every session starts from (the runner adds each one's server, folder, name and seed), and the
+    --pytest-arg arguments the option table does not know, which go to pytest as they are.
+
+    A session gets the main job's settings (its GSM8K profile), the run's --profile, --temperatures, --top-p,
+    --tokenizer and --vocab-size, then the table's options among --pytest-arg (last, so the user's settings win),
+    each checked as a session would check it: one line naming the option."""
+    from dataclasses import replace
+
+    from harness.config.options import check_values, find_option, given_options, options_for
+    from harness.session.config import RunConfig, with_options
+    from harness.session.main_job_profiles import MAIN
+
+    junit = [token for token in args.pytest_arg if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
     if junit:  # pytest keeps one: a session's own file is what the gate and the report read
         raise SpecsuiteError(f"--pytest-arg {junit[0]}: specsuite run writes each session's JUnit XML itself, to "
                              "<results>/<run>/sessions/<arm>-r<k>.junit.xml; collect those")
-    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    add_options(parser.add_argument, "pytest")
     try:
-        known, _ = parser.parse_known_args(options)
-    except (argparse.ArgumentError, SystemExit) as exc:
+        given, extra = given_options(args.pytest_arg, "pytest")
+    except SpecsuiteError as exc:
         raise SpecsuiteError(f"--pytest-arg: {exc}") from None
     try:
-        check_values(vars(known), "pytest")
+        check_values({option.dest_for("pytest"): given[option.flag] for option in options_for("pytest") if option.flag in given}, "pytest")
     except SpecsuiteError as exc:
         raise SpecsuiteError(f"{exc} (a pytest option given to every session)") from None
+    fixed = [flag for flag in PER_SESSION_OPTIONS if flag in given]
+    if fixed:
+        raise SpecsuiteError(f"--pytest-arg {find_option(fixed[0]).flag_on('pytest')}: specsuite run sets it for each session itself; "
+                             "use specsuite run's own options")
+    defaults = RunConfig()
+    # A session stores nothing in the history itself (the runner leaves SPECSUITE_RESULTS_DB out of its environment).
+    config = replace(defaults, gsm8k=MAIN.gsm8k, history=replace(defaults.history, results_db=None))
+    run_options = {"--profile": args.profile, "--temperatures": args.temperatures, "--top-p": args.top_p,
+                   "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size}
+    config = with_options(config, {flag: value for flag, value in run_options.items() if value})
+    return with_options(config, given), extra
 
 
 def sessions_error(merged: dict) -> str:
@@ -245,17 +262,6 @@ def _no_server_reached(merged: dict, run_dir, started: float) -> int:
     return EXIT_ERROR
 
 
-def option_value(options: list[str], flag: str) -> str | None:
-    """The last value given for `flag` in an argv list (`--flag V` or `--flag=V`), as the sessions' parser reads it."""
-    value = None
-    for index, token in enumerate(options):
-        if token == flag and index + 1 < len(options):
-            value = options[index + 1]
-        elif token.startswith(flag + "="):
-            value = token[len(flag) + 1:]
-    return value
-
-
 class _Marks(dict):
     """Every marker name is False but the one asked about (a marker expression evaluated for one marker)."""
 
@@ -274,19 +280,6 @@ def selects(markers: str, marker: str) -> bool:
         return True
 
 
-def check_url(flag: str, url: str | None) -> None:
-    """A server URL needs its scheme and host (`127.0.0.1:9` is refused, `http://127.0.0.1:9` taken)."""
-    from urllib.parse import urlsplit
-
-    if url is None:
-        return
-    try:
-        parts = urlsplit(url)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise SpecsuiteError(f"{flag} must look like http://host:port, got {url!r}")
 
 
 def side_by_side(schedule: str | None, embedded: bool) -> bool:

@@ -21,10 +21,11 @@ import sys
 from pathlib import Path
 
 from harness.cli.serving_loop import serve_until_stopped
+from harness.config.options import find_option
 from harness.errors import SpecsuiteError
 from harness.server.identity import redact_command
 from harness.server.launcher import LaunchedServer
-from harness.server.vllm_launch import find_vllm_python, parse_spec_config, vllm_command, vllm_env
+from harness.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
 from harness.server.vllm_patches import patch_env, require_patch_active
 
 
@@ -32,8 +33,9 @@ def serve_vllm(args: argparse.Namespace) -> int:
     extra = list(args.vllm_args or [])
     if extra[:1] == ["--"]:
         extra = extra[1:]
+    overrides = find_option("--spec-config", "serve-vllm").parse_value(args.spec_config)  # checked at start already
     command = vllm_command(find_vllm_python(args.vllm_python), args.method, port=args.port, host=args.host, model=args.model,
-                           spec_model=args.spec_model, spec_overrides=parse_spec_config(args.spec_config), extra_args=extra)
+                           spec_model=args.spec_model, spec_overrides=overrides, extra_args=extra)
     host = "127.0.0.1" if args.host in ("0.0.0.0", "::") else args.host
     log_path = Path(f"vllm-{args.method}-{args.port}.log").resolve()
     patch = getattr(args, "patch", "none") or "none"

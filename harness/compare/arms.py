@@ -40,11 +40,6 @@ class ArmSpec:
     reference_args: tuple[str, tuple[str, ...]] | None = None
     env: tuple[tuple[str, str], ...] = ()  # the arm's own environment (its session's, so its launched server's too)
 
-    def pytest_args(self) -> list[str]:
-        if self.launch:
-            return ["--launch", self.launch]
-        return ["--server-url", self.url or ""]
-
     def on_port(self, port: int) -> ArmSpec:
         """This reference arm launched on `port`; any other arm cannot be duplicated and raises."""
         if self.reference_args is None:

@@ -154,6 +154,52 @@ def lossless_settings(text: str, option: str) -> list[Any]:
     return settings
 
 
+def json_object(text: str, option: str) -> dict[str, Any] | None:
+    """A JSON object (`--extra-request-body`, `--spec-config`); empty text is none."""
+    import orjson
+
+    if not text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise SpecsuiteError(f"{option} is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise SpecsuiteError(f"{option} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _fault_policy(text: str, option: str) -> None:
+    from harness.server.faults import RunPolicy  # only when the option is given a value
+
+    try:
+        RunPolicy.parse(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {str(exc).removeprefix('fault policy: ')}") from None
+
+
+def _fail_on(text: str, option: str) -> None:
+    from harness.compare.fail_on import parse_fail_on
+
+    try:
+        parse_fail_on(text)
+    except SpecsuiteError as exc:
+        raise SpecsuiteError(f"{option}: {exc}") from None
+
+
+def server_url(text: str, option: str) -> None:
+    """A server URL needs its scheme and host (`127.0.0.1:9` is refused, `http://127.0.0.1:9` taken)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SpecsuiteError(f"{option} must look like http://host:port, got {text!r}")
+
+
 # ---------------------------------------------------------------- the table
 
 
@@ -178,8 +224,15 @@ class Option:
     default_text: str | None = None  # what an unset option means, for help and docs
     env: str | None = None  # the default comes from this environment variable when it is set
     type: Callable[[str], Any] | None = None
-    parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list); the stored value stays text
+    parse: Callable[[str, str], Any] | None = None  # the value's parser (a comma list, a JSON object); the stored value stays text
     bounds: Range | None = None  # a number's range, checked when a session or command starts (`check_values`)
+    range_checked_by_plugin: bool = False  # a number whose range depends on other options, checked by its plugin (suites/plugin_kernel.py)
+    check: Callable[[str, str], None] | None = None  # a text option's grammar (a URL, the fault policy, fail-on rules), checked likewise
+    server_field: str | None = None  # the ServerOptions field it sets (harness/server/session.py), in every front end's RunConfig
+    bench_field: str | None = None  # `specsuite bench`: the BenchConfig field it chooses (harness/session/bench.py `chosen_from_cli`)
+    bench_when_set: Any = True  # a switch's value for that field when given (not given: None, the profile decides)
+    pytest_flag: str | None = None  # its name under pytest where `flag` could collide with another pytest plugin's option
+    pytest_flag_why: str | None = None  # which plugin (or kind of conftest) declares `flag` too; docs/options.md lists it
     choices: tuple[Any, ...] | None = None
     metavar: str | None = None
     action: str | None = None
@@ -208,12 +261,19 @@ class Option:
         return self.dest or self.flag.lstrip("-").replace("-", "_")
 
     def dest_for(self, front_end: str) -> str:
-        return self.cli_dest if front_end != "pytest" and self.cli_dest else self.key
+        """Where a parser stores it: under pytest a prefixed name's own (another plugin's `--seed` stores to `seed`)."""
+        if front_end == "pytest":
+            return self.pytest_flag.lstrip("-").replace("-", "_") if self.pytest_flag else self.key
+        return self.cli_dest or self.key
+
+    def flag_on(self, front_end: str) -> str:
+        """The option's name on this front end: `pytest_flag` under pytest where it has one, else `flag`."""
+        return self.pytest_flag if front_end == "pytest" and self.pytest_flag else self.flag
 
     def names_for(self, front_end: str) -> list[str]:
         """Every name this front end accepts: the short one, the flag, then the aliases."""
         names = [self.short] if self.short else []
-        names.append(self.flag)
+        names.append(self.flag_on(front_end))
         names += [alias.flag for alias in self.aliases if front_end in alias.front_ends]
         return names
 
@@ -287,28 +347,30 @@ OPTIONS: tuple[Option, ...] = (
                      ("gsm8k", "base URL of the server to measure. The API key comes from SPECSUITE_API_KEY"),
                      ("bench", "base URL of the server to benchmark. The API key comes from SPECSUITE_API_KEY")),
            default_text_for=(("run", "env SPECSUITE_SERVER_URL, else the embedded reference arms (nofix against fix)"),),
-           aliases=(Alias("--base-url", ("bench",), deprecated=False),)),  # bench_serving's name for it
+           aliases=(Alias("--base-url", ("bench",), deprecated=False),), check=server_url, server_field="server_url"),  # bench_serving's name for it
     Option("--baseline-url", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
            "benchmark runs; `specsuite run` makes it the last arm", PYTEST_RUN, pytest_area="plugin",
            help_for=(("pytest", "a baseline server for the A/B: the ab suite runs the same cases on both, the perf suite interleaves "
                                 "benchmark runs"),
                      ("run", "base URL of the baseline server: the last arm, the one every other arm is compared against")),
-           aliases=(Alias("--bench-baseline-url", ("pytest",)),)),
+           aliases=(Alias("--bench-baseline-url", ("pytest",)),), check=server_url),
     Option("--launch", "start this server command, wait until ready, log to the results folder, stop it after", ("pytest", "gsm8k", "bench"),
-           metavar="CMD", pytest_area="plugin", cli_group="server"),
+           metavar="CMD", pytest_area="plugin", cli_group="server", server_field="launch"),
     Option("--launch-url", "URL the --launch command serves on", ("pytest", "bench"), metavar="URL",
-           default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="plugin", cli_group="server"),
-    Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="plugin"),
+           default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="plugin", cli_group="server", server_field="launch_url"),
+    Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="plugin",
+           bounds=SECONDS, server_field="ready_timeout_s"),
     Option("--server-kind", "SGLang or vLLM; auto asks the server (/model_info for SGLang, /version and /v1/models for vLLM)",
-           ("pytest", "gsm8k"), default=kinds.AUTO, choices=kinds.choices(), pytest_area="plugin", cli_group="server"),
+           ("pytest", "gsm8k"), default=kinds.AUTO, choices=kinds.choices(), pytest_area="plugin", cli_group="server", server_field="server_kind"),
     Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),
-           default_text="the reference arm, or 'candidate'", pytest_area="plugin"),
+           default_text="the reference arm, or 'candidate'", pytest_area="plugin", server_field="arm"),
     Option("--temperatures", "comma-separated sampling temperatures of the correctness grid (each >= 0)", PYTEST_RUN, default="0,0.6,1.0",
            parse=temperature_list, pytest_area="plugin"),
     Option("--top-p", "comma-separated top_p values of the correctness grid (each in (0, 1])", PYTEST_RUN, default="0.95,1.0",
            parse=top_p_list, pytest_area="plugin"),
     Option("--profile", "token budget per case; nightly also implies --require-server-url", PYTEST_RUN, default="smoke",
-           choices=("smoke", "nightly"), pytest_area="plugin",
+           choices=("smoke", "nightly"), pytest_area="plugin", pytest_flag="--specsuite-profile",
+           pytest_flag_why="pytest-profiling declares --profile (its cProfile switch)",
            help_for=(("run", "token budget per case; nightly also implies --require-server-url and exits 1 when a candidate is "
                              "worse or suspect on a correctness metric (no --fail-on needed)"),)),
     Option("--results-dir", "where run folders go (`specsuite bench`: its JSONL and server logs)", SERVER_FRONT_ENDS,
@@ -317,52 +379,58 @@ OPTIONS: tuple[Option, ...] = (
                      ("bench", "where the JSONL results and server logs go"))),
     Option("--run-id", "name of this run's results folder", PYTEST_RUN, default_text="UTC time plus a suffix", pytest_area="plugin"),
     Option("--tokenizer", "local tokenizer folder", SERVER_FRONT_ENDS, default_text="the server's tokenizer_path, if it exists here",
-           pytest_area="plugin", cli_group=BENCH_SERVING),
+           pytest_area="plugin", cli_group=BENCH_SERVING, server_field="tokenizer", bench_field="tokenizer"),
     Option("--vocab-size", "the model's vocab_size (embedding rows); overrides config.json", ("pytest", "run", "gsm8k"), type=int,
-           pytest_area="plugin"),
+           pytest_area="plugin", bounds=COUNT, server_field="vocab_size"),
     Option("--prompts", "JSONL prompt set", ("pytest",), default_text="fixtures/data/correctness_prompts.jsonl", pytest_area="plugin"),
     Option("--seed", "base seed for per-request sampling seeds (recorded); `specsuite run`'s repeat k uses seed + k - 1",
-           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="plugin",
+           ("pytest", "run", "gsm8k"), default=0, type=int, pytest_area="plugin", pytest_flag="--specsuite-seed",
+           pytest_flag_why="a generic name that test projects' own conftest.py files often declare",
            help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
                      ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
-                     ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1"))),
-    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="plugin"),
-    Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="plugin"),
+                     ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1")), bounds=SEED),
+    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="plugin",
+           bounds=SIGNIFICANCE),
+    Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="plugin",
+           bounds=NON_NEGATIVE),
     # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)
     Option("--gsm8k-path", "GSM8K source: 'synthetic' (the project's set), 'hf' (datasets.load_dataset), or a .jsonl/.parquet file",
            ("pytest", "gsm8k"), default="synthetic", pytest_area="plugin"),
     Option("--gsm8k-num-questions", "questions per GSM8K run", ("pytest", "gsm8k"), default=200, type=int, pytest_area="plugin",
-           aliases=(Alias("--num-questions", ("gsm8k",)),)),
+           aliases=(Alias("--num-questions", ("gsm8k",)),), bounds=COUNT),
     Option("--gsm8k-num-shots", "few-shot examples", ("pytest", "gsm8k"), default=5, type=int, pytest_area="plugin",
-           aliases=(Alias("--num-shots", ("gsm8k",)),)),
+           aliases=(Alias("--num-shots", ("gsm8k",)),), bounds=NON_NEGATIVE_COUNT),
     Option("--gsm8k-temperatures", "comma-separated GSM8K temperatures (each >= 0)", ("pytest", "gsm8k"), default="0", parse=temperature_list,
            pytest_area="plugin", aliases=(Alias("--temperatures", ("gsm8k",)),)),
     Option("--gsm8k-parallel", "concurrent GSM8K requests", ("pytest", "gsm8k"), default=16, type=int, pytest_area="plugin",
-           aliases=(Alias("--parallel", ("gsm8k",)),)),
+           aliases=(Alias("--parallel", ("gsm8k",)),), bounds=COUNT),
     Option("--gsm8k-shots-from-eval", "take shots from the evaluated questions, as sglang's few_shot_gsm8k does", ("pytest", "gsm8k"),
            action="store_true", default_text="excluded", pytest_area="plugin", aliases=(Alias("--shots-from-eval", ("gsm8k",)),)),
-    Option("--gsm8k-min-accuracy", "fail below this accuracy (SGLang's last-integer rule)", ("pytest",), type=float, pytest_area="plugin"),
-    Option("--gsm8k-max-invalid", "fail above this invalid fraction", ("pytest",), type=float, pytest_area="plugin"),
+    Option("--gsm8k-min-accuracy", "fail below this accuracy (SGLang's last-integer rule)", ("pytest",), type=float, pytest_area="plugin", bounds=PROBABILITY),
+    Option("--gsm8k-max-invalid", "fail above this invalid fraction", ("pytest",), type=float, pytest_area="plugin", bounds=PROBABILITY),
     # ---- session policy (suites/pytest_plugin.py)
     Option("--fault-policy", "when request failures stop the run, e.g. consecutive=3,retries=3,retry_cap=10,backoff=1 "
-           "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin"),
+           "(the defaults; see harness/server/faults.py)", ("pytest",), default="", metavar="SPEC", pytest_area="pytest_plugin", check=_fault_policy),
     Option("--require-server-url", "refuse to fall back to the embedded reference server when no server is given "
            "(--server-url or SPECSUITE_SERVER_URL, --launch; `specsuite run`: also --baseline-url, --arm); pytest exits 4, specsuite 2; "
            "--profile nightly implies it", SERVER_FRONT_ENDS, action="store_true", pytest_area="pytest_plugin", cli_group="server",
            help_for=(("pytest", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
-                                "SPECSUITE_SERVER_URL, --launch): exit 4; --profile nightly implies it"),
+                                "SPECSUITE_SERVER_URL, --launch): exit 4; --specsuite-profile nightly implies it"),
                      ("run", "refuse to fall back to the embedded reference arms when no server is given (--server-url, "
                              "--baseline-url, --arm): exit 2; --profile nightly implies it"),
                      ("gsm8k", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
                                "SPECSUITE_SERVER_URL, --launch): exit 2"),
                      ("bench", "refuse to fall back to the embedded reference server when no server is given (--server-url or "
-                               "SPECSUITE_SERVER_URL, --launch): exit 2"))),
+                               "SPECSUITE_SERVER_URL, --launch): exit 2")), server_field="require_server_url"),
+    Option("--specsuite-config", "every setting of the session from this JSON file (a whole RunConfig, as "
+           "harness/session/config_file.py writes it); no other specsuite option may be given with it", ("pytest",), metavar="PATH",
+           pytest_area="pytest_plugin"),
     # ---- integrity (suites/plugin_integrity.py)
     Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
            default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
     Option("--integrity-stop-offsets", "token offsets per prompt at which stop strings and stop ids are placed", ("pytest",), default=24,
-           type=int, pytest_area="integrity"),
-    Option("--integrity-batch-size", "requests in the canary isolation batch", ("pytest",), default=64, type=int, pytest_area="integrity"),
+           type=int, pytest_area="integrity", bounds=COUNT),
+    Option("--integrity-batch-size", "requests in the canary isolation batch", ("pytest",), default=64, type=int, pytest_area="integrity", bounds=COUNT),
     # ---- losslessness (suites/plugin_lossless.py)
     Option("--lossless-reference-url", "a speculation-off server of the same model, the reference of the two-sample and greedy lossless "
            "tests (not a baseline: the candidate must match it in distribution)", ("pytest",),
@@ -371,28 +439,29 @@ OPTIONS: tuple[Option, ...] = (
     Option("--lossless-temperatures", "lossless sampling settings, T or T:TOP_P, comma-separated (T > 0, top_p in (0, 1])", ("pytest",),
            default="1.0,0.7:0.9", parse=lossless_settings, pytest_area="lossless"),
     Option("--lossless-samples", "PIT generations per setting", ("pytest",), default_factory=_lossless_default("pit_requests"), type=int,
-           pytest_area="lossless"),
+           pytest_area="lossless", bounds=COUNT),
     Option("--lossless-max-new-tokens", "tokens per PIT generation; positions 2.. are tested", ("pytest",),
-           default_factory=_lossless_default("pit_max_new_tokens"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("pit_max_new_tokens"), type=int, pytest_area="lossless",
+           bounds=Range("a token count (positions 2.. are tested)", low=3)),
     Option("--lossless-top-k", "top_logprobs_num of the scoring request; the rest is the PIT's tail bucket", ("pytest",),
-           default_factory=_lossless_default("top_k"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("top_k"), type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-two-sample-size", "two-sample generations per prompt and server", ("pytest",),
-           default_factory=_lossless_default("two_sample_size"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("two_sample_size"), type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-two-sample-prompts", "fixed prompts of the two-sample test", ("pytest",),
-           default_factory=_lossless_default("two_sample_prompts"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("two_sample_prompts"), type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-greedy-prompts", "prompts of the greedy-equality test", ("pytest",), default_factory=_lossless_default("greedy_prompts"),
-           type=int, pytest_area="lossless"),
+           type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-greedy-tokens", "max_new_tokens of the greedy-equality test", ("pytest",),
-           default_factory=_lossless_default("greedy_max_new_tokens"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("greedy_max_new_tokens"), type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-concurrencies", "client concurrencies of the greedy-equality test, comma-separated (each >= 1)", ("pytest",),
            default_factory=_lossless_default("greedy_concurrencies"), parse=count_list, pytest_area="lossless"),
     Option("--lossless-concurrency", "requests in flight for the sampled lossless tests", ("pytest",),
-           default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless"),
+           default_factory=_lossless_default("concurrency"), type=int, pytest_area="lossless", bounds=COUNT),
     Option("--lossless-numerics-gap", "a greedy divergence (lossless greedy equality, the integrity suite's stream vs non-stream, "
            "stop, budget and batch comparisons) to a token within this many nats of the reference's top counts as numerics, "
            "not a failure", ("pytest",),
            default_text="from the served dtype: 2 steps of it at logit 16 (float16 0.03125, bfloat16 0.25, float32 0.001)",
-           type=float, pytest_area="lossless"),
+           type=float, pytest_area="lossless", bounds=NON_NEGATIVE),
     # ---- the in-suite serving benchmark (suites/plugin_bench.py); `specsuite bench` has bench_serving's flags instead.
     # Both take their sizes from one table of named profiles (harness/config/bench_profiles.py: "suite", "bench_serving").
     Option("--bench-backend", "benchmark backend (vllm: streamed /v1/completions as `vllm bench serve` sends it)", ("pytest",),
@@ -400,22 +469,22 @@ OPTIONS: tuple[Option, ...] = (
            pytest_area="bench"),
     Option("--bench-dataset", "benchmark dataset", ("pytest",), default="random", choices=("random", "random-ids", "sharegpt"), pytest_area="bench"),
     Option("--bench-dataset-path", "ShareGPT JSON/JSONL file or 'hf'", ("pytest",), default_text="the bundled prompts", pytest_area="bench"),
-    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=SUITE.num_prompts, type=int, pytest_area="bench"),
-    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=SUITE.random_input_len, type=int, pytest_area="bench"),
-    Option("--bench-output-len", "output tokens per request", ("pytest",), default=SUITE.random_output_len, type=int, pytest_area="bench"),
+    Option("--bench-num-prompts", "measured requests per benchmark run", ("pytest",), default=SUITE.num_prompts, type=int, pytest_area="bench", bounds=COUNT),
+    Option("--bench-input-len", "random prompt length in tokens", ("pytest",), default=SUITE.random_input_len, type=int, pytest_area="bench", bounds=COUNT),
+    Option("--bench-output-len", "output tokens per request", ("pytest",), default=SUITE.random_output_len, type=int, pytest_area="bench", bounds=COUNT),
     Option("--bench-range-ratio", "bench_serving range ratio (1.0 = fixed lengths; 0 means [1, L])", ("pytest",), default=SUITE.random_range_ratio,
-           type=float, pytest_area="bench"),
-    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=SUITE.max_concurrency, type=int, pytest_area="bench"),
-    Option("--bench-request-rate", "Poisson arrivals per second", ("pytest",), default=math.inf, type=float, pytest_area="bench"),
-    Option("--bench-warmup", "warmup requests", ("pytest",), default=1, type=int, pytest_area="bench"),
+           type=float, pytest_area="bench", bounds=PROBABILITY),
+    Option("--bench-max-concurrency", "concurrent requests", ("pytest",), default=SUITE.max_concurrency, type=int, pytest_area="bench", bounds=COUNT),
+    Option("--bench-request-rate", "Poisson arrivals per second", ("pytest",), default=math.inf, type=float, pytest_area="bench", bounds=RATE),
+    Option("--bench-warmup", "warmup requests", ("pytest",), default=1, type=int, pytest_area="bench", bounds=NON_NEGATIVE_COUNT),
     Option("--bench-no-flush", "do not flush the server after warmup (accept length then includes earlier traffic)", ("pytest",),
            action="store_true", pytest_area="bench"),
     Option("--bench-text-prompts", "send decoded text instead of token ids (bench_serving's default)", ("pytest",), action="store_true",
            pytest_area="bench"),
-    Option("--bench-repeats", "interleaved runs per arm when a baseline is given", ("pytest",), default=3, type=int, pytest_area="bench"),
-    Option("--bench-margin", "equivalence margin for TOST, relative (0.01 = ±1%)", ("pytest",), default=0.01, type=float, pytest_area="bench"),
+    Option("--bench-repeats", "interleaved runs per arm when a baseline is given", ("pytest",), default=3, type=int, pytest_area="bench", bounds=COUNT),
+    Option("--bench-margin", "equivalence margin for TOST, relative (0.01 = ±1%)", ("pytest",), default=0.01, type=float, pytest_area="bench", bounds=MARGIN),
     Option("--bench-fail-on", "fail-on rules for the bench metrics (itl_median, output_throughput)", ("pytest",), default="itl_median:+1%",
-           metavar="RULES", pytest_area="bench"),
+           metavar="RULES", pytest_area="bench", check=_fail_on),
     # ---- the history database (suites/plugin_history.py and `specsuite history`)
     Option("--results-db", "history database: a file path, sqlite:///FILE or postgresql://USER@HOST:PORT/DB. Not given: a pytest "
            "session stores nothing, `specsuite history` reads specsuite-results/history.sqlite", ("pytest", *HISTORY_ALL),
@@ -437,22 +506,22 @@ OPTIONS: tuple[Option, ...] = (
            ("pytest",), metavar="SOURCE", default_text="installed when SGLang is importable, else the suite skips", pytest_area="kernel",
            pytest_group="specsuite kernel"),
     Option("--kernel-vocab", "the kernel's vocab width (embedding rows)", ("pytest",), default_factory=_kernel_default("DEFAULT_VOCAB"),
-           type=int, pytest_area="kernel", pytest_group="specsuite kernel"),
+           type=int, pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
     Option("--tokenizer-vocab", "the tokenizer's length; ids from it to --kernel-vocab are padded rows", ("pytest",), type=int,
-           default_text="--kernel-vocab", pytest_area="kernel", pytest_group="specsuite kernel"),
+           default_text="--kernel-vocab", pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
     Option("--kernel-batch", "rows per kernel call", ("pytest",), default_factory=_kernel_default("DEFAULT_BATCH"), type=int,
-           pytest_area="kernel", pytest_group="specsuite kernel"),
+           pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
     Option("--kernel-steps", "draft steps per row", ("pytest",), default_factory=_kernel_default("DEFAULT_STEPS"), type=int,
-           pytest_area="kernel", pytest_group="specsuite kernel"),
-    Option("--kernel-seed", "seed of every kernel input", ("pytest",), type=int, default_text="--seed", pytest_area="kernel",
-           pytest_group="specsuite kernel"),
+           pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
+    Option("--kernel-seed", "seed of every kernel input", ("pytest",), type=int, default_text="--specsuite-seed", pytest_area="kernel",
+           pytest_group="specsuite kernel", bounds=SEED),
     Option("--kernel-dist-rows", "rows per distribution scenario (the stated power is for this many)", ("pytest",),
-           default_factory=_kernel_default("DEFAULT_ROWS"), type=int, pytest_area="kernel", pytest_group="specsuite kernel"),
+           default_factory=_kernel_default("DEFAULT_ROWS"), type=int, pytest_area="kernel", pytest_group="specsuite kernel", range_checked_by_plugin=True),
     # ---- `specsuite run`
     Option("--arm", "launch an arm per session (repeatable)", ("run",), action="append", default_factory=list, metavar="NAME=LAUNCH_CMD"),
     Option("--reference-sampler", "with the default reference arms, each one's --sampler, e.g. nofix=sglang==0.5.20,fix=sglang==0.5.23",
            ("run",), metavar="ARM=SAMPLER[,ARM=SAMPLER]"),
-    Option("--repeats", "interleaved repeats per arm (A B A B ...); launched arms restart each time", ("run",), default=1, type=int),
+    Option("--repeats", "interleaved repeats per arm (A B A B ...); launched arms restart each time", ("run",), default=1, type=int, bounds=COUNT),
     Option("--arm-schedule", "sequential: one arm's session at a time, A B A B (each server has the host to itself, so timing "
            "verdicts compare servers); side-by-side: every arm of a repeat at once (half the wall time; the arms share the "
            "host's CPUs, memory bandwidth and, for launched servers, its GPUs unless each arm's CUDA_VISIBLE_DEVICES differs)",
@@ -464,69 +533,77 @@ OPTIONS: tuple[Option, ...] = (
            metavar="ARG"),
     Option("--fail-on", "exit 1 when a rule fires, e.g. invalid_ids:any,stray_per_1200:worse,itl_median:+1%,gsm8k_accuracy:-2pt "
            "(--profile nightly adds its own gate: worse or suspect on a correctness metric)", ("run",),
-           metavar="RULES"),
+           metavar="RULES", check=_fail_on),
     Option("--no-report", "skip rendering report.md/report.html/PNGs", ("run",), action="store_true"),
     # ---- the embedded reference server, when no server is given (`specsuite gsm8k`, `specsuite bench`)
     Option("--reference-arm", "arm of the embedded reference server when no server is given", ("gsm8k", "bench"), default="fix",
-           choices=("fix", "nofix", "copy-only", "guards-only"), cli_group="server"),
+           choices=("fix", "nofix", "copy-only", "guards-only"), cli_group="server", server_field="reference_arm"),
     Option("--reference-arg", "extra flag for the embedded reference server, e.g. --reference-arg=--step-time-ms=2.56 (repeatable)",
            ("bench",), action="append", default_factory=list, metavar="ARG", cli_group="server"),
     # ---- `specsuite bench`: bench_serving's flags, names and defaults (the in-suite benchmark has its own --bench-* options)
     Option("--output-file", "JSONL file to append to", ("bench",), default_text="bench_serving's name in --results-dir", cli_group="server"),
     Option("--backend", "benchmark backend (bench_serving's flag; vllm: streamed /v1/completions with usage and token ids, as "
            "`vllm bench serve` sends it)", ("bench",), default=kinds.fallback().default_bench_backend, choices=kinds.bench_backend_names(),
-           cli_group=BENCH_SERVING),
-    Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="backend"),
+    Option("--model", "model name for the OpenAI backends", ("bench",), default_text="the first of /v1/models", cli_group=BENCH_SERVING, bench_field="model"),
     Option("--dataset-name", "benchmark dataset (bench_serving's flag)", ("bench",), default="random", choices=("random", "random-ids", "sharegpt"),
-           cli_group=BENCH_SERVING),
-    Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="dataset_name"),
+    Option("--dataset-path", "ShareGPT JSON/JSONL file, or 'hf'", ("bench",), default_text="the bundled prompts", cli_group=BENCH_SERVING,
+           bench_field="dataset_path"),
     Option("--num-prompts", "measured requests (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.num_prompts, type=int,
-           cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="num_prompts"),
     Option("--random-input-len", "random prompt length in tokens (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_input_len, type=int,
-           cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="random_input_len"),
     Option("--random-output-len", "output tokens per request (bench_serving's flag)", ("bench",), default=BENCH_SERVING_PROFILE.random_output_len,
-           type=int, cli_group=BENCH_SERVING),
+           type=int, cli_group=BENCH_SERVING, bounds=COUNT, bench_field="random_output_len"),
     Option("--random-range-ratio", "lengths uniform on [max(L*r,1), L]; 1.0 = fixed length. The default 0.0 means [1, L], NOT fixed",
-           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.random_range_ratio, type=float, cli_group=BENCH_SERVING, bounds=PROBABILITY,
+           bench_field="random_range_ratio"),
     Option("--tokenize-prompt", "send token ids (exact prompt lengths) instead of decoded text", ("bench",), action="store_true",
-           cli_group=BENCH_SERVING),
-    Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
-    Option("--sharegpt-context-len", "skip ShareGPT requests longer than this (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING),
-    Option("--request-rate", "Poisson arrivals per second (inf: all at once)", ("bench",), default=math.inf, type=float, cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bench_field="tokenize_prompt"),
+    Option("--sharegpt-output-len", "override the ShareGPT output length (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING,
+           bounds=COUNT, bench_field="sharegpt_output_len"),
+    Option("--sharegpt-context-len", "skip ShareGPT requests longer than this (bench_serving's flag)", ("bench",), type=int, cli_group=BENCH_SERVING,
+           bounds=COUNT, bench_field="sharegpt_context_len"),
+    Option("--request-rate", "Poisson arrivals per second (inf: all at once)", ("bench",), default=math.inf, type=float, cli_group=BENCH_SERVING, bounds=RATE,
+           bench_field="request_rate"),
     Option("--max-concurrency", "concurrent requests at most (bench_serving's flag)", ("bench",), type=int, default_text="no limit",
-           cli_group=BENCH_SERVING),
+           cli_group=BENCH_SERVING, bounds=COUNT, bench_field="max_concurrency"),
     Option("--warmup-requests", "warmup requests", ("bench",), default=1, type=int, cli_group=BENCH_SERVING,
-           aliases=(Alias("--warmup", ("bench",), deprecated=False),)),
+           aliases=(Alias("--warmup", ("bench",), deprecated=False),), bounds=NON_NEGATIVE_COUNT, bench_field="warmup_requests"),
     Option("--flush-cache", "POST /flush_cache after warmup (resets the server's accept-length counters); sends SPECSUITE_ADMIN_API_KEY "
-           "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+           "when set. A refused flush is a warning and leaves accept_length out", ("bench",), action="store_true", cli_group=BENCH_SERVING,
+           bench_field="flush_cache"),
     Option("--seed", "seed of the dataset draw and arrivals (bench_serving's flag and default; the suites' --seed defaults to 0)",
-           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING),
+           ("bench",), default=BENCH_SERVING_PROFILE.seed, type=int, cli_group=BENCH_SERVING, bounds=SEED, bench_field="seed"),
     Option("--temperature", "native and vllm backends, as in bench_serving: its OpenAI backends send temperature 0.0 (see --oai-sampling)",
-           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING),
+           ("bench",), default=0.0, type=float, cli_group=BENCH_SERVING, bounds=TEMPERATURE, bench_field="temperature"),
     Option("--top-p", "native and vllm backends, sent when below 1, as in bench_serving: its OpenAI backends send no top_p (see --oai-sampling). "
-           "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING),
+           "One value, unlike the suites' --top-p list", ("bench",), default=1.0, type=float, cli_group=BENCH_SERVING, bounds=TOP_P, bench_field="top_p"),
     Option("--oai-sampling", "specsuite only, a difference from bench_serving: send --temperature and --top-p (below 1) on sglang-oai and "
            "sglang-oai-chat too (bench_serving sends temperature 0.0 and no top_p there unless --extra-request-body has them)", ("bench",),
-           action="store_true", cli_group=BENCH_SERVING),
-    Option("--disable-ignore-eos", "stop at EOS (bench_serving's flag; default: ignore_eos)", ("bench",), action="store_true", cli_group=BENCH_SERVING),
-    Option("--extra-request-body", "merged into every request body (top level)", ("bench",), metavar="JSON", cli_group=BENCH_SERVING),
+           action="store_true", cli_group=BENCH_SERVING, bench_field="oai_sampling"),
+    Option("--disable-ignore-eos", "stop at EOS (bench_serving's flag; default: ignore_eos)", ("bench",), action="store_true", cli_group=BENCH_SERVING,
+           bench_field="ignore_eos", bench_when_set=False),
+    Option("--extra-request-body", "merged into every request body (top level)", ("bench",), metavar="JSON", cli_group=BENCH_SERVING,
+           bench_field="extra_request_body", parse=json_object),
     Option("--keep-alive", "share keep-alive connections (default: a new connection per request, as bench_serving)", ("bench",),
-           action="store_true", cli_group=BENCH_SERVING),
-    Option("--tag", "a label stored with the result (bench_serving's flag)", ("bench",), cli_group=BENCH_SERVING),
-    Option("--output-details", "also store the generated texts", ("bench",), action="store_true", cli_group=BENCH_SERVING),
+           action="store_true", cli_group=BENCH_SERVING, bench_field="keep_alive"),
+    Option("--tag", "a label stored with the result (bench_serving's flag)", ("bench",), cli_group=BENCH_SERVING, bench_field="tag"),
+    Option("--output-details", "also store the generated texts", ("bench",), action="store_true", cli_group=BENCH_SERVING, bench_field="output_details"),
     Option("--disable-tqdm", "no progress bar", ("bench",), action="store_true", cli_group=BENCH_SERVING),
     # ---- `specsuite report`
     Option("results", "a results.json, or the run folder holding it", ("report",), action="positional", metavar="RESULTS.json"),
     Option("--out", "folder for report.md, report.html, results.csv and PNGs", ("report",), required=True, metavar="DIR"),
     # ---- `specsuite history` (render) and its verbs
     Option("--out", "folder for trends.json, regressions.json/.md and trend PNGs", ("history",), metavar="DIR"),
-    Option("--alpha", "significance level of each step test (the suites' --alpha is 0.001)", ("history",), default=0.01, type=float),
-    Option("--min-size", "nights needed on each side of a step", ("history",), default=2, type=int),
+    Option("--alpha", "significance level of each step test (the suites' --alpha is 0.001)", ("history",), default=0.01, type=float, bounds=SIGNIFICANCE),
+    Option("--min-size", "nights needed on each side of a step", ("history",), default=2, type=int, bounds=COUNT),
     Option("--metric", "only this metric (repeatable)", ("history",), action="append"),
     Option("--arm", "only runs of this arm", HISTORY_FILTERS),
     Option("--accelerator", "only runs on this accelerator", HISTORY_FILTERS),
     Option("--config-key", "only runs of this configuration fingerprint", HISTORY_FILTERS),
-    Option("--latest", "only the newest N nights of each series", HISTORY_FILTERS, type=int, metavar="N"),
+    Option("--latest", "only the newest N nights of each series", HISTORY_FILTERS, type=int, metavar="N", bounds=COUNT),
     Option("results", "results.json files or the run folders holding them", ("history ingest",), action="positional", nargs="+",
            metavar="RESULTS.json"),
     Option("--arm", "only this arm of each file (repeatable)", ("history ingest",), action="append", dest="ingest_arm"),
@@ -539,31 +616,32 @@ OPTIONS: tuple[Option, ...] = (
            nargs=argparse.REMAINDER, metavar="ARGS"),
     # ---- `specsuite serve-vllm`: vLLM with one speculation method (harness/server/vllm_launch.py)
     Option("--method", "vLLM's speculation method, or none", ("serve-vllm",), default="eagle", choices=("eagle", "draft_model", "ngram", "none")),
-    Option("--port", "port to serve on", ("serve-vllm",), default=8141, type=int),
+    Option("--port", "port to serve on", ("serve-vllm",), default=8141, type=int, bounds=PORT),
     Option("--host", "address to serve on", ("serve-vllm",), default="127.0.0.1"),
     Option("--model", "the target model folder", ("serve-vllm",), default_text="the project's tiny Llama, fixtures/vllm_models/target"),
     Option("--spec-model", "the draft or EAGLE head folder", ("serve-vllm",), default_text="fixtures/vllm_models/draft or eagle, by --method"),
     Option("--spec-config", "JSON object merged over the method's --speculative-config, e.g. '{\"num_speculative_tokens\": 5}'", ("serve-vllm",),
-           metavar="JSON"),
+           metavar="JSON", parse=json_object),
     Option("--vllm-python", "the Python that has vLLM", ("serve-vllm",), default_text="env SPECSUITE_VLLM_PYTHON, else this Python"),
-    Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float),
+    Option("--ready-timeout", "seconds to wait for vLLM's /health", ("serve-vllm",), default=900.0, type=float, bounds=SECONDS),
     Option("--patch", "the project's patch on vLLM's PYTHONPATH (fixtures/vllm_patches): expand_fix corrects the CPU expand bug "
            "(docs/findings/vllm-spec-padded-ids.md); planted_bias adds acceptance min(1, c*p/q) on top, for power tests. "
            "The server must log the patch's activation line or serve-vllm exits 1", ("serve-vllm",), default="none",
            choices=("none", "expand_fix", "planted_bias")),
-    Option("--planted-bias-c", "c of --patch planted_bias (1 is the correct sampler)", ("serve-vllm",), type=float),
+    Option("--planted-bias-c", "c of --patch planted_bias (1 is the correct sampler)", ("serve-vllm",), type=float,
+           bounds=Range("a bias factor c of min(1, c*p/q) (1 is the correct sampler)", low=0.0, low_open=True)),
     Option("vllm_args", "more vLLM arguments, after --", ("serve-vllm",), action="positional", nargs=argparse.REMAINDER, metavar="-- VLLM_ARGS"),
     # ---- `specsuite serve-sglang`: a real SGLang release on this CPU, on the project's ops (harness/server/sglang_launch.py)
     Option("--sglang-version", "the SGLang release to serve", ("serve-sglang",), default="0.5.23", choices=("0.5.20", "0.5.23")),
     Option("--method", "SGLang's speculation: EAGLE with the project's head, or none", ("serve-sglang",), default="eagle",
            choices=("eagle", "none"), dest="sglang_method"),
-    Option("--port", "port to serve on", ("serve-sglang",), default=30000, type=int, dest="sglang_port", metavar="PORT"),
+    Option("--port", "port to serve on", ("serve-sglang",), default=30000, type=int, dest="sglang_port", metavar="PORT", bounds=PORT),
     Option("--host", "address to serve on", ("serve-sglang",), default="127.0.0.1", dest="sglang_host", metavar="HOST"),
     Option("--sglang-dir", "the folder holding the installed releases (install_sglang.sh DIR VERSION)", ("serve-sglang",),
            default_text="env SPECSUITE_SGLANG_DIR, else .sglang in the checkout"),
     Option("--install", "install the release first if it is not installed", ("serve-sglang",), action="store_true"),
     Option("--ready-timeout", "seconds to wait for SGLang's /health", ("serve-sglang",), default=900.0, type=float,
-           dest="sglang_ready_timeout", metavar="SECONDS"),
+           dest="sglang_ready_timeout", metavar="SECONDS", bounds=SECONDS),
     Option("sglang_args", "more SGLang arguments, after --", ("serve-sglang",), action="positional", nargs=argparse.REMAINDER,
            metavar="-- SGLANG_ARGS"),
 )
@@ -589,13 +667,15 @@ def table_problems(options: Iterable[Option] = OPTIONS) -> list[str]:
             problems.append(f"{option.flag}: unknown pytest group {option.pytest_group!r}")
         if option.positional and "pytest" in option.front_ends:
             problems.append(f"{option.flag}: pytest has no positional options")
+        if option.pytest_flag and not (option.pytest_flag.startswith("--specsuite-") and option.pytest_flag_why and "pytest" in option.front_ends):
+            problems.append(f"{option.flag}: a pytest name starts with --specsuite-, says why, and the option is on pytest")
     return problems
 
 
 def find_option(flag: str, front_end: str = "pytest") -> Option:
-    """The option a front end knows under this name (an alias too)."""
+    """The option a front end knows under this name (an alias too), or under its table flag (`setting("--seed")`)."""
     for option in options_for(front_end):
-        if flag in option.names_for(front_end) or flag == option.key:
+        if flag in option.names_for(front_end) or flag in (option.flag, option.key):
             return option
     raise KeyError(f"{front_end} has no option {flag}")
 
@@ -676,79 +756,47 @@ def _uses(argv: Sequence[str], flag: str) -> bool:
     return any(arg == flag or arg.startswith(flag + "=") for arg in argv)
 
 
+def given_options(argv: Sequence[str], front_end: str) -> tuple[dict[str, Any], list[str]]:
+    """The table's options this command line gives, by flag, as the front end's parser stores them (an option not given
+    is left out, not defaulted), and the arguments the table does not know, in order."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False, allow_abbrev=False)
+    options = [option for option in options_for(front_end) if not option.positional]
+    for option in options:
+        parser.add_argument(*option.names_for(front_end), **option_kwargs(option, front_end, suppress_default=True))
+    try:
+        known, rest = parser.parse_known_args(list(argv))
+    except (argparse.ArgumentError, SystemExit) as exc:
+        raise SpecsuiteError(str(exc) or "bad arguments") from None
+    values = vars(known)
+    return {option.flag: values[option.dest_for(front_end)] for option in options if option.dest_for(front_end) in values}, rest
+
+
 def deprecation_notes(argv: Sequence[str], front_end: str) -> list[str]:
     """One line per deprecated name this command line uses."""
     notes = []
     for option in options_for(front_end):
         for alias in option.aliases:
             if alias.deprecated and front_end in alias.front_ends and _uses(argv, alias.flag):
-                notes.append(f"{alias.flag} is deprecated; use {option.flag} (same meaning)")
+                notes.append(f"{alias.flag} is deprecated; use {option.flag_on(front_end)} (same meaning)")
     return notes
 
 
 def check_values(values: Mapping[str, Any], front_end: str) -> None:
     """Check every option's value once, so bad input fails in one line naming the option before anything
-    runs: comma lists through their parser, numbers against their range (`BOUNDS`), the fault policy
-    and `--bench-fail-on` through theirs."""
+    runs: comma lists through their parser, numbers against their range (`Option.bounds`), texts with a
+    grammar (the fault policy, fail-on rules) through their `Option.check`."""
     for option in options_for(front_end):
         value = values.get(option.dest_for(front_end))
         if value is None:
             continue
+        name = option.flag_on(front_end)
         if option.parse is not None:
-            option.parse_value(value)
-        bounds = option.bounds or (BOUNDS.get(option.flag) if option.type in (int, float) else None)
-        if bounds is not None:
+            option.parse(value, name)
+        if option.bounds is not None:
             for item in value if isinstance(value, list) else [value]:
-                bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), option.flag)
-        checker = VALUE_CHECKS.get(option.flag)
-        if checker is not None and value != "":
-            checker(str(value), option.flag)
-
-
-def _fault_policy(text: str, option: str) -> None:
-    from harness.server.faults import RunPolicy  # only when the option is given a value
-
-    try:
-        RunPolicy.parse(text)
-    except SpecsuiteError as exc:
-        raise SpecsuiteError(f"{option}: {str(exc).removeprefix('fault policy: ')}") from None
-
-
-def _fail_on(text: str, option: str) -> None:
-    from harness.compare.fail_on import parse_fail_on
-
-    try:
-        parse_fail_on(text)
-    except SpecsuiteError as exc:
-        raise SpecsuiteError(f"{option}: {exc}") from None
-
-
-# The range of every number option, by flag (a flag that several front ends share means the same thing on each).
-BOUNDS: dict[str, Range] = {
-    "--launch-timeout": SECONDS, "--ready-timeout": SECONDS, "--vocab-size": COUNT, "--seed": SEED, "--kernel-seed": SEED,
-    "--alpha": SIGNIFICANCE, "--max-stray-per-1200": NON_NEGATIVE,
-    "--gsm8k-num-questions": COUNT, "--gsm8k-num-shots": NON_NEGATIVE_COUNT, "--gsm8k-parallel": COUNT,
-    "--gsm8k-min-accuracy": PROBABILITY, "--gsm8k-max-invalid": PROBABILITY,
-    "--integrity-stop-offsets": COUNT, "--integrity-batch-size": COUNT,
-    "--lossless-samples": COUNT, "--lossless-max-new-tokens": Range("a token count (positions 2.. are tested)", low=3),
-    "--lossless-top-k": COUNT, "--lossless-two-sample-size": COUNT, "--lossless-two-sample-prompts": COUNT,
-    "--lossless-greedy-prompts": COUNT, "--lossless-greedy-tokens": COUNT, "--lossless-concurrency": COUNT,
-    "--lossless-numerics-gap": NON_NEGATIVE,
-    "--bench-num-prompts": COUNT, "--bench-input-len": COUNT, "--bench-output-len": COUNT, "--bench-range-ratio": PROBABILITY,
-    "--bench-max-concurrency": COUNT, "--bench-request-rate": RATE, "--bench-warmup": NON_NEGATIVE_COUNT, "--bench-repeats": COUNT,
-    "--bench-margin": MARGIN,
-    "--repeats": COUNT,
-    "--num-prompts": COUNT, "--random-input-len": COUNT, "--random-output-len": COUNT, "--random-range-ratio": PROBABILITY,
-    "--sharegpt-output-len": COUNT, "--sharegpt-context-len": COUNT, "--request-rate": RATE, "--max-concurrency": COUNT,
-    "--warmup-requests": NON_NEGATIVE_COUNT, "--temperature": TEMPERATURE, "--top-p": TOP_P,
-    "--min-size": COUNT, "--latest": COUNT, "--port": PORT,
-    "--planted-bias-c": Range("a bias factor c of min(1, c*p/q) (1 is the correct sampler)", low=0.0, low_open=True),
-}
-# Number options whose plugin checks them itself, with ranges that depend on each other, when its suite runs
-# (suites/plugin_kernel.py: --tokenizer-vocab within --kernel-vocab, --kernel-batch up to 4096, ...).
-CHECKED_BY_THEIR_PLUGIN = ("--kernel-vocab", "--tokenizer-vocab", "--kernel-batch", "--kernel-steps", "--kernel-dist-rows")
-# Text options with a grammar of their own, checked by their parser.
-VALUE_CHECKS: dict[str, Callable[[str, str], None]] = {"--fault-policy": _fault_policy, "--bench-fail-on": _fail_on, "--fail-on": _fail_on}
+                option.bounds.check(float(item), f"{item:g}" if isinstance(item, float) else str(item), name)
+        if option.check is not None and value != "":
+            option.check(str(value), name)
 
 
 def front_end_of(args: argparse.Namespace) -> str:
@@ -781,13 +829,39 @@ def markdown_table() -> str:
     ]
     for option in OPTIONS:
         names = ([f"`{option.short}`"] if option.short else []) + [f"`{option.flag}`" if not option.positional else f"`{option.metavar}` (positional)"]
+        names += [f"`{option.pytest_flag}` (pytest)"] if option.pytest_flag else []
         names += [f"*`{alias.flag}`* ({', '.join(alias.front_ends)}{'' if alias.deprecated else ', not deprecated'})" for alias in option.aliases]
         what = option.help + (f"; one of {', '.join(map(str, option.choices))}" if option.choices else "")
         what += "; required" if option.required else ""
         lines.append(f"| {_cell(', '.join(names))} | {', '.join(option.front_ends)} | {_cell(option.default_label(markdown=True))} | {_cell(what)} |")
     counts = ", ".join(f"{front_end} {len(options_for(front_end))}" for front_end in FRONT_ENDS)
-    lines += ["", f"Options per front end: {counts}.", ""]
+    lines += ["", f"Options per front end: {counts}.", "", *_prefixed_section(), ""]
     return "\n".join(lines)
+
+
+def _prefixed_section() -> list[str]:
+    """Which options pytest knows under a `--specsuite-` name, and why: another pytest plugin (or a project's own
+    conftest.py) loaded beside the suites' plugin declaring the same name stops pytest before it starts."""
+    prefixed = [option for option in OPTIONS if option.pytest_flag]
+    return [
+        "## Prefixed under pytest",
+        "",
+        "pytest refuses to start when two plugins declare one option name, and the suites' plugin is loaded in every "
+        "session of an environment that has specsuite installed (its `pytest11` entry point). These options therefore "
+        "have a `--specsuite-` name under pytest; the `specsuite` subcommands keep the short name. The old pytest name "
+        "is not kept as an alias: declaring it would keep the collision.",
+        "",
+        "| pytest name | elsewhere | why |",
+        "|---|---|---|",
+        *[f"| `{option.pytest_flag}` | `{option.flag}` | {_cell(option.pytest_flag_why or '')} |" for option in prefixed],
+        "",
+        "Not prefixed: `--server-url` and `--baseline-url` (the documented command is `pytest suites/ --server-url URL`; "
+        "no common plugin declares them), and the other options, whose names say what they belong to "
+        "(`--gsm8k-*`, `--lossless-*`, `--bench-*`, `--kernel-*`, `--launch*`, `--results-*`) or name this project's "
+        "own notions (`--temperatures`, `--top-p`, `--tokenizer`, `--prompts`, `--alpha`, `--fault-policy`); pytest-timeout's "
+        "`--timeout`, pytest-randomly's `--randomly-seed`, pytest-xdist's `-n`/`--dist`, pytest-benchmark's `--benchmark-*`, "
+        "pytest-html's `--html` and pytest-base-url's `--base-url` (a `specsuite bench` alias only) are not declared under pytest.",
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

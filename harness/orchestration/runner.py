@@ -8,11 +8,15 @@ between repeats and a crash in one session cannot take the others down.  A repea
 every arm's session starts at once and the round ends when the last one exits (A and B share the
 host's conditions, and the run takes as long as its slowest arm rather than the sum of them);
 rounds run one after another.  With `parts` (the main job's: correctness, then GSM8K and the bench;
-harness/config/main_job_profiles.py)
+harness/session/main_job_profiles.py)
 an embedded reference arm runs each part as its own session on a server of its own, all at once:
 the parts share nothing a measurement needs (every case flushes and reads its own counters on its
 own server), and the run then takes as long as its longest part.  Any other arm is one session,
 since a second copy of a server given by URL or launch command would share or clash with it.
+
+Each session gets its settings as one typed RunConfig written to `<run>/sessions/<arm>-r<k>.config.json` and named
+by `--specsuite-config` (harness/session/config_file.py), not as options rendered back to its command line: the
+run's settings, with the session's own server, results folder, run id and seed.
 
 Sessions write under `<run>/sessions/<arm>-r<k>/` (a part: `<arm>-r<k>.<part>/`); this module
 merges their results.json files into `<run>/results.json` while they run (every few seconds, and
@@ -30,7 +34,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -45,6 +49,8 @@ from harness.results.store import RunDirectory, load_results, write_json_atomic
 from harness.results.types import Arm, Document, Repeat, Workloads
 from harness.server.interrupts import child_pids
 from harness.server.session import SERVER_URL_ENV
+from harness.session.config import RunConfig
+from harness.session.config_file import CONFIG_FILE_OPTION, write_config_file
 
 SUITES_PACKAGE = "suites"  # the pytest suites, shipped in the wheel
 SUITES_PLUGIN = "suites.plugin"  # their pytest plugin (the `pytest11` entry point of the same name)
@@ -77,13 +83,15 @@ class SessionSpec:
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What to run: arms in order, repeats, and the options every pytest session gets."""
+    """What to run: arms in order, repeats, the settings every pytest session starts from (`config`), and the
+    arguments of pytest's own (not specsuite's) every session gets on its command line (`pytest_options`)."""
 
     arms: list[ArmSpec]
     repeats: int
     seed: int
     markers: str
     pytest_options: list[str]
+    config: RunConfig = field(default_factory=RunConfig)
     side_by_side: bool = True  # False: one session at a time, A B A B ...
     parts: tuple[str, ...] = ()  # marker expressions a reference arm's run is split into (module docstring)
 
@@ -110,6 +118,14 @@ class RunPlan:
     def session_seed(self, repeat: int) -> int:
         return self.seed + repeat - 1
 
+    def session_config(self, session: SessionSpec, sessions_dir: Path) -> RunConfig:
+        """The session's settings: the run's, with its arm's server (a URL, or a command to launch), its results
+        folder and run id, and its repeat's seed."""
+        arm = session.arm
+        server = replace(self.config.server, server_url=None if arm.launch else arm.url, launch=arm.launch, arm=arm.name)
+        return replace(self.config, server=server, results_dir=str(sessions_dir), run_id=session.run_id,
+                       seed=self.session_seed(session.repeat))
+
 
 def suites_location() -> Path:
     """The folder that holds the `suites` package this Python imports; one line when there is none."""
@@ -120,15 +136,19 @@ def suites_location() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
+def config_path(sessions_dir: Path, run_id: str) -> Path:
+    return sessions_dir / f"{run_id}.config.json"
+
+
 def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> list[str]:
+    """The session's command line: pytest's own options, and the file of its settings (written by `_start`)."""
     return [
         # The suites use no hypothesis; its plugin alone costs seconds of import in every session.
         sys.executable, "-m", "pytest", "-p", SUITES_PLUGIN, "--pyargs", SUITES_PACKAGE, "-m", session.markers,
-        "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-        "-q", "--results-dir", str(sessions_dir), "--run-id", session.run_id, "--arm-name", session.arm.name,
+        "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
         # JUnit per session: CI reads it, and the merge reads which tests failed or errored and why (harness.orchestration.junit).
         f"--junitxml={junit_path(sessions_dir, session.run_id)}",
-        "--seed", str(plan.session_seed(session.repeat)), *session.arm.pytest_args(), *plan.pytest_options,
+        CONFIG_FILE_OPTION, str(config_path(sessions_dir, session.run_id)), *plan.pytest_options,
     ]
 
 
@@ -156,12 +176,13 @@ class _Session:
 
 def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     log_path = sessions_dir / f"{spec.run_id}.log"
+    write_config_file(plan.session_config(spec, sessions_dir), config_path(sessions_dir, spec.run_id))
     command = session_command(plan, spec, sessions_dir)
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in _finish, after the process exits
     # The child stays in our process group, so a terminal's Ctrl-C reaches it directly
     # (harness.server.interrupts then waits for it to save its results and stop its server).
-    # Each session is told its arm (--server-url or --launch); an inherited SPECSUITE_SERVER_URL
-    # would beat --launch and point every launched arm at that one server.
+    # Each session is told its arm (a URL or a launch command, in its settings file); an inherited
+    # SPECSUITE_SERVER_URL would still be the default of anything in it that reads the variable.
     # Nor a results database: `specsuite run` stores a night through `specsuite history ingest` of its merged
     # results.json; a session storing itself would put each part of an arm in the store as a night of its own.
     env = {key: value for key, value in os.environ.items() if key not in (SERVER_URL_ENV, RESULTS_DB_ENV)}

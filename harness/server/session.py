@@ -7,7 +7,7 @@ for a real server unnoticed (a nightly job whose SPECSUITE_SERVER_URL is unset w
 emulation and pass). So every resolved server carries `server_under_test`, a small record that
 says how it was chosen and whether it is the reference emulation, for the pytest header, the
 terminal summary, results.json and the reports; and `require_server_url=True` (pytest's
---require-server-url and --profile nightly, the CLI's --require-server-url) refuses the fallback.
+--require-server-url and --specsuite-profile nightly, the CLI's --require-server-url) refuses the fallback.
 """
 
 from __future__ import annotations

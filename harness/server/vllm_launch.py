@@ -61,19 +61,6 @@ def speculative_config(method: str, spec_model: str | None = None, overrides: di
     return config
 
 
-def parse_spec_config(text: str | None) -> dict[str, Any]:
-    """The `--spec-config` JSON object; one line naming the problem otherwise."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecsuiteError(f"--spec-config is not JSON: {exc.msg} at character {exc.pos}") from None
-    if not isinstance(value, dict):
-        raise SpecsuiteError(f"--spec-config must be a JSON object, got {type(value).__name__}")
-    return value
-
-
 def find_vllm_python(explicit: str | None = None) -> str:
     """The interpreter that runs vLLM: --vllm-python, else SPECSUITE_VLLM_PYTHON, else this one
     when it can import vllm; a one-line error naming the fix otherwise."""

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from harness.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
-from harness.errors import SpecsuiteError
+from harness.config.options import options_for
 from harness.server import kinds
-from harness.session.config import OptionGetter
+from harness.session.config import OptionGetter, RunConfig
 
 
 def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
@@ -40,42 +38,30 @@ def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base
     return BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **values)
 
 
-def _extra_request_body(text: str | None) -> dict[str, Any] | None:
-    if not text:
-        return None
-    try:
-        extra = orjson.loads(text)
-    except orjson.JSONDecodeError as exc:
-        raise SpecsuiteError(f"--extra-request-body is not JSON: {exc}") from None
-    if not isinstance(extra, dict):
-        raise SpecsuiteError("--extra-request-body must be a JSON object")
-    return extra
-
-
-def chosen_from_pytest(get: OptionGetter) -> dict[str, Any]:
-    """What the suites' --bench-* options chose (profile "suite" supplies the rest)."""
+def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:
+    """What the suites' --bench-* options chose, read from the run's typed settings (profile "suite" supplies the rest)."""
+    bench = config.bench
     return {
-        "backend": get("bench_backend"), "dataset_name": get("bench_dataset"), "dataset_path": get("bench_dataset_path"),
-        "tokenizer": get("tokenizer"), "num_prompts": get("bench_num_prompts"), "random_input_len": get("bench_input_len"),
-        "random_output_len": get("bench_output_len"), "random_range_ratio": get("bench_range_ratio"),
-        "max_concurrency": get("bench_max_concurrency"), "request_rate": get("bench_request_rate"), "warmup_requests": get("bench_warmup"),
-        "seed": get("seed"), "flush_cache": False if get("bench_no_flush") else None, "tokenize_prompt": False if get("bench_text_prompts") else None,
+        "backend": bench.backend, "dataset_name": bench.dataset, "dataset_path": bench.dataset_path, "tokenizer": config.server.tokenizer,
+        "num_prompts": bench.num_prompts, "random_input_len": bench.input_len, "random_output_len": bench.output_len,
+        "random_range_ratio": bench.range_ratio, "max_concurrency": bench.max_concurrency, "request_rate": bench.request_rate,
+        "warmup_requests": bench.warmup, "seed": config.seed, "flush_cache": False if bench.no_flush else None,
+        "tokenize_prompt": False if bench.text_prompts else None,
     }
 
 
 def chosen_from_cli(get: OptionGetter) -> dict[str, Any]:
-    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest)."""
-    return {
-        "backend": get("backend"), "model": get("model"), "tokenizer": get("tokenizer"), "dataset_name": get("dataset_name"),
-        "dataset_path": get("dataset_path"), "num_prompts": get("num_prompts"), "random_input_len": get("random_input_len"),
-        "random_output_len": get("random_output_len"), "random_range_ratio": get("random_range_ratio"),
-        "tokenize_prompt": True if get("tokenize_prompt") else None, "sharegpt_output_len": get("sharegpt_output_len"),
-        "sharegpt_context_len": get("sharegpt_context_len"), "request_rate": get("request_rate"), "max_concurrency": get("max_concurrency"),
-        "warmup_requests": get("warmup_requests"), "flush_cache": True if get("flush_cache") else None, "seed": get("seed"),
-        "temperature": get("temperature"), "top_p": get("top_p"), "ignore_eos": False if get("disable_ignore_eos") else None,
-        "extra_request_body": _extra_request_body(get("extra_request_body")), "oai_sampling": get("oai_sampling") or None,
-        "keep_alive": get("keep_alive") or None, "tag": get("tag"), "output_details": get("output_details") or None,
-    }
+    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest): each flag names
+    the BenchConfig field it sets (`Option.bench_field`); a switch not given chooses nothing."""
+    chosen = {}
+    for option in options_for("bench"):
+        if option.bench_field is None:
+            continue
+        value = get(option.dest_for("bench"))
+        if option.action == "store_true":
+            value = option.bench_when_set if value else None
+        chosen[option.bench_field] = option.parse_value(value)
+    return chosen
 
 
 __all__ = ["BENCH_SERVING", "SUITE", "build_bench_config", "chosen_from_cli", "chosen_from_pytest"]

@@ -7,35 +7,39 @@ front end does not have reads as None and takes the table's default here; equal 
 
 Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
 metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
-read one way (`_section`); the server's options go to ServerOptions (`SERVER_OPTIONS`). `mapped_options()` lists them
-all, and tests/test_session_config.py fails on a pytest option that is neither mapped nor listed in `NOT_RUN_SETTINGS`.
-The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not pytest's options by name.
+read one way (`_section`); the server's options go to ServerOptions (each names its field, `Option.server_field`).
+`mapped_options()` lists them all, and tests/test_session_config.py fails on a pytest option that is neither mapped
+nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not
+pytest's options by name; `specsuite run` hands a whole RunConfig to each child session (harness/session/config_file.py),
+and `with_options` sets fields by flag where a command line's options join a configuration already built.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from harness.config.options import find_option, parse_option
+from harness.config.options import OPTIONS, Option, find_option, parse_option
 from harness.server.session import ServerOptions
 
 OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8k_num_questions`), None when absent
 
 OPTION = "specsuite_option"  # a field's metadata: the option-table flag it is read from
 SECTION = "specsuite_section"  # a RunConfig field's metadata: a section of settings
+DECODE = "specsuite_decode"  # a field's metadata: how its value is rebuilt from JSON (harness/session/config_file.py)
 
-# The options that set ServerOptions' fields (a harness/server type, so its fields carry no metadata of ours).
-SERVER_OPTIONS: Mapping[str, str] = {
-    "--server-url": "server_url", "--launch": "launch", "--launch-url": "launch_url", "--launch-timeout": "ready_timeout_s",
-    "--server-kind": "server_kind", "--arm-name": "arm", "--tokenizer": "tokenizer", "--vocab-size": "vocab_size",
-    "--require-server-url": "require_server_url",
+
+def server_options_on(front_end: str) -> list[Option]:
+    """The options of this front end that set a ServerOptions field (a harness/server type, so the option names the field)."""
+    return [option for option in OPTIONS if option.server_field and front_end in option.front_ends]
+
+
+# pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. Adding one here needs a
+# reason a reviewer can check.
+NOT_RUN_SETTINGS: Mapping[str, str] = {
+    "--specsuite-config": "the file holding a whole RunConfig (`specsuite run`'s sessions), not one setting of it",
 }
-
-# pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. None today: every option
-# pytest offers sets something a suite reads. Adding one here needs a reason a reviewer can check.
-NOT_RUN_SETTINGS: Mapping[str, str] = {}
 
 
 def _typed(flag: str, value: Any) -> Any:
@@ -49,9 +53,17 @@ def table_default(flag: str) -> Any:
     return _typed(flag, find_option(flag).resolved_default())
 
 
-def setting(flag: str, *, shown: bool = True) -> Any:
-    """A field read from this option: the table's default, the table's parser (`shown`: in the repr)."""
-    return field(default_factory=lambda: table_default(flag), metadata={OPTION: flag}, repr=shown)
+def setting(flag: str, *, shown: bool = True, decode: Callable[[Any], Any] | None = None) -> Any:
+    """A field read from this option: the table's default, the table's parser (`shown`: in the repr; `decode`: its
+    value from JSON, where a list of numbers is not enough)."""
+    metadata = {OPTION: flag, **({DECODE: decode} if decode else {})}
+    return field(default_factory=lambda: table_default(flag), metadata=metadata, repr=shown)
+
+
+def _sampling_settings(items: list[dict[str, float]]) -> tuple[Any, ...]:
+    from harness.workloads.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
+
+    return tuple(SamplingSetting(**item) for item in items)
 
 
 def section(cls: type) -> Any:
@@ -95,7 +107,7 @@ class LosslessSettings:
     """The losslessness suite: its speculation-off reference and the workload's sizes (LosslessConfig's names)."""
 
     reference_url: str | None = setting("--lossless-reference-url")
-    settings: tuple[Any, ...] = setting("--lossless-temperatures")  # SamplingSetting, T or T:TOP_P
+    settings: tuple[Any, ...] = setting("--lossless-temperatures", decode=_sampling_settings)  # SamplingSetting, T or T:TOP_P
     pit_requests: int = setting("--lossless-samples")
     pit_max_new_tokens: int = setting("--lossless-max-new-tokens")
     top_k: int = setting("--lossless-top-k")
@@ -189,13 +201,6 @@ class RunConfig:
     history: HistorySettings = section(HistorySettings)
     bench: BenchSettings = section(BenchSettings)
 
-    def bench_options(self) -> OptionGetter:
-        """The suites' benchmark options by name, as typed here, for the one BenchConfig builder's `chosen_from_pytest`
-        (harness/session/bench.py, which imports this module)."""
-        values = {find_option(flag).key: value for flag, value in option_values(self.bench).items()}
-        values.update(tokenizer=self.server.tokenizer, seed=self.seed)
-        return values.get
-
 
 def option_values(settings: Any) -> dict[str, Any]:
     """A section's values by the flag each is read from."""
@@ -205,7 +210,7 @@ def option_values(settings: Any) -> dict[str, Any]:
 def mapped_options() -> dict[str, str]:
     """Every option a RunConfig field is read from, with the field's dotted path (`--lossless-samples`:
     `lossless.pit_requests`)."""
-    found = {flag: f"server.{name}" for flag, name in SERVER_OPTIONS.items()}
+    found = {option.flag: f"server.{option.server_field}" for option in server_options_on("pytest")}
     for item in fields(RunConfig):
         if OPTION in item.metadata:
             found[item.metadata[OPTION]] = item.name
@@ -213,10 +218,6 @@ def mapped_options() -> dict[str, str]:
             found.update({inner.metadata[OPTION]: f"{item.name}.{inner.name}" for inner in fields(item.metadata[SECTION])
                           if OPTION in inner.metadata})
     return found
-
-
-def _or(value: Any, default: Any) -> Any:
-    return default if value is None else value
 
 
 def _given(get: OptionGetter, flag: str, front_end: str) -> Any:
@@ -239,25 +240,42 @@ def _section(cls: type, get: OptionGetter, front_end: str, **built: Any) -> Any:
     return cls(**values)
 
 
-def require_reason(get: OptionGetter) -> str | None:
-    """The option that forbids the embedded fallback, or None when it is allowed."""
-    if get("require_server_url"):
+def require_reason(required: bool, profile: str | None, front_end: str) -> str | None:
+    """The option that forbids the embedded fallback (as this front end names it), or None when it is allowed."""
+    if required:
         return "--require-server-url"
-    if get("profile") == "nightly":
-        return "--profile nightly"
+    if profile == "nightly":
+        return f"{find_option('--profile').flag_on(front_end)} nightly"
     return None
 
 
 def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str | None = None,
                             admin_api_key: str | None = None) -> RunConfig:
     """The run configuration from a front end's options (`front_end`: "pytest", "gsm8k", ... for the comma lists)."""
-    reason = require_reason(get)
-    server = ServerOptions(
-        server_url=get("server_url"), launch=get("launch"), launch_url=get("launch_url"),
-        ready_timeout_s=float(_or(get("launch_timeout"), table_default("--launch-timeout"))), arm=get("arm_name"),
-        reference_arm=_or(get("reference_arm"), "fix"), tokenizer=get("tokenizer"), vocab_size=get("vocab_size"),
-        server_kind=_or(get("server_kind"), table_default("--server-kind")), require_server_url=reason is not None,
-        require_reason=reason or "--require-server-url", api_key=api_key, admin_api_key=admin_api_key,
-    )
+    reason = require_reason(bool(_given(get, "--require-server-url", front_end)), _given(get, "--profile", front_end), front_end)
+    # --require-server-url is one of the reasons `require_reason` weighs; the others are read as given.
+    given = {option.server_field: get(option.dest_for(front_end)) for option in server_options_on(front_end)
+             if option.server_field != "require_server_url"}
+    server = ServerOptions(**{name: value for name, value in given.items() if value is not None},
+                           require_server_url=reason is not None, require_reason=reason or "--require-server-url",
+                           api_key=api_key, admin_api_key=admin_api_key)
     sections = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
     return _section(RunConfig, get, front_end, server=server, **sections)
+
+
+def _replaced(settings: Any, path: list[str], value: Any) -> Any:
+    """`settings` with the field at this dotted path (split) set to `value`."""
+    name, *rest = path
+    return replace(settings, **{name: _replaced(getattr(settings, name), rest, value) if rest else value})
+
+
+def with_options(config: RunConfig, given: Mapping[str, Any]) -> RunConfig:
+    """`config` with these pytest options' values (by flag, as pytest's parser stores them) in the fields they set;
+    --profile nightly refuses the embedded fallback, as it does when a session reads its options."""
+    paths = mapped_options()
+    for flag, value in given.items():
+        config = _replaced(config, paths[flag].split("."), _typed(flag, value))
+    reason = require_reason(False, config.profile, "pytest")
+    if reason and not config.server.require_server_url:
+        config = replace(config, server=replace(config.server, require_server_url=True, require_reason=reason))
+    return config

@@ -67,7 +67,7 @@ def night_command(night: int, arm: str, out: Path, sqlite_url: str, temperatures
     port = find_free_port()
     launch = shlex.join(refserver_contract.server_command(arm, port=port))
     return [sys.executable, "-m", "pytest", "suites/", "-p", "suites.plugin_history", "-m", "correctness or ab", "-q", "-p", "no:cacheprovider",
-            "--temperatures", temperatures, "--top-p", top_p, "--launch", launch, "--arm-name", ARM_NAME, "--seed", str(night),
+            "--temperatures", temperatures, "--top-p", top_p, "--launch", launch, "--arm-name", ARM_NAME, "--specsuite-seed", str(night),
             "--results-dir", str(out / "results"), "--run-id", f"night-{night:02d}", "--results-db", sqlite_url,
             "--compare-to", "last-good", "--build-hash", build_hash(night, arm), "--accelerator", ACCELERATOR,
             "--junit-xml", str(out / "junit" / f"night-{night:02d}.xml")]
