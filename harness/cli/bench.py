@@ -20,10 +20,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+from harness.cli.exit_codes import EXIT_OK, EXIT_REQUESTS_FAILED
 from harness.config.options import BENCH_SERVING, add_arguments
-
-EXIT_OK = 0
-EXIT_REQUESTS_FAILED = 1
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -22,6 +22,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.cli.exit_codes import EXIT_OK, EXIT_REGRESSION
 from harness.config.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
 from harness.config.options import add_arguments
 from harness.config.options import results_db_default as results_db_default
@@ -30,8 +31,6 @@ from harness.errors import SpecsuiteError
 if TYPE_CHECKING:
     from harness.history.runs import RunRecord
 
-EXIT_OK = 0
-EXIT_REGRESSION = 1
 # What regressions.json keeps of trends.json.
 REGRESSIONS_KEYS = ("generated_utc", "store", "filters", "alpha", "min_size", "test", "regressions", "open_regressions", "steps")
 

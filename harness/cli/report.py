@@ -11,14 +11,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from harness.cli.exit_codes import EXIT_ERROR, EXIT_OK
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.results.store import load_results
 from harness.results.types import ANALYSIS_KEY, Document
 from reports.render import render_report
-
-EXIT_OK = 0
-EXIT_ERROR = 2
 
 
 def command_report(results_path: str, out_dir: str) -> int:

@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from harness.cli.exit_codes import EXIT_OK, EXIT_SERVER_FAILED
 from harness.errors import SpecsuiteError
 from harness.server.launcher import LaunchedServer
 
@@ -25,15 +26,15 @@ def serve_until_stopped(server: LaunchedServer, name: str, log_path: Path, check
                 line = check_ready()
             except SpecsuiteError as exc:
                 print(f"specsuite: error: {exc}", file=sys.stderr, flush=True)
-                return 1
+                return EXIT_SERVER_FAILED
             if line:
                 print(f"specsuite: {line}", flush=True)
         print(f"specsuite: {name} serving at {server.base_url}; Ctrl-C stops it", flush=True)
         while not stop.wait(1.0):
             if not server.running:
                 print(f"specsuite: error: {name} exited with code {server.returncode}; see {log_path}", file=sys.stderr)
-                return 1
-        return 0
+                return EXIT_SERVER_FAILED
+        return EXIT_OK
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.stop()
