@@ -35,6 +35,7 @@ WIRE_PARSING_MODULES = (
     "harness/workloads/integrity/openai_rules.py",
     "harness/workloads/integrity/sglang_rules.py",
     "harness/workloads/integrity/vllm_rules.py",
+    "harness/workloads/integrity/native_answer.py",
     "harness/workloads/serving/streams.py",
     "harness/kernels/vllm_child.py",
 )
