@@ -76,10 +76,10 @@ def test_a_sequential_round_is_not_side_by_side(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(runner, "_start", lambda plan, spec, sessions_dir: None)
     arms = [ArmSpec("nofix", launch="x", reference_args=("nofix", ())), ArmSpec("fix", launch="y", reference_args=("fix", ()))]
     for together in (False, True):
-        merged: dict = {"arms": {}}
+        merged = Document.from_dict({"arms": {}})
         plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], side_by_side=together, parts=("a", "b"))
         runner.run_sessions(plan, runner.RunDirectory(tmp_path, run_id=f"s{together}"), lambda line: None, merged)
-        assert merged["side_by_side"] is together
+        assert merged.side_by_side is together
 
 
 def test_the_caveat_goes_with_every_timing_verdict() -> None:

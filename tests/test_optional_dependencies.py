@@ -75,8 +75,10 @@ def test_junit_outcomes_keep_one_line_messages(tmp_path: Path) -> None:
         "    pass\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={tmp_path / 'j.xml'}", "test_family.py"],
                    cwd=tmp_path, capture_output=True, timeout=120)
-    outcomes = read_junit(tmp_path / "j.xml")
-    assert outcomes is not None and outcomes["passed"] == 1 and outcomes["skipped"] == 1
+    outcome = read_junit(tmp_path / "j.xml")
+    assert outcome is not None
+    outcomes = outcome.to_dict()
+    assert outcomes["passed"] == 1 and outcomes["skipped"] == 1
     by_function = {f["function"]: f for f in outcomes["failed"]}
     assert by_function["test_fails"]["kind"] == "failed" and by_function["test_fails"]["module"] == "test_family"
     assert by_function["test_fails"]["message"].startswith("one is not two")

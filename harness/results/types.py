@@ -450,6 +450,8 @@ class Repeat(Record):
     running: bool | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
     tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
+    reason: str | None = None  # `specsuite run`: a session that tested nothing, its own one-line reason
+    interrupted: bool | None = None  # `specsuite run`: the session was stopped by an interrupt
 
 
 @dataclass
@@ -470,6 +472,10 @@ class Arm(Record):
 
     def gsm8k_runs(self) -> list[Gsm8kRun]:
         return [run for repeat in self.repeats for run in repeat.workloads.gsm8k]
+
+    def server_choice(self) -> ServerChoice:
+        """How this arm's server was chosen, read typed (empty when no session reached it)."""
+        return ServerChoice.from_dict(self.server_under_test or {})
 
     def refserver_sampler(self) -> dict[str, Any] | None:
         """The reference server's sampler description from its /server_info, when it reports one."""
@@ -824,11 +830,6 @@ class Document(Record):
     ab_compare: Comparison | None = None  # ANALYSIS_KEY
     fail_on: dict[str, Any] | None = None  # FAIL_ON_KEY
 
-    @classmethod
-    def of(cls, results: dict[str, Any] | Document) -> Document:
-        """The typed document of a results dict; a `Document` is returned as it is (readers take either)."""
-        return results if isinstance(results, Document) else cls.from_dict(results)
-
     def option(self, flag: str) -> str | None:
         """The last value ``specsuite run`` gave its sessions for ``flag`` (``--flag V`` or ``--flag=V``)."""
         options = [str(o) for o in self.pytest_options]
@@ -872,6 +873,18 @@ class IntegrityTotals(Record):
     answers_checked: int | None = None
     streams_checked: int | None = None
     violations: int | None = None
+
+
+@dataclass
+class ServerChoice(Record):
+    """A ``server_under_test`` record (harness.server.session): how the server was chosen and what it is, read typed."""
+
+    embedded_reference: bool | None = None  # the embedded reference server, started because no server was given
+    reference_emulation: bool | None = None  # specsuite's reference server (a CPU emulation), however it was reached
+    source: str | None = None  # server-url, launch, embedded-reference (`specsuite run`'s document: arms)
+    url: str | None = None
+    version: str | None = None
+    server_kind: str | None = None
 
 
 @dataclass
