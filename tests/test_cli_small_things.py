@@ -83,7 +83,7 @@ def test_an_interrupted_summary_names_the_unfinished_arm() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results["status"], results["stopped_at"] = "interrupted", "during fix repeat 1"
     results["arms"]["fix"]["repeats"] = [{"repeat": 1, "cases": [], "workloads": {}}]
-    summary = summary_document(results, "exit 130: interrupted")
+    summary = summary_document(Document.from_dict(results), "exit 130: interrupted")
     assert "- **fix**: no results: it had finished nothing when the run stopped" in summary
     assert "**nofix**: no results" not in summary
 

@@ -83,7 +83,7 @@ def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> No
 
 
 def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: dict) -> None:
-    blocks = build_report(fallback_arm, [], []).blocks
+    blocks = build_report(Document.from_dict(fallback_arm), [], []).blocks
     cells = [cell for block in blocks if isinstance(block, Table) for row in block.rows for cell in row]
     assert any(cell.startswith("**suspect**") for cell in cells)  # before/after verdict column and verdict table
     counts = next(block.text for block in blocks if isinstance(block, Paragraph) and " worse, " in block.text)

@@ -97,12 +97,12 @@ def test_an_errored_family_reads_errored_not_not_run() -> None:
              "kind": "error", "message": "--gsm8k-path hf needs the datasets package"}]}
     bench_only = copy.deepcopy(results)
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
-    lines = run_verdict_lines(results)
+    lines = run_verdict_lines(Document.from_dict(results))
     assert "**nofix** · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
     assert "**fix** (baseline) · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
-    assert "GSM8K" not in (not_run_line(results) or "")
+    assert "GSM8K" not in (not_run_line(Document.from_dict(results)) or "")
     # a family with data is never "errored", whatever failed in its suite
     del bench_only["arms"]["nofix"]["repeats"][0]["tests"]
     bench_only["arms"]["fix"]["repeats"][0]["tests"]["failed"][0].update(module="test_serving_bench", kind="failed")
     bench_only[ANALYSIS_KEY] = compare_arms(Document.from_dict(bench_only)).to_dict()
-    assert not any("errored" in line for line in run_verdict_lines(bench_only))
+    assert not any("errored" in line for line in run_verdict_lines(Document.from_dict(bench_only)))
