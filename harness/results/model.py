@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.results.types import ANALYSIS_KEY, FAIL_ON_KEY, SCHEMA_VERSION, Document
 
-__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "upgrade", "upgraded_document", "with_complete_repeats"]
+__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "complete_arms", "upgrade", "upgraded_document"]
 
 
 def upgraded_document(parsed: dict[str, Any]) -> Document:
@@ -61,13 +61,10 @@ def upgrade(document: dict[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
-def with_complete_repeats(written: dict[str, Any]) -> dict[str, Any]:
-    """A dict about to be written as results.json with every repeat complete (version 3: its number, cases and
-    workloads), its arms upgraded on their own (an arm written without repeats gets one, with no run seed)."""
-    arms = written.get("arms")  # the written dict, read by key: the arms as version 1 and 2 would read
-    if not isinstance(arms, dict):
-        return written
-    return {**written, "arms": upgrade({"arms": arms, "schema_version": SCHEMA_VERSION})["arms"]}
+def complete_arms(arms: dict[str, Any]) -> dict[str, Any]:
+    """Arms about to be written as results.json, every repeat complete (version 3: its number, cases and
+    workloads); each arm upgraded on its own (an arm written without repeats gets one, with no run seed)."""
+    return {name: _upgrade_arm(arm, None) for name, arm in arms.items()}
 
 
 def _upgrade_arm(arm: Any, seed: int | None) -> Any:

@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from harness.errors import SpecsuiteError
-from harness.results.model import SCHEMA_VERSION, upgraded_document, with_complete_repeats
+from harness.results.model import SCHEMA_VERSION, complete_arms, upgraded_document
 from harness.results.types import Document
 from harness.server.secrets import redact
 
@@ -276,8 +276,8 @@ class RunDirectory:
             "run_id": self.run_id,
             "status": status,
         }
-        document.update((key, value) for key, value in data.items() if key not in _RESERVED_KEYS)
-        document = with_complete_repeats(document)
+        document.update((key, complete_arms(value) if key == "arms" and isinstance(value, dict) else value)
+                        for key, value in data.items() if key not in _RESERVED_KEYS)
         self._last = document
         return write_json_atomic(self.results_path, document, secrets=self._secrets)
 

@@ -888,6 +888,17 @@ class ServerChoice(Record):
 
 
 @dataclass
+class SpeculativeSettings(Record):
+    """An identity's ``speculative`` settings (the server's own speculative_* arguments), read typed."""
+
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    speculative_use_rejection_sampling: bool | None = None
+
+
+@dataclass
 class ArmIdentity(Record):
     """An arm's ``identity`` (harness.server.identity.ServerIdentity.to_dict), read typed where the history places a run."""
 
