@@ -16,12 +16,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, ReportSection, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import (  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+    ANALYSIS_KEY,
+    NONE_IN_EITHER,
+    Arm,
+    Comparison,
+    ComparisonRow,
+    Effect,
+    EstimateRow,
+    Mde,
+    ReportSection,
+    SpeculativeSettings,
+    SpreadEntry,
+)
 from harness.results.types import Document as ResultsDocument
 from reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.kernel_section import add_kernel_section
-from reports.records import ServerIdentityView, SpeculativeSettings
+from reports.records import ServerIdentityView
 from reports.summary_table import summary_markdown
 
 NOT_RUN = "not run"

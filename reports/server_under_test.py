@@ -9,8 +9,8 @@ written before the field existed are judged by their identities: a reference ser
 
 from __future__ import annotations
 
-from harness.results.types import Document
-from reports.records import ServerChoice, ServerIdentityView
+from harness.results.types import Document, ServerChoice
+from reports.records import ServerIdentityView
 
 EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `refserver`, not a real SGLang "
                  "server; no server URL was given). These results say nothing about a real deployment.")

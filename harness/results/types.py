@@ -302,6 +302,16 @@ def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, defa
 
 
 @dataclass
+class AcceptLengthSummary(Record):
+    """A GSM8K run's ``accept_length`` (harness.workloads.gsm8k.metrics.accept_length_summary), read typed."""
+
+    n: int | None = None
+    mean: float | None = None  # the per-request accept lengths' mean
+    pooled: float | None = None  # completion tokens over verify steps, pooled
+    server: float | None = None  # the server's own figure after the run
+
+
+@dataclass
 class Gsm8kRun(Record):
     """One GSM8K run at one temperature (harness.workloads.gsm8k.runner)."""
 
@@ -358,6 +368,7 @@ class BenchRun(Record):
     warnings: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
     itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
+    server_under_test: dict[str, Any] | None = None  # `specsuite bench`'s record: the server it measured (ServerChoice)
 
     def temperature(self) -> float:
         """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
@@ -877,8 +888,10 @@ class IntegrityTotals(Record):
 
 @dataclass
 class ServerChoice(Record):
-    """A ``server_under_test`` record (harness.server.session): how the server was chosen and what it is, read typed."""
+    """A ``server_under_test`` record (harness.server.session; the run's or an arm's): how the server was chosen and
+    what it is, read typed."""
 
+    kernel_only: bool | None = None  # a kernel-only session: no server at all
     embedded_reference: bool | None = None  # the embedded reference server, started because no server was given
     reference_emulation: bool | None = None  # specsuite's reference server (a CPU emulation), however it was reached
     source: str | None = None  # server-url, launch, embedded-reference (`specsuite run`'s document: arms)
@@ -889,7 +902,7 @@ class ServerChoice(Record):
 
 @dataclass
 class SpeculativeSettings(Record):
-    """An identity's ``speculative`` settings (the server's own speculative_* arguments), read typed."""
+    """The speculative-decoding settings a server reports (an identity's ``speculative``), read typed."""
 
     speculative_algorithm: str | None = None
     speculative_num_steps: int | None = None
