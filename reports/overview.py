@@ -22,8 +22,6 @@ statistics: every number is read from the typed results (harness.results.types).
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.results.types import Comparison, ComparisonRow, Effect, FamilyFacts
 from harness.results.types import Document as ResultsDocument
 from reports.blocks import FigureRef, ParagraphStyle, Report, Role, VerdictLine, VerdictList
@@ -58,7 +56,7 @@ def families(analysis: Comparison) -> dict[str, FamilyFacts]:
     return {source: FamilyFacts(label=source, effect_in_line=True, where_in_line=True) for source in sources}
 
 
-def _short(analysis: dict[str, Any] | Comparison, metric: str) -> str:
+def _short(analysis: Comparison, metric: str) -> str:
     """A verdict line's name for a metric: the registry's `short`, carried in the analysis."""
     return metric_fact(analysis, metric, "short")
 

@@ -103,7 +103,7 @@ def test_trend_records_write_back_what_they_read_and_keep_regressions_apart() ->
                                       "notes": ["n"]}]}],
               "steps": [regression, improvement], "regressions": [regression], "open_regressions": [regression]}
     assert Trends.from_dict(trends).to_dict() == trends
-    markdown = regressions_markdown(trends)
+    markdown = regressions_markdown(Trends.from_dict(trends))
     assert "## Regressions (1, 1 open)" in markdown
     other = markdown.split("## Other steps")[1].split("## Series")[0]
     assert other.count("| itl | t=0 |") == 1 and "| no |" in other  # the improvement only, not the regression again
