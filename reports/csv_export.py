@@ -26,9 +26,9 @@ def _bounds(ci: list[float | None] | None, infinite: str = "inf") -> tuple[Any, 
     return tuple(infinite if v is None else v for v in ci)  # type: ignore[return-value]
 
 
-def csv_rows(results: dict[str, Any] | Document) -> list[dict[str, Any]]:
+def csv_rows(results: Document) -> list[dict[str, Any]]:
     """The rows `render_csv` writes, as dicts keyed by COLUMNS."""
-    analysis = Document.of(results).analysis
+    analysis = results.analysis
     if analysis is None:
         return [{"section": "raw", "case_id": r.case, "temperature": r.temperature, "arm": r.arm, "metric": metric,
                  "value": getattr(r, key), "n": r.tokens, "unit": "events", "repeat": ""}
@@ -63,7 +63,7 @@ def csv_rows(results: dict[str, Any] | Document) -> list[dict[str, Any]]:
     return rows
 
 
-def render_csv(results: dict[str, Any] | Document) -> str:
+def render_csv(results: Document) -> str:
     """CSV text with a header row of COLUMNS."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")

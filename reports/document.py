@@ -16,22 +16,29 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.results.types import ANALYSIS_KEY, NONE_IN_EITHER, Arm, Comparison, ComparisonRow, Effect, EstimateRow, Mde, ReportSection, SpreadEntry  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from harness.results.types import (  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+    ANALYSIS_KEY,
+    NONE_IN_EITHER,
+    Arm,
+    Comparison,
+    ComparisonRow,
+    Effect,
+    EstimateRow,
+    Mde,
+    ReportSection,
+    SpeculativeSettings,
+    SpreadEntry,
+)
 from harness.results.types import Document as ResultsDocument
 from reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
 from reports.gsm8k_source import gsm8k_is_synthetic
 from reports.kernel_section import add_kernel_section
-from reports.records import ServerIdentityView, SpeculativeSettings
+from reports.records import ServerIdentityView
 from reports.summary_table import summary_markdown
 
 NOT_RUN = "not run"
 
 VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive", NONE_IN_EITHER)  # the order the verdict counts are given in
-
-
-def shown_verdict(row: dict[str, Any] | ComparisonRow) -> str:
-    """The verdict as the report shows it (`ComparisonRow.shown_verdict`)."""
-    return (row if isinstance(row, ComparisonRow) else ComparisonRow.from_dict(row)).shown_verdict()
 
 
 def case_title(temperature: float, top_p: float) -> str:
@@ -113,16 +120,15 @@ def mde_text(comparison: ComparisonRow, kind: str) -> str:
     return text
 
 
-def metric_fact(analysis: dict[str, Any] | Comparison, metric: str, key: str) -> str:
+def metric_fact(analysis: Comparison, metric: str, key: str) -> str:
     """One of the registry's facts about a metric, as the analysis carries them (`metrics.<name>`):
     its label, unit, report format, verdict-line name (`short`), figure title and axis label. A
     metric the analysis does not describe reads as its name; a fact an older analysis lacks, as
     its label or unit (`MetricFacts.fact`)."""
-    typed = analysis if isinstance(analysis, Comparison) else Comparison.from_dict(analysis)
-    return typed.facts(metric).fact(key, metric)
+    return analysis.facts(metric).fact(key, metric)
 
 
-def kind_of(analysis: dict[str, Any] | Comparison, metric: str) -> str:
+def kind_of(analysis: Comparison, metric: str) -> str:
     """The display format the registry gives a metric ("plain" for one it does not know)."""
     return metric_fact(analysis, metric, "report_format")
 

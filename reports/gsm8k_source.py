@@ -6,8 +6,6 @@ results are judged by the run's recorded `--gsm8k-path` option.
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.results.types import Document
 
 SYNTHETIC_GSM8K = "synthetic"  # --gsm8k-path's value for the project's own set (harness.workloads.gsm8k.SYNTHETIC_SOURCE)
@@ -17,15 +15,15 @@ SYNTHETIC_GSM8K_NOTE = ("GSM8K here is the project's **synthetic** GSM8K-format 
                         "`pip install 'specsuite[hf]'`).")
 
 
-def gsm8k_sources(results: dict[str, Any] | Document) -> set[str]:
+def gsm8k_sources(results: Document) -> set[str]:
     """The GSM8K sources the runs used: each run's `source`, else the run's `--gsm8k-path` option (older results)."""
-    return Document.of(results).gsm8k_sources()
+    return results.gsm8k_sources()
 
 
-def gsm8k_is_synthetic(results: dict[str, Any] | Document) -> bool:
+def gsm8k_is_synthetic(results: Document) -> bool:
     return SYNTHETIC_GSM8K in gsm8k_sources(results)
 
 
-def gsm8k_source_note(results: dict[str, Any] | Document) -> str | None:
+def gsm8k_source_note(results: Document) -> str | None:
     """The line that says GSM8K was the synthetic set (None for the real one, or no GSM8K)."""
     return SYNTHETIC_GSM8K_NOTE if gsm8k_is_synthetic(results) else None

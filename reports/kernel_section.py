@@ -48,9 +48,9 @@ def _or_unknown(kernel: KernelSection, name: str, unknown: str) -> Any:
     return getattr(kernel, name) if kernel.has(name) else unknown
 
 
-def add_kernel_section(doc: Report, results: dict[str, Any] | ResultsDocument) -> None:
+def add_kernel_section(doc: Report, results: ResultsDocument) -> None:
     """Append the section when the results hold a kernel-suite run; nothing otherwise."""
-    kernel = ResultsDocument.of(results).kernel
+    kernel = results.kernel
     if kernel is None:
         return
     doc.heading(2, "Kernel suite")

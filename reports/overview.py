@@ -22,8 +22,6 @@ statistics: every number is read from the typed results (harness.results.types).
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.results.types import Comparison, ComparisonRow, Effect, FamilyFacts
 from harness.results.types import Document as ResultsDocument
 from reports.blocks import FigureRef, ParagraphStyle, Report, Role, VerdictLine, VerdictList
@@ -58,7 +56,7 @@ def families(analysis: Comparison) -> dict[str, FamilyFacts]:
     return {source: FamilyFacts(label=source, effect_in_line=True, where_in_line=True) for source in sources}
 
 
-def _short(analysis: dict[str, Any] | Comparison, metric: str) -> str:
+def _short(analysis: Comparison, metric: str) -> str:
     """A verdict line's name for a metric: the registry's `short`, carried in the analysis."""
     return metric_fact(analysis, metric, "short")
 
@@ -132,9 +130,8 @@ def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[Comp
     return VerdictLine(arm, family, "; ".join(parts) or "no comparisons", named)
 
 
-def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine]:
+def verdict_lines(document: ResultsDocument) -> list[VerdictLine]:
     """One line per arm and family that ran: candidates by their verdicts, the baseline by its figures."""
-    document = ResultsDocument.of(results)
     analysis = document.analysis
     if analysis is None:
         return []
@@ -165,11 +162,10 @@ def verdict_lines(results: dict[str, Any] | ResultsDocument) -> list[VerdictLine
     return lines
 
 
-def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: str) -> str | None:
+def errored_reason(document: ResultsDocument, arm: str, family: str) -> str | None:
     """Why a family has no data from an arm although its tests ran: the first error (else failure) message of its
     suite's tests (the family's `suite_module`) in the arm's sessions (`repeats[].tests`, from their JUnit XML); None
     when it has data or none ran."""
-    document = ResultsDocument.of(results)
     analysis = document.analysis
     if analysis is not None and any(r.arm == arm and _family(analysis, r.metric) == family for r in analysis.estimates):
         return None
@@ -183,18 +179,16 @@ def errored_reason(results: dict[str, Any] | ResultsDocument, arm: str, family: 
     return str(first.message or f"{first.test} {first.kind}")
 
 
-def side_by_side_note(results: dict[str, Any] | ResultsDocument) -> str | None:
+def side_by_side_note(document: ResultsDocument) -> str | None:
     """The caveat every timing verdict carries when the arms ran side by side (None otherwise)."""
-    document = ResultsDocument.of(results)
     analysis = document.analysis
     if document.side_by_side and analysis is not None and _ran(analysis, "bench"):
         return SIDE_BY_SIDE_NOTE
     return None
 
 
-def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
+def not_run_line(document: ResultsDocument) -> str | None:
     """`Not run: GSM8K, serving benchmark.` (None when everything ran)."""
-    document = ResultsDocument.of(results)
     analysis = document.analysis
     if analysis is None:
         return None
@@ -210,9 +204,8 @@ def not_run_line(results: dict[str, Any] | ResultsDocument) -> str | None:
     return f"Not run{markers}: {', '.join(missing)}."
 
 
-def provenance_line(results: dict[str, Any] | ResultsDocument) -> str:
+def provenance_line(document: ResultsDocument) -> str:
     """Created, version, profile, seeds, repeats and wall time: what a rerun needs."""
-    document = ResultsDocument.of(results)
     parts = [f"status **{header_value(document, 'status', 'unknown')}**" + (f" ({document.error})" if document.error else "")
              + (f" (stopped {document.stopped_at})" if document.stopped_at else ""),
              f"created {header_value(document, 'created_utc')}", f"specsuite {header_value(document, 'specsuite_version')}",
@@ -226,9 +219,8 @@ def provenance_line(results: dict[str, Any] | ResultsDocument) -> str:
     return " · ".join(parts)
 
 
-def build_report(results: dict[str, Any] | ResultsDocument, figures: list[FigureRef], figure_notes: list[str]) -> Report:
+def build_report(document: ResultsDocument, figures: list[FigureRef], figure_notes: list[str]) -> Report:
     """The whole page (module docstring): the blocks every renderer draws, Markdown, HTML and summary.md alike."""
-    document = ResultsDocument.of(results)
     report = Report(title=f"specsuite report: {header_value(document, 'run_id', 'run')}")
     # First: a report must not pass for another server's.
     report.paragraph(server_under_test_line(document), ParagraphStyle.BANNER, Role.SERVER_UNDER_TEST)

@@ -1,4 +1,4 @@
-"""PNG figures of an A/B results dict (matplotlib, Agg canvas, no display needed).
+"""PNG figures of an A/B results document (matplotlib, Agg canvas, no display needed).
 
 Figures: event rates per sampling case and arm with 95 % intervals; accept length against
 temperature per arm; the ITL ECDF per arm (bench results with per-token ITLs only); GSM8K accuracy
@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -282,9 +281,8 @@ PLOTTERS: tuple[Callable[[Document, Comparison, Path], FigureRef | str | None], 
     plot_rates, plot_gsm8k, plot_accept_length, plot_itl_ecdf, plot_spread)
 
 
-def render_plots(results: dict[str, Any] | Document, out_dir: Path) -> tuple[list[FigureRef], list[str]]:
+def render_plots(document: Document, out_dir: Path) -> tuple[list[FigureRef], list[str]]:
     """Write every figure the data allows into out_dir; notes say which were skipped and why."""
-    document = Document.of(results)
     analysis = document.analysis
     if analysis is None:
         return [], ["Figures: not drawn, the results file holds no A/B analysis."]

@@ -12,19 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.results.types import Arm, Record
+from harness.results.types import Arm, Record, SpeculativeSettings
 
 REFERENCE_MARKER_KEY = "refserver_arm"  # a /server_info key only the reference server reports
-
-
-@dataclass
-class SpeculativeSettings(Record):
-    """The speculative-decoding settings a server reports."""
-
-    speculative_algorithm: str | None = None
-    speculative_num_steps: int | None = None
-    speculative_eagle_topk: int | None = None
-    speculative_num_draft_tokens: int | None = None
 
 
 @dataclass
@@ -69,17 +59,6 @@ class ServerIdentityView(Record):
     def is_reference(self) -> bool:
         """Whether the reference server reported it (it names REFERENCE_MARKER_KEY among its server args)."""
         return self.server_args is not None and self.server_args.has(REFERENCE_MARKER_KEY)
-
-
-@dataclass
-class ServerChoice(Record):
-    """How a server under test was chosen (`server_under_test`, the run's or an arm's)."""
-
-    url: str | None = None
-    version: str | None = None
-    kernel_only: bool | None = None
-    embedded_reference: bool | None = None
-    reference_emulation: bool | None = None
 
 
 @dataclass

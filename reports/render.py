@@ -9,7 +9,6 @@ tables); the Markdown and HTML renderers draw the same blocks.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from harness.results.types import Document
 from reports.csv_export import render_csv
@@ -19,14 +18,14 @@ from reports.overview import build_report
 from reports.plots import render_plots
 
 
-def _verdicts(results: dict[str, Any]) -> set[str]:
+def _verdicts(results: Document) -> set[str]:
     """Every verdict string the analysis holds, so the HTML draws each one as a chip, known or not."""
-    analysis = Document.of(results).analysis
+    analysis = results.analysis
     rows = analysis.comparisons if analysis is not None else []
     return {row.shown_verdict() for row in rows if row.verdict} | set(KNOWN_VERDICTS)
 
 
-def render_report(results: dict[str, Any] | Document, out_dir: Path) -> list[Path]:
+def render_report(results: Document, out_dir: Path) -> list[Path]:
     """Write the report files into out_dir (created if needed) and return their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -9,10 +9,8 @@ written before the field existed are judged by their identities: a reference ser
 
 from __future__ import annotations
 
-from typing import Any
-
-from harness.results.types import Document
-from reports.records import ServerChoice, ServerIdentityView
+from harness.results.types import Document, ServerChoice
+from reports.records import ServerIdentityView
 
 EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `refserver`, not a real SGLang "
                  "server; no server URL was given). These results say nothing about a real deployment.")
@@ -43,9 +41,8 @@ def _where(document: Document, choices: dict[str, ServerChoice]) -> str:
     return ", ".join(parts) or "?"
 
 
-def server_under_test_line(results: dict[str, Any] | Document) -> str:
+def server_under_test_line(document: Document) -> str:
     """One Markdown line naming the server under test, the emulation warning first."""
-    document = Document.of(results)
     top = ServerChoice.from_dict(document.server_under_test) if isinstance(document.server_under_test, dict) else None
     choices = _arm_choices(document)
     if top is None and not choices:

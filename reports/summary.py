@@ -9,7 +9,6 @@ run knows (whether it finished, what its gates found, why it exits as it does) i
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from harness.results.types import Document
 from reports.blocks import Paragraph, Report, Role, VerdictList
@@ -27,7 +26,7 @@ def _verdict_texts(report: Report) -> list[str]:
     return texts + [block.text for role in VERDICT_NOTES for block in report.with_role(role) if isinstance(block, Paragraph)]
 
 
-def run_verdict_lines(results: dict[str, Any] | Document) -> list[str]:
+def run_verdict_lines(results: Document) -> list[str]:
     """The report's verdict lines, then what is unusual about them (arms side by side, a synthetic GSM8K, what did not run)."""
     return _verdict_texts(build_report(results, [], []))
 
@@ -39,10 +38,9 @@ def unfinished_arms(document: Document) -> list[str]:
     return [name for name in document.ordered_arms() if name not in finished]
 
 
-def summary_document(results: dict[str, Any] | Document, policy: str, gates: Sequence[str] = ()) -> str:
+def summary_document(document: Document, policy: str, gates: Sequence[str] = ()) -> str:
     """summary.md: the server under test, the verdict lines, what the gates found and the exit policy, then the
     per-case counts."""
-    document = Document.of(results)
     report = build_report(document, [], [])
     lines = [block_markdown(block) for block in report.with_role(Role.SERVER_UNDER_TEST)] + [""]
     unfinished = document.status not in (None, "complete")

@@ -9,7 +9,6 @@ decided (`refserver_sampler` in its /server_info), a line per arm under the tabl
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from harness.results.types import FALLBACK_COUNTER, NONFINITE_COUNTER, Document
 from reports.records import ServerIdentityView
@@ -35,10 +34,10 @@ class PooledCase:
     sampler_fallbacks: int | None = None
 
 
-def pooled_case_rows(results: dict[str, Any] | Document) -> list[PooledCase]:
+def pooled_case_rows(results: Document) -> list[PooledCase]:
     """Per (arm, case) totals over every repeat of the arm."""
     rows = []
-    for arm_name, arm in Document.of(results).arms.items():
+    for arm_name, arm in results.arms.items():
         by_case: dict[str, PooledCase] = {}
         for case in arm.cases():
             row = by_case.setdefault(case.case_id, PooledCase(arm_name, case.case_id, case.temperature))
@@ -57,7 +56,7 @@ def pooled_case_rows(results: dict[str, Any] | Document) -> list[PooledCase]:
     return rows
 
 
-def summary_markdown(results: dict[str, Any] | Document) -> str:
+def summary_markdown(results: Document) -> str:
     """A Markdown table of `pooled_case_rows`; '-' where the server exports no counter."""
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for row in pooled_case_rows(results):
@@ -73,10 +72,10 @@ def summary_markdown(results: dict[str, Any] | Document) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sampler_lines(results: dict[str, Any] | Document) -> list[str]:
+def sampler_lines(results: Document) -> list[str]:
     """`sampler of ARM: LABEL on DEVICE, sha256 ...` for every arm whose identity reports one."""
     lines = []
-    for name, arm in Document.of(results).arms.items():
+    for name, arm in results.arms.items():
         server_args = ServerIdentityView.of(arm).server_args
         sampler = server_args.refserver_sampler if server_args is not None else None
         if sampler is not None:

@@ -93,10 +93,6 @@ class TrendStep(Record):
     p_adjusted: float = 1.0
     open: bool = False
 
-    @classmethod
-    def of(cls, step: dict[str, Any] | TrendStep) -> TrendStep:
-        return step if isinstance(step, TrendStep) else cls.from_dict(step)
-
 
 @dataclass
 class Trend(Record):

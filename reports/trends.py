@@ -58,9 +58,8 @@ def display_unit(unit: str) -> tuple[float, str]:
     return 1.0, unit
 
 
-def format_effect(step: dict[str, Any] | TrendStep, scale: float = 1.0) -> str:
+def format_effect(step: TrendStep, scale: float = 1.0) -> str:
     """A step's effect in words: `x4.20`, `from 0 to 2.93 %`, `+5.1 %`, `-3.4 pt`; `scale` 100 shows percent."""
-    step = TrendStep.of(step)
     value = step.effect.value
     suffix = " %" if scale == 100.0 else ""
     if value is None:
@@ -186,9 +185,8 @@ STEP_HEADER = ("| metric | case | series | first night at the new level | level 
                "|---|---|---|---|---|---|---|---|")
 
 
-def regressions_markdown(trends: dict[str, Any] | Trends) -> str:
+def regressions_markdown(trends: Trends) -> str:
     """The regression list, other steps, series and figures as Markdown."""
-    trends = trends if isinstance(trends, Trends) else Trends.from_dict(trends)
     lines = ["# Nightly history: regressions", "",
              f"Store `{trends.store}`, generated {trends.generated_utc}. Step detection: {trends.test}; "
              f"alpha {trends.alpha}, at least {trends.min_size} nights on each side of a step. A step counts when it also "

@@ -30,7 +30,7 @@ import pytest
 from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
-from harness.results.types import ArmIdentity
+from harness.results.types import ArmIdentity, ServerChoice, SpeculativeSettings
 
 if TYPE_CHECKING:
     from suites.pytest_plugin import SpecsuiteSession
@@ -111,7 +111,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     history = config.stash.get(HISTORY_KEY, None)
     if history is None:
         return []
-    lines = [f"specsuite config {history.config_key}; accelerator {history.config.get('accelerator') or 'unrecorded'}"]
+    accelerator = specsuite_state(config).run_config.history.accelerator  # the one tonight's configuration records
+    lines = [f"specsuite config {history.config_key}; accelerator {accelerator or 'unrecorded'}"]
     if history.baseline is not None:
         lines.append(f"specsuite history baseline: {history.baseline.describe()}")
     elif specsuite_state(config).run_config.history.compare_to and not history.error:
@@ -134,17 +135,16 @@ def identity_properties(state: SpecsuiteSession, history: HistoryState) -> dict[
     """The `specsuite.*` JUnit properties: which server, build and configuration the suite measured."""
     assert state.server is not None
     identity = state.server.identity
-    spec = identity.speculative
+    spec = SpeculativeSettings.from_dict(identity.speculative or {})
+    under_test = ServerChoice.from_dict(state.server.server_under_test)
     run_config = state.run_config
     properties = {
         "server_url": identity.base_url, "server_version": identity.version, "model": identity.model_path,
         "tokenizer_length": identity.tokenizer_length, "vocab_size": identity.vocab_size, "cuda_graph": identity.cuda_graph,
-        "speculative_algorithm": spec.get("speculative_algorithm"), "speculative_num_steps": spec.get("speculative_num_steps"),
-        "speculative_eagle_topk": spec.get("speculative_eagle_topk"),
-        "speculative_num_draft_tokens": spec.get("speculative_num_draft_tokens"),
-        "speculative_use_rejection_sampling": spec.get("speculative_use_rejection_sampling"),
-        "embedded_reference": state.server.server_under_test.get("embedded_reference"),
-        "reference_emulation": state.server.server_under_test.get("reference_emulation"),
+        "speculative_algorithm": spec.speculative_algorithm, "speculative_num_steps": spec.speculative_num_steps,
+        "speculative_eagle_topk": spec.speculative_eagle_topk, "speculative_num_draft_tokens": spec.speculative_num_draft_tokens,
+        "speculative_use_rejection_sampling": spec.speculative_use_rejection_sampling,
+        "embedded_reference": under_test.embedded_reference, "reference_emulation": under_test.reference_emulation,
         "arm": state.server.arm, "build_hash": run_config.history.build_hash, "accelerator": run_config.history.accelerator,
         "config_key": history.config_key, "profile": run_config.profile, "seed": run_config.seed,
         "results_run_id": state.run_dir.run_id if state.run_dir else None,

@@ -34,7 +34,7 @@ from harness.config.options import add_pytest_options, check_values, deprecation
 from harness.errors import SpecsuiteError
 from harness.results.builder import measured_arm, session_document
 from harness.results.store import RunDirectory
-from harness.results.types import Case, Document, Gsm8kRun, Workloads
+from harness.results.types import Case, Document, Gsm8kRun, ServerChoice, Workloads
 from harness.server.interrupts import terminate_as_interrupt
 from harness.server.secrets import load_admin_api_key, load_api_key
 from harness.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
@@ -201,10 +201,10 @@ class SpecsuiteSession:
     def warnings(self) -> list[str]:
         """Every warning the workloads collected so far, in run order."""
         found = [line for result in self.cases.values() for line in result.warnings]
-        found += [line for run in self.gsm8k_runs.values() for line in run.get("warnings") or []]
-        bench = self.workloads.get("bench")
-        if isinstance(bench, dict):
-            found += [f"serving benchmark: {line}" for line in bench.get("warnings") or []]
+        found += [line for run in self.gsm8k_runs.values() for line in Gsm8kRun.from_dict(run).warnings or []]
+        bench = Workloads.from_dict(self.workloads).bench  # None unless the benchmark wrote its summary
+        if bench is not None:
+            found += [f"serving benchmark: {line}" for line in bench.warnings or []]
         return found
 
     def write_results(self, status: str) -> None:
@@ -349,7 +349,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if state.server is None:
         return
     under_test = state.server.server_under_test
-    emulation = under_test.get("embedded_reference") or under_test.get("reference_emulation")
+    choice = ServerChoice.from_dict(under_test)
+    emulation = choice.embedded_reference or choice.reference_emulation
     terminalreporter.section("specsuite", sep="=", yellow=bool(emulation), bold=True)
     for line in state.warnings():
         terminalreporter.write_line(f"specsuite {line}", yellow=True)

@@ -76,19 +76,19 @@ def test_a_sequential_round_is_not_side_by_side(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(runner, "_start", lambda plan, spec, sessions_dir: None)
     arms = [ArmSpec("nofix", launch="x", reference_args=("nofix", ())), ArmSpec("fix", launch="y", reference_args=("fix", ()))]
     for together in (False, True):
-        merged: dict = {"arms": {}}
+        merged = Document.from_dict({"arms": {}})
         plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], side_by_side=together, parts=("a", "b"))
         runner.run_sessions(plan, runner.RunDirectory(tmp_path, run_id=f"s{together}"), lambda line: None, merged)
-        assert merged["side_by_side"] is together
+        assert merged.side_by_side is together
 
 
 def test_the_caveat_goes_with_every_timing_verdict() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results["side_by_side"] = True
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
-    lines = run_verdict_lines(results)  # what the terminal prints and summary.md opens with
+    lines = run_verdict_lines(Document.from_dict(results))  # what the terminal prints and summary.md opens with
     assert any("serving benchmark" in line for line in lines) and SIDE_BY_SIDE_NOTE in lines
-    assert SIDE_BY_SIDE_NOTE in summary_document(results, "exit 0")
+    assert SIDE_BY_SIDE_NOTE in summary_document(Document.from_dict(results), "exit 0")
     alone = copy.deepcopy(results)
     alone["side_by_side"] = False
-    assert SIDE_BY_SIDE_NOTE not in run_verdict_lines(alone)
+    assert SIDE_BY_SIDE_NOTE not in run_verdict_lines(Document.from_dict(alone))

@@ -18,6 +18,7 @@ from harness.cli.main import build_parser, main
 from harness.cli.run import _finish_interrupted
 from harness.errors import SpecsuiteError
 from harness.results.store import RunDirectory, write_json_atomic
+from harness.results.types import Document
 from harness.session import run_session
 from harness.session.config import RunConfig
 from reports.summary import summary_document
@@ -82,13 +83,13 @@ def test_an_interrupted_summary_names_the_unfinished_arm() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results["status"], results["stopped_at"] = "interrupted", "during fix repeat 1"
     results["arms"]["fix"]["repeats"] = [{"repeat": 1, "cases": [], "workloads": {}}]
-    summary = summary_document(results, "exit 130: interrupted")
+    summary = summary_document(Document.from_dict(results), "exit 130: interrupted")
     assert "- **fix**: no results: it had finished nothing when the run stopped" in summary
     assert "**nofix**: no results" not in summary
 
 
 def test_an_interrupted_runs_last_line_has_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    merged = {"status": "running", "server_under_test": {}, "arm_order": ["nofix"], "arms": {}}
+    merged = Document.from_dict({"status": "running", "server_under_test": {}, "arm_order": ["nofix"], "arms": {}})
     code = _finish_interrupted(merged, RunDirectory(tmp_path, run_id="r"), argparse.Namespace(no_report=True), 0.0, True)
     assert code == 130 and capsys.readouterr().err.rstrip().splitlines()[-1].endswith("exit 130")
 

@@ -84,12 +84,12 @@ def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
     analysis = compare_arms(Document.from_dict(results))
     results[ANALYSIS_KEY] = analysis.to_dict()  # as results.json holds it
     outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
-    lines = [RUN_GIVE_A_SERVER, *run_verdict_lines(results)]
+    lines = [RUN_GIVE_A_SERVER, *run_verdict_lines(Document.from_dict(results))]
     for profile in ("smoke", "nightly"):
         for fail_on in (None, "invalid_ids:any"):
             for result in (None, outcome):
                 lines.append(exit_policy_line(argparse.Namespace(profile=profile, fail_on=fail_on), result))
-    lines += summary_document(results, lines[-1]).splitlines()
+    lines += summary_document(Document.from_dict(results), lines[-1]).splitlines()
     assert [(line, unknown_flags(line, "run")) for line in lines if unknown_flags(line, "run")] == []
 
 

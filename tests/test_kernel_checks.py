@@ -17,6 +17,7 @@ from harness.kernels.invoke import run_chain
 from harness.kernels.loader import KERNEL_MEMBER, LoadedKernel, load_kernel
 from harness.kernels.refserver_sampler import refserver_chain_sampler
 from harness.kernels.suite import KernelSuiteRun
+from harness.results.types import Document
 from kernel_loading.sglang_wheel import extract_member
 from reports.markdown import render_markdown
 from reports.overview import build_report
@@ -99,7 +100,7 @@ def test_report_has_a_kernel_section_naming_the_failure() -> None:
     for name in ("well-formed", "q-row-posinf"):
         run.invariant(name, "valid-ids")
     results = {"run_id": "r", "status": "complete", "arms": {}, "kernel": run.to_dict()}
-    text = render_markdown(build_report(results, [], []))
+    text = render_markdown(build_report(Document.from_dict(results), [], []))
     assert "## Kernel suite" in text and "reference numpy sampler (nofix arm)" in text
     assert "| q-row-posinf | **FAIL** 16/16 |" in text and "no-unsupported-fallback [q-row-posinf]: row 0" in text
     assert "| well-formed | pass | pass | pass | pass | pass | pass |" in text

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.results.types import Document
 from reports.server_under_test import server_under_test_line
 from tests.helpers.kernel_suite_runs import run_kernel_suite, run_kernel_suite_env
 
@@ -61,7 +62,7 @@ def test_the_fixed_release_passes(tmp_path: Path) -> None:
     assert "passed" in done.stdout.splitlines()[-1]
     # No server ran, and every output says so rather than naming one (or the embedded default).
     assert results["server_under_test"]["kernel_only"] is True
-    assert server_under_test_line(results).startswith("No server under test: a kernel-only session, the sampler kernel sglang==0.5.23")
+    assert server_under_test_line(Document.from_dict(results)).startswith("No server under test: a kernel-only session, the sampler kernel sglang==0.5.23")
 
 
 @pytest.mark.parametrize(("options", "expected"), [

@@ -83,7 +83,7 @@ def test_fail_on_suspect_fires_only_on_the_suspect_arm(fallback_arm: dict) -> No
 
 
 def test_report_passes_the_suspect_verdict_and_its_note_through(fallback_arm: dict) -> None:
-    blocks = build_report(fallback_arm, [], []).blocks
+    blocks = build_report(Document.from_dict(fallback_arm), [], []).blocks
     cells = [cell for block in blocks if isinstance(block, Table) for row in block.rows for cell in row]
     assert any(cell.startswith("**suspect**") for cell in cells)  # before/after verdict column and verdict table
     counts = next(block.text for block in blocks if isinstance(block, Paragraph) and " worse, " in block.text)
@@ -109,18 +109,19 @@ def test_the_reports_read_the_registrys_display_facts_from_the_analysis() -> Non
     from reports import overview
 
     table = metric_registry.metric_table().to_dict()
-    analysis = {"metrics": table["metrics"], "spread_rows": table["spread_rows"]}
+    written = {"metrics": table["metrics"], "spread_rows": table["spread_rows"]}
+    analysis = Comparison.from_dict(written)
     for metric in REGISTRY:
         assert document.kind_of(analysis, metric.name) == metric.report_format
         assert document.metric_fact(analysis, metric.name, "short") == (metric.short or metric.label)
         assert document.metric_fact(analysis, metric.name, "plot_title") == (metric.plot_title or metric.label)
         assert document.metric_fact(analysis, metric.name, "axis_label") == (metric.axis_label or metric.unit)
-    analysis["metrics"]["invalid_ids"] = {**analysis["metrics"]["invalid_ids"], "short": "bad ids"}
-    assert overview._short(analysis, "invalid_ids") == "bad ids"  # no copy in reports/: the analysis decides
-    older = {"metrics": {"invalid_ids": {"label": "invalid ids", "unit": "per generated token"}}}
+    written["metrics"]["invalid_ids"] = {**written["metrics"]["invalid_ids"], "short": "bad ids"}
+    assert overview._short(Comparison.from_dict(written), "invalid_ids") == "bad ids"  # no copy in reports/: the analysis decides
+    older = Comparison.from_dict({"metrics": {"invalid_ids": {"label": "invalid ids", "unit": "per generated token"}}})
     assert document.metric_fact(older, "invalid_ids", "short") == "invalid ids"
     assert document.metric_fact(older, "invalid_ids", "axis_label") == "per generated token"
-    assert document.metric_fact({}, "new_metric", "plot_title") == "new metric"
+    assert document.metric_fact(Comparison(), "new_metric", "plot_title") == "new metric"
 
 
 def test_the_summary_tables_counter_names_are_the_contracts() -> None:

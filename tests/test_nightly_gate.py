@@ -18,7 +18,7 @@ import pytest
 from harness.cli.main import main
 from harness.compare.absolute import RULES, judge_absolute
 from harness.orchestration import runner
-from harness.results.types import Document
+from harness.results.types import Arm, Document
 
 MAIN_JOB = Path(__file__).parent / "data" / "ab_results" / "main_job_smoke.json.gz"
 
@@ -33,7 +33,7 @@ def _fake_sessions(monkeypatch: pytest.MonkeyPatch, arms: dict[str, dict[str, An
 
     def run_sessions(plan, run_dir, on_progress, merged):
         for spec in plan.arms:
-            merged["arms"][spec.name] = copy.deepcopy(arms[spec.name])
+            merged.arms[spec.name] = Arm.from_dict(copy.deepcopy(arms[spec.name]))
         return merged
 
     monkeypatch.setattr(runner, "run_sessions", run_sessions)

@@ -33,7 +33,7 @@ def test_the_reports_median_itl_is_the_results(main_job: dict, tmp_path: Path) -
         bench = main_job["arms"][arm]["repeats"][0]["workloads"]["bench"]
         assert len(itl_ms(bench)) == sum(len(request) for request in bench["itls"])  # every gap, zeros too
         assert estimates[arm]["value"] == pytest.approx(bench["median_itl_ms"], rel=1e-12)
-    render_report(main_job, tmp_path)
+    render_report(Document.from_dict(main_job), tmp_path)
     markdown = (tmp_path / "report.md").read_text()
     row = next(line for line in markdown.splitlines() if line.startswith("| median ITL |"))
     for arm in ("nofix", "fix"):

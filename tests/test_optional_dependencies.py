@@ -75,8 +75,10 @@ def test_junit_outcomes_keep_one_line_messages(tmp_path: Path) -> None:
         "    pass\n", encoding="utf-8")
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={tmp_path / 'j.xml'}", "test_family.py"],
                    cwd=tmp_path, capture_output=True, timeout=120)
-    outcomes = read_junit(tmp_path / "j.xml")
-    assert outcomes is not None and outcomes["passed"] == 1 and outcomes["skipped"] == 1
+    outcome = read_junit(tmp_path / "j.xml")
+    assert outcome is not None
+    outcomes = outcome.to_dict()
+    assert outcomes["passed"] == 1 and outcomes["skipped"] == 1
     by_function = {f["function"]: f for f in outcomes["failed"]}
     assert by_function["test_fails"]["kind"] == "failed" and by_function["test_fails"]["module"] == "test_family"
     assert by_function["test_fails"]["message"].startswith("one is not two")
@@ -95,12 +97,12 @@ def test_an_errored_family_reads_errored_not_not_run() -> None:
              "kind": "error", "message": "--gsm8k-path hf needs the datasets package"}]}
     bench_only = copy.deepcopy(results)
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
-    lines = run_verdict_lines(results)
+    lines = run_verdict_lines(Document.from_dict(results))
     assert "**nofix** · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
     assert "**fix** (baseline) · GSM8K: **errored**: --gsm8k-path hf needs the datasets package" in lines
-    assert "GSM8K" not in (not_run_line(results) or "")
+    assert "GSM8K" not in (not_run_line(Document.from_dict(results)) or "")
     # a family with data is never "errored", whatever failed in its suite
     del bench_only["arms"]["nofix"]["repeats"][0]["tests"]
     bench_only["arms"]["fix"]["repeats"][0]["tests"]["failed"][0].update(module="test_serving_bench", kind="failed")
     bench_only[ANALYSIS_KEY] = compare_arms(Document.from_dict(bench_only)).to_dict()
-    assert not any("errored" in line for line in run_verdict_lines(bench_only))
+    assert not any("errored" in line for line in run_verdict_lines(Document.from_dict(bench_only)))

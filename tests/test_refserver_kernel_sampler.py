@@ -29,6 +29,7 @@ from scipy import stats
 from harness.compare.arms import resolve_arms
 from harness.errors import SpecsuiteError
 from harness.kernels.loader import KERNEL_MEMBER
+from harness.results.types import Document
 from harness.server.identity import ServerIdentity
 from harness.server.launcher import LaunchedServer, launch_reference_server
 from harness.workloads.correctness.detectors import stray_chars
@@ -140,7 +141,7 @@ def test_run_summary_names_each_arms_sampler():
     kernel = {"sampler": "sglang==0.5.20", "label": "sglang==0.5.20", "device": "cpu (triton interpreter)", "sha256": "ab" * 32}
     results = {"arms": {"nofix": {"identity": {"server_args": {"refserver_sampler": kernel}}, "repeats": []},
                         "remote": {"identity": {"server_args": {}}, "repeats": []}}}
-    summary = summary_markdown(results)
+    summary = summary_markdown(Document.from_dict(results))
     assert f"sampler of nofix: sglang==0.5.20 on cpu (triton interpreter), sha256 {'ab' * 32}" in summary
     assert "sampler of remote" not in summary  # a server that does not say is not given one
 

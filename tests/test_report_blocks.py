@@ -10,7 +10,7 @@ import json
 import pytest
 
 from harness.compare.verdicts import compare_arms
-from harness.results.types import ANALYSIS_KEY, Arm
+from harness.results.types import ANALYSIS_KEY, Arm, Document
 from reports.blocks import Bullets, Heading, Paragraph, Preformatted, Role, VerdictList
 from reports.html import render_html
 from reports.markdown import render_markdown
@@ -30,19 +30,19 @@ def raw_results() -> dict:
 @pytest.fixture(scope="module")
 def analysed(raw_results: dict) -> dict:
     results = copy.deepcopy(raw_results)
-    results[ANALYSIS_KEY] = compare_arms(results).to_dict()
+    results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()
     return results
 
 
 def test_summary_is_the_reports_blocks_picked_by_role(analysed: dict) -> None:
-    report = build_report(analysed, [], [])
-    summary = summary_document(analysed, "exit 0: fine")
+    report = build_report(Document.from_dict(analysed), [], [])
+    summary = summary_document(Document.from_dict(analysed), "exit 0: fine")
     banner = report.with_role(Role.SERVER_UNDER_TEST)
     assert len(banner) == 1 and isinstance(banner[0], Paragraph) and summary.splitlines()[0] == banner[0].text
     lines = [line.text for block in report.with_role(Role.VERDICT_LINES) if isinstance(block, VerdictList) for line in block.lines]
     notes = [block.text for role in (Role.SIDE_BY_SIDE, Role.GSM8K_SOURCE, Role.NOT_RUN) for block in report.with_role(role)
              if isinstance(block, Paragraph)]
-    assert lines and run_verdict_lines(analysed) == lines + notes
+    assert lines and run_verdict_lines(Document.from_dict(analysed)) == lines + notes
     assert all(f"- {text}\n" in summary for text in lines + notes)
     explained = [item for block in report.blocks if isinstance(block, Bullets) for item in block.items if item in EXPLAINED.values()]
     assert explained and not any(text in summary for text in explained)  # a body block: on the page, not in the summary
@@ -50,15 +50,15 @@ def test_summary_is_the_reports_blocks_picked_by_role(analysed: dict) -> None:
 
 
 def test_the_per_case_counts_are_on_the_page_only_without_an_analysis(raw_results: dict, analysed: dict) -> None:
-    assert not build_report(analysed, [], []).with_role(Role.PER_CASE_COUNTS)
+    assert not build_report(Document.from_dict(analysed), [], []).with_role(Role.PER_CASE_COUNTS)
     bare = {key: value for key, value in raw_results.items() if key != ANALYSIS_KEY}
-    counts = build_report(bare, [], []).with_role(Role.PER_CASE_COUNTS)
+    counts = build_report(Document.from_dict(bare), [], []).with_role(Role.PER_CASE_COUNTS)
     assert len(counts) == 1 and isinstance(counts[0], Preformatted)
-    assert counts[0].text.rstrip() in summary_document(bare, "exit 0")
+    assert counts[0].text.rstrip() in summary_document(Document.from_dict(bare), "exit 0")
 
 
 def test_markdown_and_html_draw_the_same_headings(analysed: dict) -> None:
-    report = build_report(analysed, [], [])
+    report = build_report(Document.from_dict(analysed), [], [])
     markdown, page = render_markdown(report), render_html(report)
     headings = [block for block in report.blocks if isinstance(block, Heading)]
     assert {heading.level for heading in headings} == {1, 2, 3}
@@ -103,7 +103,7 @@ def test_trend_records_write_back_what_they_read_and_keep_regressions_apart() ->
                                       "notes": ["n"]}]}],
               "steps": [regression, improvement], "regressions": [regression], "open_regressions": [regression]}
     assert Trends.from_dict(trends).to_dict() == trends
-    markdown = regressions_markdown(trends)
+    markdown = regressions_markdown(Trends.from_dict(trends))
     assert "## Regressions (1, 1 open)" in markdown
     other = markdown.split("## Other steps")[1].split("## Series")[0]
     assert other.count("| itl | t=0 |") == 1 and "| no |" in other  # the improvement only, not the regression again

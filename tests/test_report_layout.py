@@ -59,7 +59,7 @@ def main_job() -> dict:
 
 
 def _render(results: dict, out: Path) -> tuple[str, str]:
-    render_report(results, out)
+    render_report(Document.from_dict(results), out)
     return (out / "report.md").read_text(), (out / "report.html").read_text()
 
 
@@ -91,7 +91,7 @@ def test_header_fills_created_and_version(recorded: dict, full: dict, tmp_path: 
 
 
 def test_one_line_per_arm_and_family(full: dict, tmp_path: Path) -> None:
-    lines = verdict_lines(full)
+    lines = verdict_lines(Document.from_dict(full))
     assert [(line.arm, line.family) for line in lines] == [
         ("nofix", "cases"), ("nofix", "gsm8k"), ("nofix", "bench"), ("fix", "cases"), ("fix", "gsm8k"), ("fix", "bench")]
     gsm8k = next(line.text for line in lines if line.arm == "nofix" and line.family == "gsm8k")
@@ -106,7 +106,7 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     head, tables = markdown.split("## Figures")
     assert head.splitlines()[0].startswith("**Server under test: the embedded reference emulation**")
     assert "created 2026-12-04T04:43:13Z" in head and "specsuite 0.1.0" in head and "arms side by side" in head
-    families = [(line.arm, line.family) for line in verdict_lines(main_job)]
+    families = [(line.arm, line.family) for line in verdict_lines(Document.from_dict(main_job))]
     # The recorded run checked every answer's integrity, so the integrity family has its line too (harness/families/).
     assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench", "integrity")]
     assert "**nofix** · integrity: **none in either arm** on every row — 0 violations in 400 checked answers" in head
@@ -130,7 +130,7 @@ def test_any_verdict_string_is_drawn_and_suspect_is_explained(recorded: dict, tm
     accept[0]["verdict"] = "suspect"
     accept[1]["verdict"] = "needs a look"
     markdown, page = _render(results, tmp_path)
-    nofix = next(line for line in verdict_lines(results) if line.arm == "nofix")
+    nofix = next(line for line in verdict_lines(Document.from_dict(results)) if line.arm == "nofix")
     assert nofix.text.index("**worse** on invalid ids") < nofix.text.index("**suspect** on acceptance")  # the corruption first
     assert "the founding bug's signature" in markdown.split("## Figures")[0]
     assert f'<strong class="{verdict_class("suspect")}">suspect</strong>' in page and ".v-suspect" in page
@@ -152,7 +152,7 @@ def _png_size(path: Path) -> tuple[int, int]:
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)")
 def test_headless_chromium_draws_the_verdicts_before_the_tables(full: dict, tmp_path: Path) -> None:
-    render_report(full, tmp_path)
+    render_report(Document.from_dict(full), tmp_path)
     page = (tmp_path / "report.html").as_uri()
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
     dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", page], capture_output=True, text=True, timeout=120, check=True).stdout
@@ -166,7 +166,7 @@ def test_headless_chromium_draws_the_verdicts_before_the_tables(full: dict, tmp_
 
 
 def test_the_verdict_tables_case_and_metric_cells_do_not_wrap(full: dict, tmp_path: Path) -> None:
-    render_report(full, tmp_path)
+    render_report(Document.from_dict(full), tmp_path)
     page = (tmp_path / "report.html").read_text()
     assert re.search(r'<td class="nowrap">T = [0-9.]+, top_p = [0-9.]+</td>', page)
     assert '<td class="nowrap">invalid_ids</td>' in page

@@ -42,7 +42,7 @@ def real_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, l
 def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, list[Path]]:
     out = tmp_path_factory.mktemp("full")
     results = analysed(with_workloads(repeats=3))
-    return results, out, render_report(results, out)
+    return results, out, render_report(Document.from_dict(results), out)
 
 
 def png_size(path: Path) -> tuple[int, int]:

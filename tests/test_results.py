@@ -24,6 +24,7 @@ from harness.results.store import (
     read_records,
     write_json_atomic,
 )
+from harness.results.types import Document
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 NOW = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
@@ -179,7 +180,7 @@ def test_arm_record_writers_follow_the_layout(tmp_path):
 
 def test_write_results_adds_the_header_and_redacts(tmp_path):
     run = RunDirectory(tmp_path, seed=0, now=NOW, secrets=[KEY])
-    run.write_results({"schema_version": 99, "run_id": "forged", "seed": 0, "command": f"--api-key {KEY}", "arms": {}})
+    run.write_results(Document.from_dict({"schema_version": 99, "run_id": "forged", "seed": 0, "command": f"--api-key {KEY}", "arms": {}}))
     data = load_results(run.results_path)
     assert list(data.to_dict())[:5] == ["schema_version", "created_utc", "specsuite_version", "run_id", "status"]
     assert data.schema_version == SCHEMA_VERSION
@@ -189,12 +190,12 @@ def test_write_results_adds_the_header_and_redacts(tmp_path):
     assert isinstance(data.specsuite_version, str) and data.specsuite_version
     assert data.command == "--api-key ***"
     with pytest.raises(SpecsuiteError, match="invalid run status"):
-        run.write_results({"status": "done"})
+        run.write_results(Document.from_dict({"status": "done"}))
 
 
 def test_mark_interrupted_keeps_what_was_written(tmp_path):
     run = RunDirectory(tmp_path, seed=0, now=NOW)
-    run.write_results({"seed": 3, "arms": {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2]}]}}})
+    run.write_results(Document.from_dict({"seed": 3, "arms": {"fix": {"repeats": [{"repeat": 1, "cases": [1, 2]}]}}}))
     run.mark_interrupted("arm fix, gsm8k")
     data = load_results(run.path)
     assert data.status == "interrupted"

@@ -160,7 +160,7 @@ def test_the_builder_writes_the_session_shape_every_front_end_shares():
 
 def test_the_run_header_and_the_bench_comparison_come_from_the_builder():
     header = builder.run_document(embedded=True, seed=0, profile="smoke", repeats=2, markers=None, pytest_options=["-x"],
-                                  command="specsuite run", arm_order=["nofix", "fix"])
+                                  command="specsuite run", arm_order=["nofix", "fix"]).to_dict()
     assert header["arms"] == {} and header["baseline_arm"] == "fix" and header["markers"] is None
     assert header["server_under_test"] == {"embedded_reference": True, "reference_emulation": True, "source": "embedded-reference"}
     bench = bench_results_document({"a": [{"completed": 1}], "b": [{"completed": 2}, {"completed": 3}]}, "a").to_dict()

@@ -82,7 +82,7 @@ def test_a_reachable_non_llm_server_is_named_as_such(tmp_path: Path, capsys: pyt
 
 def test_summary_opens_with_the_verdict_lines(main_job: dict) -> None:
     args = argparse.Namespace(profile="smoke", fail_on=None)
-    summary = summary_document(main_job, exit_policy_line(args, None))
+    summary = summary_document(Document.from_dict(main_job), exit_policy_line(args, None))
     first_lines = summary.split("| arm | case |")[0]
     assert summary.startswith("**Server under test: the embedded reference emulation**")
     assert "## Verdict" in first_lines and "**worse** on accuracy −" in first_lines and "**suspect** on acceptance" in first_lines

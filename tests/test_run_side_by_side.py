@@ -15,6 +15,7 @@ from harness.compare.arms import ArmSpec, free_ports, resolve_arms
 from harness.errors import SpecsuiteError
 from harness.orchestration import runner
 from harness.results.store import RunDirectory, load_results
+from harness.results.types import Document
 from harness.session.main_job_profiles import MAIN
 
 SESSION_S = 1.5
@@ -47,11 +48,11 @@ def _run(tmp_path: Path, *, repeats: int, side_by_side: bool = True, arms: list[
     plan = runner.RunPlan(arms=arms, repeats=repeats, seed=7, markers="correctness", pytest_options=[], side_by_side=side_by_side,
                           parts=parts)
     run_dir = RunDirectory(tmp_path, run_id="run")
-    merged: dict = {"status": "running", "arms": {}}
+    merged = Document.from_dict({"status": "running", "arms": {}})
     progress: list[str] = []
     started = time.perf_counter()
     runner.run_sessions(plan, run_dir, progress.append, merged)
-    return merged, time.perf_counter() - started, progress
+    return merged.to_dict(), time.perf_counter() - started, progress
 
 
 def test_the_arms_of_a_repeat_run_side_by_side(tmp_path: Path, fake_sessions: None) -> None:

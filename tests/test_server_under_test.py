@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main as cli
+from harness.results.types import Document
 from harness.server.launcher import launch_reference_server
 from reports.render import render_report
 from reports.server_under_test import server_under_test_line
@@ -56,7 +57,7 @@ def test_the_embedded_default_says_so_in_header_summary_and_results(pytester) ->
     assert under_test["embedded_reference"] is True and under_test["reference_emulation"] is True
     assert under_test["source"] == "embedded-reference"
     assert results["arms"]["fix"]["server_under_test"] == under_test
-    assert server_under_test_line(results).startswith("**Server under test: the embedded reference emulation**")
+    assert server_under_test_line(Document.from_dict(results)).startswith("**Server under test: the embedded reference emulation**")
     xml = junit.read_text()
     assert '<property name="specsuite.embedded_reference" value="True"' in xml
     assert '<property name="specsuite.reference_emulation" value="True"' in xml
@@ -129,7 +130,7 @@ def _minimal_results(under_test: dict | None) -> dict:
      "Server under test: candidate http://node:30000 (version 0.5.23)."),
 ])
 def test_the_report_opens_with_the_server_under_test(under_test, first, tmp_path) -> None:
-    render_report(_minimal_results(under_test), tmp_path)
+    render_report(Document.from_dict(_minimal_results(under_test)), tmp_path)
     markdown = (tmp_path / "report.md").read_text()
     assert markdown.splitlines()[0].startswith(first), markdown[:300]
     body = (tmp_path / "report.html").read_text().split("<body>", 1)[1].lstrip()
@@ -141,7 +142,7 @@ def test_the_report_opens_with_the_server_under_test(under_test, first, tmp_path
 def test_old_results_are_judged_by_their_identity() -> None:
     """Results written before `server_under_test` existed: a reference server reports `refserver_arm`."""
     old = _minimal_results(None)
-    assert server_under_test_line(old).startswith("Server under test: candidate http://node:30000")
+    assert server_under_test_line(Document.from_dict(old)).startswith("Server under test: candidate http://node:30000")
     old["arms"]["candidate"]["identity"]["server_args"]["refserver_arm"] = "fix"
-    assert server_under_test_line(old).startswith("**Server under test: the reference emulation**")
-    assert server_under_test_line({"arms": {}}).startswith("Server under test: not recorded")
+    assert server_under_test_line(Document.from_dict(old)).startswith("**Server under test: the reference emulation**")
+    assert server_under_test_line(Document.from_dict({"arms": {}})).startswith("Server under test: not recorded")

@@ -80,7 +80,7 @@ def _rows(analysis: Comparison, metric: str) -> dict[str, ComparisonRow]:
 
 def _report(results: dict[str, Any], out: Path) -> tuple[str, str]:
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
-    render_report(results, out)
+    render_report(Document.from_dict(results), out)
     return (out / "report.md").read_text(), (out / "report.html").read_text()
 
 
@@ -103,7 +103,7 @@ def test_lossless_reaches_the_verdict_the_report_and_the_history(tmp_path: Path)
         "lossless_greedy": {"t=0-top_p=1": "worse"},
         "lossless_mode_rate": {"pooled over t=1-top_p=1": "equivalent"}}
     assert not _rows(analysis, "lossless_acceptance_betting")  # not applicable: no per-step acceptance stats
-    line = next(line.text for line in verdict_lines(results) if line.arm == "nofix" and line.family == "lossless")
+    line = next(line.text for line in verdict_lines(Document.from_dict(results)) if line.arm == "nofix" and line.family == "lossless")
     assert line.startswith("**nofix** · lossless: **worse** on PIT, greedy equality") and "4 of 6 test results passed" in line
     assert "## Lossless" in markdown
     assert "| PIT calibration | t=0.7-top_p=0.9 | FAIL (p 1e-06) | pass (p 0.3) | **worse** |" in markdown
@@ -162,7 +162,7 @@ def test_integrity_reaches_the_verdict_the_report_and_the_history(tmp_path: Path
     assert analysis.workloads["integrity"] == "run"
     assert _rows(analysis, "integrity_violations")["all checks"].verdict == "worse"
     assert set(_rows(analysis, "integrity_check_violations")) == {"stop_token"}  # checks that fired in neither arm: no row
-    lines = {line.arm: line.text for line in verdict_lines(results) if line.family == "integrity"}
+    lines = {line.arm: line.text for line in verdict_lines(Document.from_dict(results)) if line.family == "integrity"}
     assert lines == {"nofix": "**nofix** · integrity: **worse** on violations, violations per check — "
                               "3 violations in 400 checked answers (stop_token 3)",
                      "fix": "**fix** (baseline) · integrity: 0 violations in 400 checked answers"}

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
     """`specsuite bench`: a thin adapter over the RunSession (harness/session/), which starts the server (asking it
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
+    from harness.results.types import BenchRun
     from harness.server.secrets import load_admin_api_key, load_api_key
     from harness.server.session import describe_server_under_test
     from harness.session.bench import BENCH_SERVING, chosen_from_cli
@@ -94,5 +95,6 @@ def run(args: argparse.Namespace) -> int:
                                            progress=not args.disable_tqdm and sys.stderr.isatty())
     print(format_table(record))
     print(f"specsuite: appended the result to {output}")
-    print(f"specsuite: {describe_server_under_test(record['server_under_test'])}")
-    return EXIT_OK if record["failed"] == 0 else EXIT_REQUESTS_FAILED
+    summary = BenchRun.from_dict(record)  # the record appended to the output file, read typed
+    print(f"specsuite: {describe_server_under_test(summary.server_under_test or {})}")
+    return EXIT_OK if summary.failed == 0 else EXIT_REQUESTS_FAILED

@@ -95,6 +95,7 @@ def command_render(args: argparse.Namespace) -> int:
     from harness.history import HistoryStore, analyse
     from harness.history.metrics import METRIC_VERSIONS
     from harness.results.store import write_json_atomic
+    from reports.trend_records import TrendStep as ShownStep
     from reports.trends import display_unit, format_effect, render_trends
 
     if not args.out:
@@ -117,7 +118,7 @@ def command_render(args: argparse.Namespace) -> int:
     print(f"specsuite: {len(trends.series)} series, {nights} nights, {len(trends.steps)} steps, "
           f"{len(trends.regressions)} regressions ({len(trends.open_regressions)} open)")
     for step in trends.open_regressions:
-        shown = step.to_dict()  # the renderer's effect wording reads the step as trends.json holds it
+        shown = ShownStep.from_dict(step.to_dict())  # the renderer's effect wording reads the step as trends.json holds it
         print(f"specsuite: open {step.kind}: {step.label} at {step.case_id} from night {step.night} "
               f"({step.label_at_step}, {step.started_utc}): {format_effect(shown, display_unit(step.unit)[0])}, "
               f"p_adj={step.p_adjusted:.2g} [{step.series}]")

@@ -83,7 +83,7 @@ def command_run(args: argparse.Namespace) -> int:
 def command_gsm8k(args: argparse.Namespace) -> int:
     """`specsuite gsm8k`: a thin adapter over the RunSession (harness/session/), whose GSM8K driver the suites use too."""
     from harness.results.builder import measured_arm, session_document
-    from harness.results.types import Gsm8kRun, Workloads
+    from harness.results.types import AcceptLengthSummary, Gsm8kRun, Workloads
     from harness.server.secrets import load_admin_api_key, load_api_key
     from harness.server.session import describe_server_under_test
     from harness.session.config import run_config_from_options
@@ -122,7 +122,7 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     for key, raw in results.items():
         run = Gsm8kRun.from_dict(raw)
-        acc, accept = run.scoring("sglang").accuracy, run.accept_length.get("mean")
+        acc, accept = run.scoring("sglang").accuracy, AcceptLengthSummary.from_dict(run.accept_length).mean
         print(f"| {key} | {acc.value:.3f} ({acc.k}/{acc.n}) | {acc.ci_exact[0]:.3f}-{acc.ci_exact[1]:.3f} | "
               f"{run.scoring('sglang').invalid.value:.3f} | {run.scoring('lmeval_strict').accuracy.value:.3f} | "
               f"{run.scoring('lmeval_flexible').accuracy.value:.3f} | {'-' if accept is None else f'{accept:.3f}'} | "

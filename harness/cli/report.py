@@ -15,14 +15,14 @@ from harness.cli.exit_codes import EXIT_ERROR, EXIT_OK
 from harness.compare.verdicts import compare_arms
 from harness.errors import SpecsuiteError
 from harness.results.store import load_results
-from harness.results.types import ANALYSIS_KEY, Document
+from harness.results.types import ANALYSIS_KEY
 from reports.render import render_report
 
 
 def command_report(results_path: str, out_dir: str) -> int:
     """Render the report; a missing or invalid file, or an unwritable folder, is one error line and exit 2."""
     try:
-        document = Document.of(load_results(results_path))
+        document = load_results(results_path)
         document.put(ANALYSIS_KEY, compare_arms(document))
         written = render_report(document, Path(out_dir))
     except SpecsuiteError as exc:

@@ -21,6 +21,7 @@ from harness.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUP
 from harness.errors import SpecsuiteError
 
 if TYPE_CHECKING:
+    from harness.results.types import Document
     from harness.session.config import RunConfig
 
 RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SERVER_URL) and --baseline-url URL, "
@@ -34,9 +35,8 @@ def command_run(args: argparse.Namespace) -> int:
     from harness.compare.verdicts import compare_arms
     from harness.orchestration.runner import RunPlan, run_sessions
     from harness.results.builder import run_document
-    from harness.results.model import ANALYSIS_KEY
+    from harness.results.model import ANALYSIS_KEY, FAIL_ON_KEY
     from harness.results.store import RunDirectory, load_results
-    from harness.results.types import Document
     from harness.server.secrets import load_secrets
     from harness.server.session import check_server_given
     from harness.session.dependencies import missing_for_gsm8k
@@ -73,26 +73,24 @@ def command_run(args: argparse.Namespace) -> int:
         run_sessions(plan, run_dir, lambda line: print(f"specsuite: {line}", flush=True), merged)
     except KeyboardInterrupt:
         return _finish_interrupted(merged, run_dir, args, started, embedded)
-    failed = [f"{name} r{r['repeat']}" for name, arm in merged["arms"].items() for r in arm["repeats"] if r["exit_code"] not in (0, 1)]
-    merged["server_under_test"]["reference_emulation"] = embedded or any(
-        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
-    merged["warnings"] = [f"{name} r{r['repeat']}: {line}" for name, arm in merged["arms"].items() for r in arm["repeats"]
-                          for line in r.get("warnings") or []]
-    merged["status"] = "failed" if failed else "complete"
+    failed = [f"{name} r{r.repeat}" for name, arm in merged.arms.items() for r in arm.repeats if r.exit_code not in (0, 1)]
+    mark_reference_emulation(merged, embedded)
+    merged.put("warnings", [f"{name} r{r.repeat}: {line}" for name, arm in merged.arms.items() for r in arm.repeats for line in r.warnings])
+    merged.put("status", "failed" if failed else "complete")
     if failed:
-        merged["error"] = sessions_error(merged)
-    if not any(arm.get("identity") for arm in merged["arms"].values()):
+        merged.put("error", sessions_error(merged))
+    if not reached_a_server(merged):
         return _no_server_reached(merged, run_dir, started)
-    analysis = compare_arms(Document.from_dict(merged))
-    merged[ANALYSIS_KEY] = analysis.to_dict()  # merged is the dict written as results.json below
+    analysis = compare_arms(merged)
+    merged.put(ANALYSIS_KEY, analysis)
     outcome = evaluate_fail_on(rules, analysis) if rules else None
     if outcome is not None:
-        merged["fail_on"] = outcome.to_dict()
+        merged.put(FAIL_ON_KEY, outcome.to_dict())
     # --profile nightly: the absolute rules judge each candidate on its own, with or without a baseline.
-    absolute = judge_absolute(Document.from_dict(merged)) if args.profile == "nightly" else None
+    absolute = judge_absolute(merged) if args.profile == "nightly" else None
     if absolute is not None:
-        merged["absolute_gate"] = absolute.to_dict()
-    merged["sessions_wall_time_s"] = time.perf_counter() - started
+        merged.put("absolute_gate", absolute.to_dict())
+    merged.put("sessions_wall_time_s", time.perf_counter() - started)
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
@@ -108,7 +106,7 @@ def command_run(args: argparse.Namespace) -> int:
     for line in verdicts:  # last, where a terminal leaves them in view
         print(f"specsuite: verdict: {plain(line)}")
     if failed:
-        print(f"specsuite: error: {merged['error']} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
+        print(f"specsuite: error: {merged.error} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
     for line in gate_lines(outcome, absolute):
         print(f"specsuite: {line}")
@@ -117,28 +115,26 @@ def command_run(args: argparse.Namespace) -> int:
     return EXIT_CHECKS_FAILED if gated else EXIT_OK
 
 
-def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
+def _finish_interrupted(merged: Document, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
     """An interrupted run: results.json says so and where it stopped; the partial summary and report follow when
     any session reached a server (a second Ctrl-C skips them)."""
     from harness.compare.verdicts import compare_arms
     from harness.results.model import ANALYSIS_KEY
     from harness.results.store import load_results
-    from harness.results.types import Document
     from reports.render import render_report
     from reports.summary import summary_document
 
-    merged["status"] = "interrupted"
-    merged["stopped_at"] = merged.get("stopped_at") or "during the pytest sessions"
-    merged["sessions_wall_time_s"] = time.perf_counter() - started
-    merged["server_under_test"]["reference_emulation"] = embedded or any(
-        (arm.get("server_under_test") or {}).get("reference_emulation") for arm in merged["arms"].values())
+    merged.put("status", "interrupted")
+    merged.put("stopped_at", merged.stopped_at or "during the pytest sessions")
+    merged.put("sessions_wall_time_s", time.perf_counter() - started)
+    mark_reference_emulation(merged, embedded)
     run_dir.write_results(merged)
-    if not any(arm.get("identity") for arm in merged["arms"].values()):
-        print(f"specsuite: interrupted {merged['stopped_at']}, before any session reached its server; no report "
+    if not reached_a_server(merged):
+        print(f"specsuite: interrupted {merged.stopped_at}, before any session reached its server; no report "
               f"({run_dir.results_path}); exit {EXIT_INTERRUPTED}", file=sys.stderr)
         return EXIT_INTERRUPTED
     try:
-        merged[ANALYSIS_KEY] = compare_arms(Document.from_dict(merged)).to_dict()  # written as results.json next
+        merged.put(ANALYSIS_KEY, compare_arms(merged))
         run_dir.write_results(merged)
         written = load_results(run_dir.results_path)
         summary = summary_document(written, "exit 130: interrupted; the verdicts cover what finished")
@@ -149,7 +145,7 @@ def _finish_interrupted(merged: dict, run_dir, args: argparse.Namespace, started
         print("specsuite: interrupted again: no partial report", file=sys.stderr)
     except SpecsuiteError as exc:
         print(f"specsuite: no partial report: {exc}", file=sys.stderr)
-    print(f"specsuite: interrupted {merged['stopped_at']}; partial results in {run_dir.results_path}"
+    print(f"specsuite: interrupted {merged.stopped_at}; partial results in {run_dir.results_path}"
           + ("" if args.no_report else f", partial report in {run_dir.path / 'report' / 'report.html'}")
           + f" ({time.perf_counter() - started:.0f} s); exit {EXIT_INTERRUPTED}", file=sys.stderr)
     return EXIT_INTERRUPTED
@@ -238,26 +234,37 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     return with_options(config, given), extra
 
 
-def sessions_error(merged: dict) -> str:
+def sessions_error(merged: Document) -> str:
     """`sessions without results: nofix r1, fix r1: <the sessions' own reason>`, one reason once."""
     by_reason: dict[str, list[str]] = {}
-    for name, arm in merged["arms"].items():
-        for r in arm["repeats"]:
-            if r["exit_code"] not in (0, 1):
-                reason = r.get("reason") or r.get("error") or f"pytest exit {r['exit_code']}"
-                by_reason.setdefault(reason, []).append(f"{name} r{r['repeat']}")
+    for name, arm in merged.arms.items():
+        for r in arm.repeats:
+            if r.exit_code not in (0, 1):
+                reason = r.reason or r.error or f"pytest exit {r.exit_code}"
+                by_reason.setdefault(reason, []).append(f"{name} r{r.repeat}")
     return "sessions without results: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
-def _no_server_reached(merged: dict, run_dir, started: float) -> int:
+def mark_reference_emulation(merged: Document, embedded: bool) -> None:
+    """The run's `server_under_test.reference_emulation`: the embedded demo, or any arm whose server was the emulation."""
+    emulated = embedded or any(arm.server_choice().reference_emulation for arm in merged.arms.values())
+    merged.put("server_under_test", {**(merged.server_under_test or {}), "reference_emulation": emulated})
+
+
+def reached_a_server(merged: Document) -> bool:
+    """Whether any session reached its arm's server (it then wrote the arm's identity)."""
+    return any(arm.identity for arm in merged.arms.values())
+
+
+def _no_server_reached(merged: Document, run_dir, started: float) -> int:
     """Every session stopped before it reached a server: the sessions' own reason, and no report (there is nothing to show)."""
-    merged["status"] = "failed"
-    merged["error"] = merged.get("error") or "no session reached a server"
-    merged["sessions_wall_time_s"] = time.perf_counter() - started
+    merged.put("status", "failed")
+    merged.put("error", merged.error or "no session reached a server")
+    merged.put("sessions_wall_time_s", time.perf_counter() - started)
     run_dir.write_results(merged)
-    (run_dir.path / "summary.md").write_text(f"**Run failed before reaching any server**: {merged['error']}.\n\nNo report was written.\n",
+    (run_dir.path / "summary.md").write_text(f"**Run failed before reaching any server**: {merged.error}.\n\nNo report was written.\n",
                                              encoding="utf-8")
-    print(f"specsuite: error: no session reached a server; {merged['error']} "
+    print(f"specsuite: error: no session reached a server; {merged.error} "
           f"(logs under {run_dir.path / 'sessions'}; no report written)", file=sys.stderr)
     return EXIT_ERROR
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
-from typing import Any
+
+from harness.results.types import FailedTest, JunitOutcome
 
 MAX_FAILURES = 200  # a broken server fails every case; the first ones say what the rest do
 MAX_MESSAGE = 400
@@ -37,15 +38,16 @@ def one_line(message: str) -> str:
     return text if len(text) <= MAX_MESSAGE else text[:MAX_MESSAGE - 1] + "…"
 
 
-def read_junit(path: Path) -> dict[str, Any] | None:
-    """`{"passed": n, "skipped": n, "failed": [{"test", "module", "function", "kind", "message"}]}`; None without a file
-    (a session that stopped before pytest wrote it) or with one that is not JUnit XML."""
+def read_junit(path: Path) -> JunitOutcome | None:
+    """How many tests passed and skipped, and each that failed or errored (`{"passed", "skipped", "failed": [{"test",
+    "module", "function", "kind", "message"}]}` when written); None without a file (a session that stopped before pytest
+    wrote it) or with one that is not JUnit XML."""
     try:
         root = ElementTree.parse(path).getroot()
     except (OSError, ElementTree.ParseError):
         return None
     passed = skipped = 0
-    failed: list[dict[str, str]] = []
+    failed: list[FailedTest] = []
     for case in root.iter("testcase"):
         problem = next((child for child in case if child.tag in ("failure", "error")), None)
         if problem is None:
@@ -54,19 +56,20 @@ def read_junit(path: Path) -> dict[str, Any] | None:
             else:
                 passed += 1
             continue
+        # The XML's attributes, read by name: pytest's JUnit format is the wire here.
         module = (case.get("classname") or "").rsplit(".", 1)[-1]
         name = case.get("name") or ""
         if len(failed) < MAX_FAILURES:
-            failed.append({"test": f"{module}::{name}", "module": module, "function": name.split("[", 1)[0],
-                           "kind": "failed" if problem.tag == "failure" else "error",
-                           "message": one_line(problem.get("message") or problem.text or "")})
-    return {"passed": passed, "skipped": skipped, "failed": failed}
+            failed.append(FailedTest.written(test=f"{module}::{name}", module=module, function=name.split("[", 1)[0],
+                                             kind="failed" if problem.tag == "failure" else "error",
+                                             message=one_line(problem.get("message") or problem.text or "")))
+    return JunitOutcome.written(passed=passed, skipped=skipped, failed=failed)
 
 
-def combine(outcomes: list[dict[str, Any] | None]) -> dict[str, Any] | None:
+def combine(outcomes: list[JunitOutcome | None]) -> JunitOutcome | None:
     """Several parts' outcomes as one session's."""
-    present = [o for o in outcomes if o]
+    present = [o for o in outcomes if o is not None]
     if not present:
         return None
-    return {"passed": sum(o.get("passed", 0) for o in present), "skipped": sum(o.get("skipped", 0) for o in present),
-            "failed": [f for o in present for f in o.get("failed") or []][:MAX_FAILURES]}
+    return JunitOutcome.written(passed=sum(o.passed for o in present), skipped=sum(o.skipped for o in present),
+                                failed=[f for o in present for f in o.failed][:MAX_FAILURES])

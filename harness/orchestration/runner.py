@@ -186,8 +186,8 @@ def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
     # Nor a results database: `specsuite run` stores a night through `specsuite history ingest` of its merged
     # results.json; a session storing itself would put each part of an arm in the store as a night of its own.
     env = {key: value for key, value in os.environ.items() if key not in (SERVER_URL_ENV, RESULTS_DB_ENV)}
-    env["PYTHONPATH"] = _python_path(env.get("PYTHONPATH", ""))
-    env["PATH"] = interpreter_path(env.get("PATH", ""))
+    env["PYTHONPATH"] = _python_path(os.getenv("PYTHONPATH", ""))  # neither is among the variables left out above
+    env["PATH"] = interpreter_path(os.getenv("PATH", ""))
     env.update(dict(spec.arm.env))  # the arm's own variables (`--arm NAME="CUDA_VISIBLE_DEVICES=1 CMD"`), for its server
     # Sessions run in the sessions folder: nothing of the working directory (a checkout or not) decides what they import.
     process = subprocess.Popen(command, cwd=sessions_dir, stdout=log, stderr=subprocess.STDOUT, env=env)
@@ -220,9 +220,9 @@ class _Merger:
     whatever number of parts it ran as (cases and workloads joined, the worst exit code).
 
     Arms and repeats are built as the typed results model's `Arm` and `Repeat` (harness.results.types);
-    `merged["arms"][name]` is each arm's to_dict, rewritten as each session's results land."""
+    `merged.arms[name]` is each arm, rebuilt as each session's results land."""
 
-    def __init__(self, merged: dict[str, Any]) -> None:
+    def __init__(self, merged: Document) -> None:
         self.merged = merged
         self.arms: dict[str, Arm] = {}
         self.parts: dict[tuple[str, int], dict[int, Arm]] = {}
@@ -251,14 +251,13 @@ class _Merger:
                 arm.put(key, value)
         repeats = [r for r in arm.repeats if r.repeat != spec.repeat] + combined.repeats
         arm.repeats = sorted(repeats, key=lambda r: r.repeat)
-        self.merged["arms"][spec.arm.name] = arm.to_dict()
+        self.merged.arms[spec.arm.name] = arm
         return entry
 
     def _arm(self, spec: ArmSpec) -> Arm:
         if spec.name not in self.arms:
-            given = self.merged["arms"].get(spec.name)
-            self.arms[spec.name] = Arm.from_dict(given) if given is not None else Arm(
-                spec=_arm_description(spec), key_order=("spec", "repeats"))
+            given = self.merged.arms.get(spec.name)
+            self.arms[spec.name] = given if given is not None else Arm(spec=_arm_description(spec), key_order=("spec", "repeats"))
         return self.arms[spec.name]
 
 
@@ -278,10 +277,10 @@ def _combine(sessions: list[Arm]) -> Arm:
     combined.put("session_status", next((s for s in ("failed", "interrupted", "running", None) if s in statuses), "complete"))
     if any(e.running for e in entries):
         combined.put("running", True)
-    outcomes = combine_junit([e.tests.to_dict() if e.tests is not None else None for e in entries])
+    outcomes = combine_junit([e.tests for e in entries])
     if outcomes is not None:
         combined.put("tests", outcomes)
-    reasons = list(dict.fromkeys(e.extra["reason"] for e in entries if e.extra.get("reason")))
+    reasons = list(dict.fromkeys(e.reason for e in entries if e.reason))
     if reasons:
         combined.put("reason", "; ".join(reasons))
     errors = [f"{e.markers}: {e.error}" for e in entries if e.error]
@@ -380,11 +379,14 @@ def _mark_killed(session: _Session, signum: int | None) -> None:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
-    if isinstance(data, dict) and data.get("status") == "running":
+    if not isinstance(data, dict):
+        return
+    session = Document.from_dict(data)
+    if session.status == "running":
         how = signal.Signals(signum).name if signum else "an interrupt"
-        data.update(status="interrupted", stopped_at=f"killed by specsuite run {STOP_GRACE_S:.0f} s after {how}, "
-                                                     "before its own cleanup finished; its results so far are kept")
-        write_json_atomic(path, data)
+        session.update(status="interrupted", stopped_at=f"killed by specsuite run {STOP_GRACE_S:.0f} s after {how}, "
+                                                        "before its own cleanup finished; its results so far are kept")
+        write_json_atomic(path, session.to_dict())
 
 
 class _InterruptWatch:
@@ -419,7 +421,7 @@ class _InterruptWatch:
         raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
 
 
-def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[str], None], merged: dict[str, Any]) -> dict[str, Any]:
+def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[str], None], merged: Document) -> Document:
     """Run every round, its sessions side by side, merging each result as it lands."""
     suites_location()  # one line now when the suites are missing, not one per session
     sessions_dir = run_dir.path.resolve() / "sessions"
@@ -428,10 +430,10 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     total = sum(len(round_) for round_ in rounds)
     merger = _Merger(merged)
     # Side by side: some round ran sessions of two arms at once (a reference arm's parts at once are one arm).
-    merged["side_by_side"] = any(len({s.arm.name for s in round_}) > 1 for round_ in rounds)
-    merged["arm_schedule"] = "side-by-side" if plan.side_by_side else "sequential"
-    merged["sessions"] = [{"arm": s.arm.name, "repeat": s.repeat, "seed": plan.session_seed(s.repeat), "markers": s.markers,
-                           "run_id": s.run_id} for round_ in rounds for s in round_]
+    merged.put("side_by_side", any(len({s.arm.name for s in round_}) > 1 for round_ in rounds))
+    merged.put("arm_schedule", "side-by-side" if plan.side_by_side else "sequential")
+    merged.put("sessions", [{"arm": s.arm.name, "repeat": s.repeat, "seed": plan.session_seed(s.repeat), "markers": s.markers,
+                            "run_id": s.run_id} for round_ in rounds for s in round_])
     bar = tqdm(total=total, desc="specsuite sessions", unit="session", disable=not sys.stderr.isatty())
     done = 0
     running: list[_Session] = []
@@ -446,7 +448,7 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
                 _stop(running, watch.signum)
                 for session in running:
                     merger.merge(session, session.process.returncode, interrupted=True)
-                merged["stopped_at"] = "during " + (", ".join(session.label for session in running) or "the start of a round")
+                merged.put("stopped_at", "during " + (", ".join(session.label for session in running) or "the start of a round"))
                 run_dir.write_results(merged)
                 bar.close()
                 raise
@@ -454,7 +456,7 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     return merged
 
 
-def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, merged: dict[str, Any],
+def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, merged: Document,
                on_progress: Callable[[str], None], bar: Any, done: int, total: int) -> int:
     """Wait for one round's sessions, merging each result as it lands and printing a progress line now and then."""
     names = ", ".join(s.label for s in running)
@@ -476,7 +478,7 @@ def _run_round(running: list[_Session], merger: _Merger, run_dir: RunDirectory, 
             run_dir.write_results(merged)
             done += 1
             bar.update(1)
-            on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.extra.get('reason'))} ({entry.wall_time_s:.0f} s)")
+            on_progress(f"[{done}/{total}] {session.label}: {_outcome(exit_code, entry.reason)} ({entry.wall_time_s:.0f} s)")
         if running and time.monotonic() - last_refresh >= REFRESH_S:
             last_refresh = time.monotonic()
             if _refresh(merger, running):
@@ -546,9 +548,9 @@ def _session_entry(session_dir: Path, arm: ArmSpec, repeat: int, seed: int, exit
     results_file = session_dir / "results.json"
     if not results_file.is_file():
         if exit_code is not None:
-            entry.put("error", entry.extra.get("reason") or _last_line(log_path) or "the session wrote no results")
+            entry.put("error", entry.reason or _last_line(log_path) or "the session wrote no results")
         return Arm(repeats=[entry])
-    session = Document.of(load_results(results_file))
+    session = load_results(results_file)
     measured_arm = session.arms.get(arm.name) or Arm()
     measured = measured_arm.repeats[0] if measured_arm.repeats else Repeat()  # a pytest session is one repeat of its arm
     entry.cases = measured.cases or []  # a session that wrote null here still merges

@@ -62,17 +62,15 @@ def session_document(*, status: str, server_under_test: dict[str, Any], arms: Ma
 
 
 def run_document(*, embedded: bool, seed: int | None, profile: str | None, repeats: int, markers: str | None,
-                 pytest_options: Sequence[str], command: str, arm_order: Sequence[str]) -> dict[str, Any]:
-    """The header ``specsuite run``'s merger starts from, as the dict it fills in place: the arms
+                 pytest_options: Sequence[str], command: str, arm_order: Sequence[str]) -> Document:
+    """The header ``specsuite run``'s merger starts from, the document it fills in place: the arms
     in run order, the baseline last, no arm measured yet."""
-    document = Document(status="running", seed=seed, profile=profile, repeats=repeats, command=command,
-                        server_under_test={"embedded_reference": embedded, "reference_emulation": embedded,
-                                           "source": "embedded-reference" if embedded else "arms"},
-                        arm_order=list(arm_order), baseline_arm=arm_order[-1],
-                        extra={"markers": markers, "pytest_options": list(pytest_options)},
-                        key_order=("status", "server_under_test", "seed", "profile", "repeats", "markers", "pytest_options",
-                                   "command", "arm_order", "baseline_arm", "arms"))
-    return document.to_dict()
+    return Document(status="running", seed=seed, profile=profile, repeats=repeats, command=command,
+                    server_under_test={"embedded_reference": embedded, "reference_emulation": embedded,
+                                       "source": "embedded-reference" if embedded else "arms"},
+                    arm_order=list(arm_order), baseline_arm=arm_order[-1], markers=markers, pytest_options=list(pytest_options),
+                    key_order=("status", "server_under_test", "seed", "profile", "repeats", "markers", "pytest_options",
+                               "command", "arm_order", "baseline_arm", "arms"))
 
 
 def comparison_of(arms: Mapping[str, Sequence[Repeat]], baseline: str) -> Document:

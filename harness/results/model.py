@@ -32,7 +32,7 @@ from typing import Any
 
 from harness.results.types import ANALYSIS_KEY, FAIL_ON_KEY, SCHEMA_VERSION, Document
 
-__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "upgrade", "upgraded_document"]
+__all__ = ["ANALYSIS_KEY", "FAIL_ON_KEY", "SCHEMA_VERSION", "complete_arms", "upgrade", "upgraded_document"]
 
 
 def upgraded_document(parsed: dict[str, Any]) -> Document:
@@ -59,6 +59,12 @@ def upgrade(document: dict[str, Any]) -> dict[str, Any]:
     if isinstance(version, int) and version < SCHEMA_VERSION:
         upgraded.update(schema_version=SCHEMA_VERSION, upgraded_from=version)
     return upgraded
+
+
+def complete_arms(arms: dict[str, Any]) -> dict[str, Any]:
+    """Arms about to be written as results.json, every repeat complete (version 3: its number, cases and
+    workloads); each arm upgraded on its own (an arm written without repeats gets one, with no run seed)."""
+    return {name: _upgrade_arm(arm, None) for name, arm in arms.items()}
 
 
 def _upgrade_arm(arm: Any, seed: int | None) -> Any:

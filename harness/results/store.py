@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from harness.errors import SpecsuiteError
-from harness.results.model import SCHEMA_VERSION, upgrade, upgraded_document
+from harness.results.model import SCHEMA_VERSION, complete_arms, upgraded_document
 from harness.results.types import Document
 from harness.server.secrets import redact
 
@@ -257,20 +257,18 @@ class RunDirectory:
             self._writers[path] = writer
         return writer
 
-    def write_results(self, data: Mapping[str, Any] | Document) -> Path:
-        """Write ``results.json`` atomically: the header fields first, then ``data`` (a `Document`
-        from harness.results.builder, or its dict).
+    def write_results(self, results: Document) -> Path:
+        """Write ``results.json`` atomically: the header fields first, then ``results`` (a `Document`
+        from harness.results.builder; a caller holding a dict types it once with `Document.from_dict`).
 
         ``status`` defaults to "running". ``schema_version``, ``created_utc``,
-        ``specsuite_version`` and ``run_id`` are always this module's, whatever ``data`` says.
+        ``specsuite_version`` and ``run_id`` are always this module's, whatever ``results`` says.
         Every repeat is written with its ``repeat``, ``cases`` and ``workloads`` (version 3).
         """
-        if isinstance(data, Document):
-            data = data.to_dict()
-        # The file boundary: the dict written, read by key (the header, then every repeat completed as version 3).
-        status = data.get("status", "running")
+        status = results.status if results.has("status") else "running"
         if status not in STATUSES:
             raise SpecsuiteError(f"invalid run status {status!r}; expected one of {', '.join(STATUSES)}")
+        data = results.to_dict()
         document: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "created_utc": self.created_utc,
@@ -278,19 +276,18 @@ class RunDirectory:
             "run_id": self.run_id,
             "status": status,
         }
-        document.update((key, value) for key, value in data.items() if key not in _RESERVED_KEYS)
-        if isinstance(document.get("arms"), dict):
-            document["arms"] = upgrade({"arms": document["arms"], "schema_version": SCHEMA_VERSION})["arms"]
+        document.update((key, complete_arms(value) if key == "arms" and isinstance(value, dict) else value)
+                        for key, value in data.items() if key not in _RESERVED_KEYS)
         self._last = document
         return write_json_atomic(self.results_path, document, secrets=self._secrets)
 
     def mark_interrupted(self, where: str) -> Path:
         """Rewrite ``results.json`` with everything written so far, status "interrupted" and ``stopped_at``."""
-        return self.write_results({**self._last, "status": "interrupted", "stopped_at": where})
+        return self.write_results(Document.from_dict({**self._last, "status": "interrupted", "stopped_at": where}))
 
     def mark_failed(self, error: str) -> Path:
         """Rewrite ``results.json`` with everything written so far, status "failed" and ``error``."""
-        return self.write_results({**self._last, "status": "failed", "error": error})
+        return self.write_results(Document.from_dict({**self._last, "status": "failed", "error": error}))
 
     def close(self) -> None:
         """Close every record writer handed out."""

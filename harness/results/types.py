@@ -302,6 +302,16 @@ def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, defa
 
 
 @dataclass
+class AcceptLengthSummary(Record):
+    """A GSM8K run's ``accept_length`` (harness.workloads.gsm8k.metrics.accept_length_summary), read typed."""
+
+    n: int | None = None
+    mean: float | None = None  # the per-request accept lengths' mean
+    pooled: float | None = None  # completion tokens over verify steps, pooled
+    server: float | None = None  # the server's own figure after the run
+
+
+@dataclass
 class Gsm8kRun(Record):
     """One GSM8K run at one temperature (harness.workloads.gsm8k.runner)."""
 
@@ -358,6 +368,7 @@ class BenchRun(Record):
     warnings: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
     itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
+    server_under_test: dict[str, Any] | None = None  # `specsuite bench`'s record: the server it measured (ServerChoice)
 
     def temperature(self) -> float:
         """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
@@ -450,6 +461,8 @@ class Repeat(Record):
     running: bool | None = None
     parts: list[dict[str, Any]] = field(default_factory=list)
     tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
+    reason: str | None = None  # `specsuite run`: a session that tested nothing, its own one-line reason
+    interrupted: bool | None = None  # `specsuite run`: the session was stopped by an interrupt
 
 
 @dataclass
@@ -470,6 +483,10 @@ class Arm(Record):
 
     def gsm8k_runs(self) -> list[Gsm8kRun]:
         return [run for repeat in self.repeats for run in repeat.workloads.gsm8k]
+
+    def server_choice(self) -> ServerChoice:
+        """How this arm's server was chosen, read typed (empty when no session reached it)."""
+        return ServerChoice.from_dict(self.server_under_test or {})
 
     def refserver_sampler(self) -> dict[str, Any] | None:
         """The reference server's sampler description from its /server_info, when it reports one."""
@@ -824,11 +841,6 @@ class Document(Record):
     ab_compare: Comparison | None = None  # ANALYSIS_KEY
     fail_on: dict[str, Any] | None = None  # FAIL_ON_KEY
 
-    @classmethod
-    def of(cls, results: dict[str, Any] | Document) -> Document:
-        """The typed document of a results dict; a `Document` is returned as it is (readers take either)."""
-        return results if isinstance(results, Document) else cls.from_dict(results)
-
     def option(self, flag: str) -> str | None:
         """The last value ``specsuite run`` gave its sessions for ``flag`` (``--flag V`` or ``--flag=V``)."""
         options = [str(o) for o in self.pytest_options]
@@ -872,6 +884,31 @@ class IntegrityTotals(Record):
     answers_checked: int | None = None
     streams_checked: int | None = None
     violations: int | None = None
+
+
+@dataclass
+class ServerChoice(Record):
+    """A ``server_under_test`` record (harness.server.session; the run's or an arm's): how the server was chosen and
+    what it is, read typed."""
+
+    kernel_only: bool | None = None  # a kernel-only session: no server at all
+    embedded_reference: bool | None = None  # the embedded reference server, started because no server was given
+    reference_emulation: bool | None = None  # specsuite's reference server (a CPU emulation), however it was reached
+    source: str | None = None  # server-url, launch, embedded-reference (`specsuite run`'s document: arms)
+    url: str | None = None
+    version: str | None = None
+    server_kind: str | None = None
+
+
+@dataclass
+class SpeculativeSettings(Record):
+    """The speculative-decoding settings a server reports (an identity's ``speculative``), read typed."""
+
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    speculative_use_rejection_sampling: bool | None = None
 
 
 @dataclass

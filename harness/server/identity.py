@@ -32,6 +32,11 @@ SPEC_FIELDS = (
 )
 
 
+def tokenizer_folder(model_info: dict[str, Any]) -> str | None:
+    """The tokenizer folder a server's /get_model_info names: its tokenizer_path, else its model_path."""
+    return model_info.get("tokenizer_path") or model_info.get("model_path")
+
+
 def collect_secrets(value: Any) -> set[str]:
     """Every non-empty string stored under a credential-like key, at any depth."""
     found: set[str] = set()

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.results.types import ServerChoice
 from harness.server import kinds, refserver_contract
-from harness.server.identity import ServerIdentity
+from harness.server.identity import ServerIdentity, tokenizer_folder
 from harness.server.launcher import LaunchedServer, launch_reference_server
 from harness.server.protocol import ServerClient
 from harness.server.vocab import VocabInfo, load_vocab_info
@@ -74,16 +75,17 @@ def is_reference_emulation(server_info: dict[str, Any]) -> bool:
 
 
 def describe_server_under_test(record: dict[str, Any]) -> str:
-    """One line naming the server under test; it leads with the warning when it is the emulation."""
-    url = record.get("url", "?")
-    if record.get("embedded_reference"):
+    """One line naming the server under test (a `server_under_test` record); it leads with the warning when it is the emulation."""
+    choice = ServerChoice.from_dict(record)
+    url = choice.url if choice.has("url") else "?"
+    if choice.embedded_reference:
         return (f"server under test: the EMBEDDED REFERENCE EMULATION at {url} (CPU refserver, not a real "
                 "SGLang server; no --server-url/SPECSUITE_SERVER_URL was given)")
-    if record.get("reference_emulation"):
-        return f"server under test: the REFERENCE EMULATION at {url} (CPU refserver, not a real SGLang server; via {record.get('source')})"
-    version = f", version {record['version']}" if record.get("version") else ""
-    kind = f"{record['server_kind']} " if record.get("server_kind") else ""
-    return f"server under test: {kind}{url} (via {record.get('source')}{version})"
+    if choice.reference_emulation:
+        return f"server under test: the REFERENCE EMULATION at {url} (CPU refserver, not a real SGLang server; via {choice.source})"
+    version = f", version {choice.version}" if choice.version else ""
+    kind = f"{choice.server_kind} " if choice.server_kind else ""
+    return f"server under test: {kind}{url} (via {choice.source}{version})"
 
 
 def _unrecognised(line: str) -> str | None:
@@ -195,7 +197,7 @@ def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerU
         client = kinds.make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
         model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
-        tokenizer_dir = options.tokenizer or model_info.get("tokenizer_path") or model_info.get("model_path")
+        tokenizer_dir = options.tokenizer or tokenizer_folder(model_info)
         if not tokenizer_dir or not Path(tokenizer_dir).is_dir():
             raise SpecsuiteError(f"the server's tokenizer {tokenizer_dir!r} is not a folder on this machine: pass --tokenizer <local folder>")
         vocab = load_vocab_info(tokenizer_dir, options.vocab_size)

@@ -21,21 +21,23 @@ def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base
     """A BenchConfig: the profile's values, then what the front end's user chose (None: not chosen)."""
     from harness.workloads.serving.runner import BenchConfig
 
-    values = {**profile.defaults(), **{key: value for key, value in chosen.items() if value is not None}}
-    if values["seed"] is None:
-        values["seed"] = run_seed if run_seed is not None else 0
-    backend = values.get("backend") or kinds.named_or_fallback(server_kind).default_bench_backend
-    values["backend"] = backend
-    if chosen.get("flush_cache") is None and not kinds.kind_of_backend(backend).flushes_cache:
-        values["flush_cache"] = False  # e.g. vLLM has no /flush_cache: the accept length is a /metrics delta instead
-    if chosen.get("tokenize_prompt") is None and (values.get("dataset_name") == "sharegpt" or kinds.bench_backend(backend).needs_text_prompts):
-        values["tokenize_prompt"] = False  # ShareGPT turns and chat messages are text
+    given = {key: value for key, value in chosen.items() if value is not None}
+    defaults = profile.defaults()
+    settings = {**defaults, **given}
+    settings.setdefault("backend", None)  # none chosen: the server kind's, below
+    config = BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **settings)
+    if config.seed is None:
+        config.seed = run_seed if run_seed is not None else 0
+    config.backend = config.backend or kinds.named_or_fallback(server_kind).default_bench_backend
+    if "flush_cache" not in given and not kinds.kind_of_backend(config.backend).flushes_cache:
+        config.flush_cache = False  # e.g. vLLM has no /flush_cache: the accept length is a /metrics delta instead
+    if "tokenize_prompt" not in given and (config.dataset_name == "sharegpt" or kinds.bench_backend(config.backend).needs_text_prompts):
+        config.tokenize_prompt = False  # ShareGPT turns and chat messages are text
     # The profile's lengths may be fitted to the server's context length; lengths the user chose are not changed. The
     # option table's defaults are the profile's values, so a length equal to the profile's reads as the profile's.
-    defaults = profile.defaults()
-    if chosen.get("lengths_chosen") is None:
-        values["lengths_chosen"] = any(chosen.get(key) not in (None, defaults[key]) for key in ("random_input_len", "random_output_len"))
-    return BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **values)
+    if "lengths_chosen" not in given:
+        config.lengths_chosen = any(key in given and given[key] != defaults[key] for key in ("random_input_len", "random_output_len"))
+    return config
 
 
 def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:

@@ -18,5 +18,5 @@ def render_main_job_report(out: Path) -> Path:
     """Render the recorded run's report into `out` (report.md, report.html, figures); returns `out`."""
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     results[ANALYSIS_KEY] = compare_arms(Document.from_dict(results)).to_dict()  # as results.json holds it
-    render_report(results, out)
+    render_report(Document.from_dict(results), out)
     return out

@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 from harness.history import HistoryStore, analyse, items_from_file  # noqa: E402
 from harness.server import refserver_contract  # noqa: E402
 from harness.server.launcher import find_free_port  # noqa: E402
+from reports.trend_records import TrendStep  # noqa: E402
 from reports.trends import display_unit, format_effect, render_trends  # noqa: E402
 
 ACCELERATOR = "cpu-refserver"
@@ -114,7 +115,7 @@ def render(url: str, out: Path, label: str) -> dict[str, Any]:
     for step in trends["steps"]:
         scale, unit = display_unit(step["unit"])
         print(f"  night {step['night']:2d}  {step['kind']:11s} {'practical' if step['practical'] else 'negligible':10s} "
-              f"{step['label']:38s} {step['case_id']:15s} {format_effect(step, scale):22s} p_adj={step['p_adjusted']:.2g}  [{unit}]")
+              f"{step['label']:38s} {step['case_id']:15s} {format_effect(TrendStep.from_dict(step), scale):22s} p_adj={step['p_adjusted']:.2g}  [{unit}]")
     return trends
 
 
