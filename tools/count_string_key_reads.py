@@ -29,6 +29,7 @@ WIRE_PARSING_MODULES = (
     "harness/server/generation.py",
     "harness/server/answer_shapes.py",
     "harness/server/bench_formats.py",
+    "harness/server/bench_answers.py",  # /server_info, /get_model_info and /v1/models as the benchmark reads them
     "harness/server/vocab.py",
     "harness/server/kinds/sglang.py",
     "harness/server/kinds/vllm.py",
