@@ -178,8 +178,8 @@ class IntegrityProbe:
     @property
     def num_draft_tokens(self) -> int:
         """k: speculative_num_draft_tokens, or 0 when the server does not speculate."""
-        spec = self.specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
-        k = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
+        identity = self.specsuite.server.identity
+        k = identity.speculative_num_draft_tokens if identity.speculative_algorithm else None
         return k if isinstance(k, int) and k > 0 else 0
 
     @property
@@ -198,7 +198,7 @@ class IntegrityProbe:
             return True, "--assume-deterministic"
         if self.kind.seeds_each_request:
             return True, f"{self.kind.display_name} seeds each request's own generator"
-        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):  # /server_info's server args, by SGLang's name
+        if self.specsuite.server.identity.deterministic_inference:
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
             self._model_type = str(self.client.model_info().get("model_type"))  # /get_model_info's answer

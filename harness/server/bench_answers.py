@@ -1,6 +1,6 @@
-"""The facts the serving benchmark takes from a server's answers, parsed into typed values: SGLang's
-/server_info (context limit, speculative settings, the reported accept length), /get_model_info (the tokenizer
-path) and the first card of /v1/models (served model id, its path `root`, vLLM's `max_model_len`).
+"""The facts the workloads take from a server's answers, parsed into typed values: SGLang's /server_info
+(context limit, speculative settings, the reported accept lengths), /get_model_info (the tokenizer path) and the
+first card of /v1/models (served model id, its path `root`, vLLM's `max_model_len`).
 """
 
 from __future__ import annotations
@@ -41,6 +41,14 @@ def reported_accept_length(server_info: dict[str, Any] | None) -> Any:
     """/server_info's `internal_states[0].avg_spec_accept_length`, as sent; None when absent."""
     internal = (server_info or {}).get("internal_states") or [{}]
     return internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
+
+
+def reported_accept_lengths(server_info: dict[str, Any]) -> list[Any]:
+    """`avg_spec_accept_length` of every DP rank's `internal_states` entry that names one, as sent."""
+    states = server_info.get("internal_states")
+    if not isinstance(states, list):
+        return []
+    return [state.get("avg_spec_accept_length") for state in states if isinstance(state, dict) and "avg_spec_accept_length" in state]
 
 
 def tokenizer_path_of(model_info: dict[str, Any]) -> str:

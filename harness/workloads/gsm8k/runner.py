@@ -25,6 +25,7 @@ from harness.errors import SpecsuiteError
 from harness.results.types import Gsm8kAnswer
 from harness.server.faults import RunStopped, classify
 from harness.server.generation import Generation
+from harness.server.meta_info import FinishReason, MetaInfo
 from harness.server.protocol import GenerationRequest, request_record
 from harness.workloads.gsm8k.data import GSM8KItem, one_line
 from harness.workloads.gsm8k.metrics import accept_length_summary, definition_summary, latency_summary
@@ -212,16 +213,16 @@ def _answer_fields(generation: Generation, item: GSM8KItem) -> dict[str, Any]:
     """The record fields taken from one answer; raises on an aborted one."""
     if not isinstance(generation, Generation):
         raise ValueError(f"generate returned {type(generation).__name__}, not a Generation")
-    meta = generation.meta_info
+    meta = MetaInfo.parse(generation.meta_info)
     finish_reason = generation.finish_reason
-    # the server's finish object and meta_info, as it sent them
-    if isinstance(finish_reason, Mapping) and finish_reason.get("type") == "abort":
-        raise RuntimeError(f"server aborted the request: {finish_reason.get('message')}")
+    finish = FinishReason.parse(finish_reason)
+    if finish.type == "abort":
+        raise RuntimeError(f"server aborted the request: {finish.message}")
     text = generation.text
     output_ids = generation.output_ids
     completion_tokens = generation.completion_tokens
-    verify_ct = meta.get("spec_verify_ct")
-    accept_length = meta.get("spec_accept_length")
+    verify_ct = meta.spec_verify_ct
+    accept_length = meta.spec_accept_length
     if accept_length is None and verify_ct and completion_tokens is not None:
         accept_length = completion_tokens / verify_ct
     scores = score_output(text, item.answer)
