@@ -51,6 +51,21 @@ def reported_accept_lengths(server_info: dict[str, Any]) -> list[Any]:
     return [state.get("avg_spec_accept_length") for state in states if isinstance(state, dict) and "avg_spec_accept_length" in state]
 
 
+def model_path_of(model_info: dict[str, Any]) -> Any:
+    """/get_model_info's model_path, as sent."""
+    return model_info.get("model_path")
+
+
+def model_type_of(model_info: dict[str, Any]) -> Any:
+    """/get_model_info's model_type, as sent."""
+    return model_info.get("model_type")
+
+
+def speculative_algorithm_of(server_info: dict[str, Any]) -> Any:
+    """/server_info's speculative_algorithm, as sent (None or "NONE" without speculative decoding)."""
+    return server_info.get("speculative_algorithm")
+
+
 def tokenizer_path_of(model_info: dict[str, Any]) -> str:
     """/get_model_info's tokenizer path, else its model path; "" when it names neither."""
     return model_info.get("tokenizer_path") or model_info.get("model_path") or ""

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server import kinds, refserver_contract
+from harness.server.bench_answers import model_path_of, speculative_algorithm_of
 from harness.server.launcher import LaunchedServer, launch_reference_server
 from harness.server.protocol import ServerClient
 
@@ -44,8 +45,8 @@ def _describe(client: ServerClient, how: str) -> dict[str, Any]:
     return {
         "how": how,
         "url": client.base_url,
-        "model_path": model.get("model_path"),
-        "speculative_algorithm": info.get("speculative_algorithm"),
+        "model_path": model_path_of(model),
+        "speculative_algorithm": speculative_algorithm_of(info),
     }
 
 
