@@ -61,3 +61,8 @@ class VllmStepStats:
         if not isinstance(stats, Mapping):
             return None
         return cls(per_step_accepted=stats.get("per_step_accepted"), per_step_drafted=stats.get("per_step_drafted"))
+
+
+def meta_info_of(answer: Any) -> Any:
+    """A raw native /generate answer's meta_info object, as sent; None when the answer is not an object."""
+    return answer.get("meta_info") if isinstance(answer, dict) else None

@@ -22,13 +22,14 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
-from harness.results.types import Gsm8kAnswer
+from harness.results.types import Gsm8kAnswer, Gsm8kRun
 from harness.server.faults import RunStopped, classify
 from harness.server.generation import Generation
 from harness.server.meta_info import FinishReason, MetaInfo
 from harness.server.protocol import GenerationRequest, request_record
 from harness.workloads.gsm8k.data import GSM8KItem, one_line
-from harness.workloads.gsm8k.metrics import accept_length_summary, definition_summary, latency_summary
+from harness.workloads.gsm8k.metrics import accept_length_summary, accuracy_of, definition_summary, latency_summary
+from harness.workloads.gsm8k.per_question import PerQuestionTable
 from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_prompt, build_request, plan_few_shot, prompt_hash
 from harness.workloads.gsm8k.scoring import DEFINITIONS, score_output
 
@@ -53,8 +54,7 @@ class GSM8KResult:
 
     def accuracy(self, definition: str = "sglang") -> float | None:
         """Fraction correct among answered questions under ``definition``."""
-        # definition_summary's dict is what results.json writes under definitions.<name>
-        return definition_summary(self._answered, definition)["accuracy"]["value"]
+        return accuracy_of(self._answered, definition)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly summary: metrics per definition and per-question correctness vectors."""
@@ -203,9 +203,8 @@ def paired_outcomes(
 
 def _per_question(result: GSM8KResult | Mapping[str, Any], definition: str) -> dict[int, tuple[str, bool]]:
     summary = result.to_dict() if isinstance(result, GSM8KResult) else result
-    # the per-question table as results.json writes it (GSM8KResult.to_dict, or a stored run's)
-    table = summary["per_question"]
-    columns = zip(table["question_index"], table["prompt_hash"], table["correct"][definition], strict=True)
+    table = PerQuestionTable.from_dict(Gsm8kRun.from_dict(dict(summary)).per_question)
+    columns = zip(table.question_index, table.prompt_hash, table.correct[definition], strict=True)
     return {index: (digest, correct) for index, digest, correct in columns}
 
 
