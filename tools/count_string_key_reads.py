@@ -40,6 +40,7 @@ WIRE_PARSING_MODULES = (
     "harness/workloads/integrity/native_answer.py",
     "harness/workloads/serving/streams.py",
     "harness/kernels/vllm_child.py",
+    "harness/kernels/child_messages.py",  # the vLLM sampler child's protocol lines, read by the parent
 )
 
 
