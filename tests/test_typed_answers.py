@@ -56,3 +56,17 @@ def test_the_table_prints_the_line_s_typed_fields() -> None:
     assert "P99 chunk ITL (ms):                      1.50" in table
     typed = BenchLine.from_line(line)
     assert typed.completed == 4 and typed.to_dict() == line
+
+
+def test_conversation_records_yield_their_first_pair() -> None:
+    from harness.workloads.serving.conversation_records import BundledPromptLine, ShareGptConversation
+
+    turns = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}, {"value": 3}]
+    assert ShareGptConversation.from_dict({"conversations": turns}).first_pair() == ("hi", "hello")
+    assert ShareGptConversation.from_dict({"conversation": turns}).first_pair() == ("hi", "hello")
+    assert ShareGptConversation.from_dict({"conversations": None, "conversation": turns}).first_pair() is None
+    assert ShareGptConversation.from_dict({"conversations": [{"value": "hi"}, {"value": 2}]}).first_pair() is None
+    assert ShareGptConversation.from_dict({}).first_pair() is None
+    assert BundledPromptLine.from_dict({"question": "q", "answer": 4}).pair() == ("q", "4")
+    assert BundledPromptLine.from_dict({"prompt": "p"}).pair() == ("p", "p")
+    assert BundledPromptLine.from_dict({"prompt": ""}).pair() is None
