@@ -70,3 +70,20 @@ def test_conversation_records_yield_their_first_pair() -> None:
     assert BundledPromptLine.from_dict({"question": "q", "answer": 4}).pair() == ("q", "4")
     assert BundledPromptLine.from_dict({"prompt": "p"}).pair() == ("p", "p")
     assert BundledPromptLine.from_dict({"prompt": ""}).pair() is None
+
+
+def test_prompt_lines_take_their_id_kind_and_prompt(tmp_path) -> None:
+    import pytest
+
+    from harness.errors import SpecsuiteError
+    from harness.workloads.correctness.prompts import PromptItem, load_prompts
+
+    path = tmp_path / "prompts.jsonl"
+    path.write_text('{"id": "a", "kind": "math", "prompt": "2+2"}\n\n{"prompt": "hello"}\n')
+    assert load_prompts(path) == [PromptItem("a", "math", "2+2"), PromptItem("line-3", "prose", "hello")]
+    path.write_text('{"id": "a"}\n')
+    with pytest.raises(SpecsuiteError, match="prompts.jsonl:1"):
+        load_prompts(path)
+    path.write_text('["prompt"]\n')
+    with pytest.raises(SpecsuiteError, match="prompts.jsonl:1"):
+        load_prompts(path)
