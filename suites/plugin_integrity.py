@@ -22,9 +22,10 @@ from harness.config.options import add_pytest_options
 from harness.errors import SpecsuiteError
 from harness.results.types import IntegrityResults, IntegrityTestOutcome
 from harness.server import kinds, refserver_contract
+from harness.server.bench_answers import model_type_of
 from harness.server.generated_text import text_context
 from harness.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
-from harness.workloads.integrity.native_answer import output_ids_of, text_of
+from harness.workloads.integrity.native_answer import ids_if_any, output_ids_of, text_of
 from harness.workloads.integrity.near_ties import describe, numerics_flip
 from harness.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
 from harness.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
@@ -160,7 +161,7 @@ class IntegrityProbe:
     def numerics_flip(self, label: str, reference: dict[str, Any], answer: dict[str, Any], reference_label: str) -> bool:
         """Whether `answer` leaves the greedy `reference` answer at a near-tie of its top logprobs
         (noted for the running test's record: numerics, not a failure)."""
-        flip = numerics_flip(reference, answer.get("output_ids") or [], self.near_tie)  # a native answer; a streamed one may lack ids
+        flip = numerics_flip(reference, ids_if_any(answer), self.near_tie)
         if flip is not None:
             self.numerics.append(f"{label}: {describe(flip, reference_label)}")
         return flip is not None
@@ -178,8 +179,8 @@ class IntegrityProbe:
     @property
     def num_draft_tokens(self) -> int:
         """k: speculative_num_draft_tokens, or 0 when the server does not speculate."""
-        spec = self.specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
-        k = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
+        identity = self.specsuite.server.identity
+        k = identity.speculative_num_draft_tokens if identity.speculative_algorithm else None
         return k if isinstance(k, int) and k > 0 else 0
 
     @property
@@ -198,10 +199,10 @@ class IntegrityProbe:
             return True, "--assume-deterministic"
         if self.kind.seeds_each_request:
             return True, f"{self.kind.display_name} seeds each request's own generator"
-        if self.specsuite.server.identity.server_args.get("enable_deterministic_inference"):  # /server_info's server args, by SGLang's name
+        if self.specsuite.server.identity.deterministic_inference:
             return True, "the server reports enable_deterministic_inference"
         if self._model_type is None:
-            self._model_type = str(self.client.model_info().get("model_type"))  # /get_model_info's answer
+            self._model_type = str(model_type_of(self.client.model_info()))
         if self._model_type == REFERENCE_MODEL_TYPE:
             return True, "the reference server always honours sampling_seed"
         return False, ("SGLang ignores sampling_seed without --enable-deterministic-inference and /server_info reports it "

@@ -50,7 +50,7 @@ class LosslessSession:
         self.specsuite = specsuite
         self.reference = reference
         self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
-                                         draft_steps_of(server.identity.speculative), vocab_size=server.vocab.vocab_size)
+                                         draft_steps_of(server.identity), vocab_size=server.vocab.vocab_size)
         # The session's workloads map holds each section as results.json writes it; a section already there is kept.
         self.results = LosslessResults.from_dict(specsuite.workloads.get("lossless") or {})
         self.results.update(config=_config_dict(config), reference=reference.description, draft_steps=self.workload.draft_steps,

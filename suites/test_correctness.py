@@ -23,6 +23,8 @@ from harness.errors import SpecsuiteError
 from harness.results.builder import comparison_of
 from harness.results.types import Case, Repeat
 from harness.server import kinds
+from harness.server.identity import ServerIdentity
+from harness.server.meta_info import MetaInfo
 from harness.stats import fisher_exact_2x2, rate_ratio_test
 from harness.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
 from harness.workloads.correctness.padded_rows import (
@@ -176,20 +178,19 @@ def test_repetition_loops_not_above_greedy_control(specsuite, sampled_case):
                                    f"Fisher p={test.p_value:.2e} < alpha {alpha}; example: {result.example('repetition_loop')}")
 
 
-def _speculative(specsuite) -> dict:
-    spec = specsuite.server.identity.speculative  # the server's own speculative settings (/server_info), by its names
-    if not spec.get("speculative_algorithm") or not spec.get("speculative_num_draft_tokens"):
+def _speculative(specsuite) -> ServerIdentity:
+    identity = specsuite.server.identity
+    if not identity.speculative_algorithm or not identity.speculative_num_draft_tokens:
         pytest.skip("the server does not run speculative decoding")
-    return spec
+    return identity
 
 
 def test_accept_length_within_bounds(specsuite, sampling_case):
-    spec = _speculative(specsuite)
+    identity = _speculative(specsuite)
     result = specsuite.case_result(sampling_case)
-    # meta_info: the server's per-request figures as it sent them (SGLang's names)
-    measured = [(request_accept_length(g.meta_info), g.meta_info.get("spec_verify_ct")) for g in result.generations]
+    measured = [(request_accept_length(g.meta_info), MetaInfo.parse(g.meta_info).spec_verify_ct) for g in result.generations]
     measured = [(value, verify_ct) for value, verify_ct in measured if value is not None]
-    check = accept_length_within_bounds([v for v, _ in measured], int(spec["speculative_num_draft_tokens"]), [c for _, c in measured])
+    check = accept_length_within_bounds([v for v, _ in measured], int(identity.speculative_num_draft_tokens), [c for _, c in measured])
     assert check.passed, f"accept length out of bounds at {sampling_case.case_id}: {check.to_dict()}"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from harness.server.meta_info import FinishReason
 from harness.server.protocol import GenerationRequest, Sampling
 from harness.workloads.integrity.native_answer import NativeAnswer, output_ids_of, text_of
 from harness.workloads.integrity.near_ties import chosen_logprob_flip, reference_output
@@ -191,9 +192,10 @@ def test_multi_stop_lists_follow_sglang_order(integrity_probe, prompt):
             rule, (count, text, finish) = next(((r, e) for r, e in expected.items() if e[2] == got), next(iter(expected.items())))
             # expected: rule -> (ids, text, SGLang's finish object) this test derived from the reference
             if rule == "listed first" and "earliest" in expected:
-                divergences.append(f"stops {stop_list!r}: stopped on {finish['matched']!r} (listed first, {gap} ids later) "
-                                   f"after {count} ids; without speculation: {expected['earliest'][2]['matched']!r} after "
-                                   f"{expected['earliest'][0]} ids")
+                earliest_count, _, earliest_finish = expected["earliest"]
+                divergences.append(f"stops {stop_list!r}: stopped on {FinishReason.parse(finish).matched!r} (listed first, {gap} ids later) "
+                                   f"after {count} ids; without speculation: {FinishReason.parse(earliest_finish).matched!r} after "
+                                   f"{earliest_count} ids")
             return _expect_prefix(answer, reference, count, text, finish)
 
         return _checked_case(probe, f"stops {stop_list!r}", request, expect, reference)

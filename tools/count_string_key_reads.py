@@ -29,6 +29,8 @@ WIRE_PARSING_MODULES = (
     "harness/server/generation.py",
     "harness/server/answer_shapes.py",
     "harness/server/bench_formats.py",
+    "harness/server/bench_answers.py",  # /server_info, /get_model_info and /v1/models as the workloads read them
+    "harness/server/meta_info.py",  # a native /generate answer's meta_info and finish_reason objects
     "harness/server/vocab.py",
     "harness/server/kinds/sglang.py",
     "harness/server/kinds/vllm.py",
@@ -38,6 +40,7 @@ WIRE_PARSING_MODULES = (
     "harness/workloads/integrity/native_answer.py",
     "harness/workloads/serving/streams.py",
     "harness/kernels/vllm_child.py",
+    "harness/kernels/child_messages.py",  # the vLLM sampler child's protocol lines, read by the parent
 )
 
 

@@ -144,16 +144,15 @@ def _records(repeat: Repeat) -> list[FamilyRecord]:
 
 def _state(view: FamilyView, arm: str) -> str:
     """Invalid ids in the sampled cases, the highest stray rate, the range of the accept length."""
-    by_metric = view.arm_estimates(arm)
-    sampled = [r for r in by_metric.get("invalid_ids", []) if r.temperature > 0]
+    sampled = [r for r in view.arm_metric(arm, "invalid_ids") if r.temperature > 0]
     parts = []
     if sampled:
         k, n = sum(int(r.k or 0) for r in sampled), sum(float(r.n or 0) for r in sampled)
         parts.append(f"{k:,} invalid ids in {int(n):,} sampled tokens")
-    stray = [r.value for r in by_metric.get("stray_per_1200", []) if r.value is not None]
+    stray = [r.value for r in view.arm_metric(arm, "stray_per_1200") if r.value is not None]
     if stray:
         parts.append(f"stray up to {fmt(max(stray))} per 1200" if max(stray) > 0 else "no stray tokens")
-    accept = sorted(r.value for r in by_metric.get("accept_length", []) if r.value is not None)
+    accept = sorted(r.value for r in view.arm_metric(arm, "accept_length") if r.value is not None)
     if accept:
         parts.append(f"accept length (mean of requests) {fmt(accept[0])}" + (f"–{fmt(accept[-1])}" if len(accept) > 1 else ""))
     return ", ".join(parts)

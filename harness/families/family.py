@@ -79,6 +79,10 @@ class FamilyView:
                 by_metric.setdefault(row.metric, []).append(row)
         return by_metric
 
+    def arm_metric(self, arm: str, metric: str) -> list[EstimateRow]:
+        """One arm's estimates of one metric, in the view's order; [] when it has none."""
+        return [row for row in self.estimates if row.arm == arm and row.metric == metric]
+
     def table_header(self, *leading: str) -> list[str]:
         """A section table's header: the leading columns, each arm with its role, then a verdict column per candidate."""
         return [*leading, *(f"{arm} ({'baseline' if arm == self.baseline else 'candidate'})" for arm in self.arm_order),

@@ -124,7 +124,7 @@ def _records(repeat: Repeat) -> list[FamilyRecord]:
 
 def _state(view: FamilyView, arm: str) -> str:
     """The accuracy per temperature; "synthetic-set" when the runs used the project's own set, never a real score."""
-    accuracy = sorted(view.arm_estimates(arm).get("gsm8k_accuracy", []), key=lambda r: r.temperature)
+    accuracy = sorted(view.arm_metric(arm, "gsm8k_accuracy"), key=lambda r: r.temperature)
     shown = [f"{pct(r.value)} at T={r.temperature:g}" for r in accuracy if r.value is not None]
     if not shown:
         return ""

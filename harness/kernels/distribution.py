@@ -414,14 +414,13 @@ def rule_family_test(kernel: LoadedKernel, shape: KernelShape, seed: int, level:
     """The rule's total-length test (harness.kernels.rule_check.total_length_test) as a family member."""
     data, outcome = rule_check.run_rule(kernel, shape, seed)
     result = rule_check.total_length_test(data, outcome, kernel.spec.block)
-    # the rule check's details, by its names (harness.kernels.rule_check)
-    spread = float(np.sqrt(result.details["variance"])) / data.batch
+    spread = float(np.sqrt(result.variance)) / data.batch
     detectable = float((stats.norm.isf(level / 2) + stats.norm.isf(1 - POWER)) * spread)
     # observed/expected_rate: accepted drafts per row, the columns the report's distribution table shows.
     # from_dict: the rule check's details (harness.kernels.rule_check) ride along after the named figures, in extra
     statistic = KernelTestStatistic.from_dict({
         "verification": result.verification, "observed_total": result.observed_total, "expected_total": result.expected_total,
-        "observed_rate": result.details["mean_accepted"], "expected_rate": result.details["expected_mean_accepted"], **result.details})
+        "observed_rate": result.mean_accepted, "expected_rate": result.expected_mean_accepted, **result.details})
     return DistributionTest(RULE_SCENARIO, "rule-total", -1, data.batch, result.p_value, statistic, detectable)
 
 

@@ -44,6 +44,5 @@ def load_kernel(text: str) -> LoadedKernel:
 
     sampler, ready = start_vllm_sampler(spec.version, spec.corrected_expand)
     expand = "corrected expand" if spec.corrected_expand else "stock expand"
-    # the child's ready line (harness.kernels.vllm_child), as it sent it
-    return LoadedKernel(spec, f"vllm {ready.get('vllm')} ({expand})", str(ready.get("device")), "cpu", sampler,
-                        version=str(ready.get("vllm")), details=ready)
+    return LoadedKernel(spec, f"vllm {ready.vllm} ({expand})", str(ready.device), "cpu", sampler,
+                        version=str(ready.vllm), details=ready.line)

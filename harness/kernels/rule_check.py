@@ -31,7 +31,7 @@ convolution of the rows' distributions), by the exact two-sided test (twice the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -306,7 +306,14 @@ class RuleLengthTest:
     observed_total: int
     expected_total: float
     p_value: float
-    details: dict[str, Any] = field(default_factory=dict)
+    mean_accepted: float  # accepted drafts per row, observed
+    expected_mean_accepted: float  # and expected
+    variance: float  # of the total under the null
+
+    @property
+    def details(self) -> dict[str, Any]:
+        """The test's per-row figures, as the written statistic carries them after its named ones."""
+        return {"mean_accepted": self.mean_accepted, "expected_mean_accepted": self.expected_mean_accepted, "variance": self.variance}
 
     def to_dict(self) -> dict[str, Any]:
         return {"mode": "statistical", "verification": self.verification, "rows": self.rows, "observed_total": self.observed_total,
@@ -348,8 +355,7 @@ def total_length_test(data: ChainInput, outcome: ChainOutcome, block: bool) -> R
     variance = float((distributions @ counts**2 - means**2).sum())
     p_value = min(1.0, 2.0 * min(lower, upper))
     return RuleLengthTest("block" if block else "token", data.batch, observed, expected, p_value,
-                          {"mean_accepted": observed / data.batch, "expected_mean_accepted": expected / data.batch,
-                           "variance": variance})
+                          mean_accepted=observed / data.batch, expected_mean_accepted=expected / data.batch, variance=variance)
 
 
 def draws_own_coins(kernel: LoadedKernel) -> bool:

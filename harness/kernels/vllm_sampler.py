@@ -25,13 +25,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from harness.errors import SpecsuiteError
+from harness.kernels.child_messages import ChildAnswer, ChildReady, sampled_token_ids
 from harness.kernels.inputs import ChainInput, masked_logits, sampling_targets
 from harness.project_paths import PROJECT_ROOT
 from kernel_loading.outcome import ChainOutcome
@@ -102,11 +103,11 @@ class VllmChild:
     python: str
     expand_patch: Path | None
     process: subprocess.Popen[str] | None = None
-    ready: dict[str, Any] = field(default_factory=dict)
+    ready: ChildReady | None = None
     workdir: tempfile.TemporaryDirectory[str] | None = None
     calls: int = 0
 
-    def start(self) -> dict[str, Any]:
+    def start(self) -> ChildReady:
         self.workdir = tempfile.TemporaryDirectory(prefix="specsuite-vllm-")
         command = [self.python, "-u", str(CHILD)]
         if self.expand_patch is not None:
@@ -118,13 +119,12 @@ class VllmChild:
                                             env=env, start_new_session=True)
         except OSError as exc:
             raise SpecsuiteError(f"cannot start the vLLM Python {self.python}: {exc.strerror}") from None
-        message = self._read(START_TIMEOUT_S, "starting vLLM")
-        # the child's JSON line (harness.kernels.vllm_child)
-        if not message.get("ready"):
+        ready = ChildReady.parse(self._read(START_TIMEOUT_S, "starting vLLM"))
+        if not ready.ready:
             self.close()
-            raise SpecsuiteError(f"vLLM ({self.python}) did not start its sampler: {message.get('error', message)}")
-        self.ready = message
-        return message
+            raise SpecsuiteError(f"vLLM ({self.python}) did not start its sampler: {ready.failure}")
+        self.ready = ready
+        return ready
 
     def log_tail(self, lines: int = 5) -> str:
         if self.workdir is None:
@@ -163,13 +163,12 @@ class VllmChild:
         np.savez(request, **arrays)
         self.process.stdin.write(json.dumps({"op": "sample", "input": str(request), "output": str(answer)}) + "\n")
         self.process.stdin.flush()
-        message = self._read(CALL_TIMEOUT_S, "sampling")
+        outcome = ChildAnswer.parse(self._read(CALL_TIMEOUT_S, "sampling"))
         request.unlink(missing_ok=True)
-        # the child's JSON line (harness.kernels.vllm_child)
-        if not message.get("ok"):
-            raise SpecsuiteError(f"vLLM's rejection sampler failed: {message.get('error', message)}")
+        if not outcome.ok:
+            raise SpecsuiteError(f"vLLM's rejection sampler failed: {outcome.failure}")
         with np.load(answer) as result:
-            output = result["output_token_ids"]
+            output = sampled_token_ids(result)
         answer.unlink(missing_ok=True)
         return output
 
@@ -214,7 +213,7 @@ class VllmRejectionSampler:
         self.child.close()
 
 
-def start_vllm_sampler(version: str | None, corrected_expand: bool) -> tuple[VllmRejectionSampler, dict[str, Any]]:
+def start_vllm_sampler(version: str | None, corrected_expand: bool) -> tuple[VllmRejectionSampler, ChildReady]:
     """Start the child; check the version when one was asked for.  One SpecsuiteError line on failure."""
     python = default_vllm_python()
     if python is None:
@@ -229,8 +228,8 @@ def start_vllm_sampler(version: str | None, corrected_expand: bool) -> tuple[Vll
             raise SpecsuiteError(f"the corrected-expand patch {patch} is missing (set {EXPAND_PATCH_ENV} to its path)")
     child = VllmChild(python, patch)
     ready = child.start()
-    if version is not None and ready.get("vllm") != version:
+    if version is not None and ready.vllm != version:
         child.close()
-        raise SpecsuiteError(f"--kernel vllm=={version}: the vLLM environment at {python} has vllm {ready.get('vllm')}; "
+        raise SpecsuiteError(f"--kernel vllm=={version}: the vLLM environment at {python} has vllm {ready.vllm}; "
                              "install the release asked for there, or use --kernel vllm-installed")
     return VllmRejectionSampler(child), ready

@@ -160,6 +160,31 @@ class ServerIdentity:
         )
 
     @property
+    def speculative_algorithm(self) -> Any:
+        """/server_info's speculative_algorithm, as sent (None or "" when the server does not speculate)."""
+        return self.speculative.get("speculative_algorithm")
+
+    @property
+    def speculative_num_draft_tokens(self) -> Any:
+        """/server_info's speculative_num_draft_tokens, as sent."""
+        return self.speculative.get("speculative_num_draft_tokens")
+
+    @property
+    def speculative_num_steps(self) -> Any:
+        """/server_info's speculative_num_steps, as sent."""
+        return self.speculative.get("speculative_num_steps")
+
+    @property
+    def incremental_streaming(self) -> bool:
+        """Whether the server streams each chunk's new text only (SGLang's incremental_streaming_output)."""
+        return bool(self.server_args.get("incremental_streaming_output"))
+
+    @property
+    def deterministic_inference(self) -> bool:
+        """Whether the server runs with SGLang's enable_deterministic_inference."""
+        return bool(self.server_args.get("enable_deterministic_inference"))
+
+    @property
     def served_dtype(self) -> ServedDtype | None:
         return ServedDtype(self.dtype, self.dtype_source or "") if self.dtype else None
 

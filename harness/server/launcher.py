@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 
 from harness.errors import SpecsuiteError
-from harness.project_paths import PROJECT_ROOT
+from harness.project_paths import PROJECT_ROOT, python_path_with
 from harness.server import refserver_contract
 from harness.server.secrets import redact, redact_text
 
@@ -317,7 +317,7 @@ def launch_reference_server(
     if not _ARM_NAME.fullmatch(arm):
         raise SpecsuiteError(f"invalid arm name {arm!r}: use letters, digits, '.', '_' and '-' only")
     port = find_free_port(host)
-    python_path = os.pathsep.join(p for p in (str(_PROJECT_ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    python_path = python_path_with(_PROJECT_ROOT)
     server = LaunchedServer(
         reference_server_command(arm, port=port, host=host, extra_args=extra_args),
         base_url=f"http://{_url_host(host)}:{port}",

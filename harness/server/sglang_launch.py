@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.errors import SpecsuiteError
-from harness.project_paths import PROJECT_ROOT
+from harness.project_paths import PROJECT_ROOT, python_path_with
 
 CPU_OPS = PROJECT_ROOT / "fixtures" / "sglang_cpu_ops"
 CPU_OPS_SITE = CPU_OPS / "site"  # sgl_kernel (the project's ops), the torchvision stand-in, the AMX-probe hook
@@ -80,7 +80,7 @@ def sglang_command(venv: Path, method: str, *, port: int, host: str = "127.0.0.1
 def sglang_env() -> dict[str, str]:
     """The server's environment additions: the project's ops first on PYTHONPATH (the caller's other values win)."""
     env = {name: os.environ.get(name, value) for name, value in SERVER_ENV.items()}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CPU_OPS_SITE), os.environ.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = python_path_with(CPU_OPS_SITE)
     return env
 
 

@@ -17,12 +17,11 @@ checks they agree). The patch modules run in vLLM's environment and import nothi
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import SpecsuiteError
-from harness.project_paths import PROJECT_ROOT
+from harness.project_paths import PROJECT_ROOT, python_path_with
 
 PATCHES_DIR = PROJECT_ROOT / "fixtures" / "vllm_patches"
 PLANTED_BIAS_C_ENV = "SPECSUITE_PLANTED_BIAS_C"
@@ -57,7 +56,7 @@ def get_patch(name: str) -> VllmPatch:
 def patch_env(name: str, planted_bias_c: float | None = None) -> dict[str, str]:
     """The server's environment additions for a patch: PYTHONPATH first, then the caller's."""
     patch = get_patch(name)
-    env = {"PYTHONPATH": os.pathsep.join([*map(str, patch.paths), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    env = {"PYTHONPATH": python_path_with(*patch.paths)}
     if name == "planted_bias":
         if planted_bias_c is None or not math.isfinite(planted_bias_c) or planted_bias_c <= 0:
             raise SpecsuiteError(f"--patch planted_bias needs --planted-bias-c, a positive number (got {planted_bias_c})")

@@ -18,6 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from harness.server.bench_answers import reported_accept_lengths
+from harness.server.meta_info import MetaInfo
+
 # Float slack for ratios SGLang computes in float64.
 TOLERANCE = 1e-9
 
@@ -26,11 +29,12 @@ def request_accept_length(meta_info: dict[str, Any]) -> float | None:
     """Tokens per verify step for one finished request: `spec_accept_length`, else
     completion_tokens / spec_verify_ct. None when no verify step ran (spec off, max_new_tokens=1,
     or a streamed chunk before the last)."""
-    value = meta_info.get("spec_accept_length")
+    meta = MetaInfo.parse(meta_info)
+    value = meta.spec_accept_length
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    verify_ct = meta_info.get("spec_verify_ct")
-    completion = meta_info.get("completion_tokens")
+    verify_ct = meta.spec_verify_ct
+    completion = meta.completion_tokens
     if isinstance(verify_ct, int) and verify_ct > 0 and isinstance(completion, int):
         return completion / verify_ct
     return None
@@ -41,14 +45,7 @@ def server_accept_length(server_info: dict[str, Any]) -> float | None:
     over the DP ranks that report it, each rank weighted equally (the server does not report the
     per-rank verify counts that a weighted mean would need). None until the server has folded its
     first 40-iteration interval, or when spec decoding is off."""
-    states = server_info.get("internal_states")
-    if not isinstance(states, list):
-        return None
-    values = [
-        float(s["avg_spec_accept_length"])
-        for s in states
-        if isinstance(s, dict) and isinstance(s.get("avg_spec_accept_length"), (int, float))
-    ]
+    values = [float(value) for value in reported_accept_lengths(server_info) if isinstance(value, (int, float))]
     return float(np.mean(values)) if values else None
 
 

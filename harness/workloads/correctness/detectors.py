@@ -18,6 +18,7 @@ from scipy import stats
 
 from harness.results.types import DetectorTotal
 from harness.server.generation import Generation
+from harness.server.meta_info import FinishReason
 from harness.server.vocab import VocabInfo
 
 MAX_POSITIONS = 20  # positions and examples kept per result; counts are always complete
@@ -287,7 +288,7 @@ def _true_runs(mask: np.ndarray) -> list[tuple[int, int]]:
 def nan_finishes(finish_reason: dict[str, Any] | None) -> DetectorResult:
     """SGLang's own alarm: a sampled id outside [0, vocab_size) ends the request with
     {"type": "stop", "matched": "NaN happened"} and the id is overwritten with EOS."""
-    hit = isinstance(finish_reason, dict) and finish_reason.get("matched") == "NaN happened"
+    hit = isinstance(finish_reason, dict) and FinishReason.parse(finish_reason).matched == "NaN happened"
     return DetectorResult(name="nan_finish", count=int(hit), total=1, unit="responses")
 
 

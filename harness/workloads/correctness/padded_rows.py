@@ -34,6 +34,7 @@ from scipy import stats
 
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation
+from harness.server.meta_info import MetaInfo
 from harness.server.protocol import GenerationRequest, Sampling
 from harness.server.transport import shorten
 from harness.server.vocab import VocabInfo
@@ -80,8 +81,8 @@ def _pairs(entry: Any, what: str, index: int) -> dict[int, float]:
 def parse_padded_scoring(meta_info: dict[str, Any], count: int) -> list[PositionLogprobs]:
     """One entry per generated token from a `padded_scoring_request` answer; a one-line SpecsuiteError on another shape
     (a server that does not answer `token_ids_logprob` has no `input_token_ids_logprobs`)."""
-    # the scoring answer's meta_info, as the server sent it
-    tops, padded = meta_info.get("input_top_logprobs"), meta_info.get("input_token_ids_logprobs")
+    meta = MetaInfo.parse(meta_info)
+    tops, padded = meta.input_top_logprobs, meta.input_token_ids_logprobs
     if not isinstance(padded, list):
         raise SpecsuiteError("padded-row scoring: the answer has no input_token_ids_logprobs (token_ids_logprob not supported)")
     if not isinstance(tops, list) or len(tops) != count + 1 or len(padded) != count + 1:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.project_paths import DATA_DIR
+from harness.results.types import Record
 
 DEFAULT_PROMPTS = DATA_DIR / "correctness_prompts.jsonl"
 
@@ -19,6 +21,21 @@ class PromptItem:
     id: str
     kind: str
     prompt: str
+
+
+@dataclass
+class PromptLine(Record):
+    """One line of a prompts file as written: `prompt` required, `id` and `kind` optional."""
+
+    id: Any = None
+    kind: Any = "prose"
+    prompt: Any = None
+
+    def item(self, number: int) -> PromptItem:
+        """The prompt it names (id `line-<number>` when it has none); KeyError without a prompt."""
+        if not self.has("prompt"):
+            raise KeyError("prompt")
+        return PromptItem(str(self.id) if self.has("id") else f"line-{number}", str(self.kind), str(self.prompt))
 
 
 def load_prompts(path: str | Path | None = None) -> list[PromptItem]:
@@ -33,9 +50,7 @@ def load_prompts(path: str | Path | None = None) -> list[PromptItem]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-            # one line of the prompts file (fixtures/data/*.jsonl), parsed here once
-            items.append(PromptItem(str(row.get("id", f"line-{number}")), str(row.get("kind", "prose")), str(row["prompt"])))
+            items.append(PromptLine.from_dict(json.loads(line)).item(number))
         except (ValueError, KeyError, AttributeError):
             raise SpecsuiteError(f"{source}:{number}: expected a JSON object with a \"prompt\" field") from None
     if not items:

@@ -27,6 +27,7 @@ from harness.server.cache_flush import flush_before_measurement
 from harness.server.counters import counter_deltas
 from harness.server.faults import FaultGuard, Outcome, RunStopped, classify, failure_record
 from harness.server.generation import Generation
+from harness.server.meta_info import MetaInfo
 from harness.server.protocol import GenerationRequest, Sampling, ServerClient, request_record
 from harness.server.vocab import VocabInfo
 from harness.workloads.correctness.acceptance import request_accept_length, server_accept_length
@@ -233,8 +234,7 @@ def run_case(
             result.hits.append(hits)
             if accept is not None:
                 result.accept_lengths.append(accept)
-            # meta_info as the server sent it (SGLang's name)
-            rate = generation.meta_info.get("spec_accept_rate")
+            rate = MetaInfo.parse(generation.meta_info).spec_accept_rate
             if isinstance(rate, (int, float)):
                 result.accept_rates.append(float(rate))
             if record_sink:

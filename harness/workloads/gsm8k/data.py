@@ -151,7 +151,7 @@ def _items_from(rows: Any, where: str) -> list[GSM8KItem]:
     if len(rows) == 0:
         raise SpecsuiteError(f"GSM8K source {where} has no rows")
     items = []
-    # the dataset's own columns
+    # the dataset's own columns (a Hugging Face dataset or the synthetic set), read once here into GSM8KItems
     for index, (question, answer) in enumerate(zip(rows["question"], rows["answer"], strict=True)):
         if not isinstance(question, str) or not isinstance(answer, str):
             raise SpecsuiteError(f"GSM8K source {where} row {index}: question and answer must be strings")

@@ -38,11 +38,21 @@ def proportion(successes: int, trials: int, confidence: float = CONFIDENCE) -> d
     }
 
 
-def definition_summary(records: Sequence[Gsm8kAnswer], definition: str) -> dict[str, Any]:
-    """Counts, accuracy and invalid fraction under one definition, over answered records."""
+def _outcomes(records: Sequence[Gsm8kAnswer], definition: str) -> list[str]:
     if definition not in DEFINITIONS:
         raise ValueError(f"unknown GSM8K definition {definition!r}")
-    outcomes = [record.outcome[definition] for record in records]
+    return [record.outcome[definition] for record in records]
+
+
+def accuracy_of(records: Sequence[Gsm8kAnswer], definition: str) -> float | None:
+    """Fraction correct under one definition, over answered records; None without any (definition_summary's accuracy value)."""
+    outcomes = _outcomes(records, definition)
+    return outcomes.count("correct") / len(outcomes) if outcomes else None
+
+
+def definition_summary(records: Sequence[Gsm8kAnswer], definition: str) -> dict[str, Any]:
+    """Counts, accuracy and invalid fraction under one definition, over answered records."""
+    outcomes = _outcomes(records, definition)
     answered = len(outcomes)
     correct = outcomes.count("correct")
     invalid = outcomes.count("invalid")

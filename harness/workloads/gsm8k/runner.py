@@ -22,12 +22,14 @@ from typing import Any, NamedTuple
 from tqdm import tqdm
 
 from harness.errors import SpecsuiteError
-from harness.results.types import Gsm8kAnswer
+from harness.results.types import Gsm8kAnswer, Gsm8kRun
 from harness.server.faults import RunStopped, classify
 from harness.server.generation import Generation
+from harness.server.meta_info import FinishReason, MetaInfo
 from harness.server.protocol import GenerationRequest, request_record
 from harness.workloads.gsm8k.data import GSM8KItem, one_line
-from harness.workloads.gsm8k.metrics import accept_length_summary, definition_summary, latency_summary
+from harness.workloads.gsm8k.metrics import accept_length_summary, accuracy_of, definition_summary, latency_summary
+from harness.workloads.gsm8k.per_question import PerQuestionTable
 from harness.workloads.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_prompt, build_request, plan_few_shot, prompt_hash
 from harness.workloads.gsm8k.scoring import DEFINITIONS, score_output
 
@@ -52,8 +54,7 @@ class GSM8KResult:
 
     def accuracy(self, definition: str = "sglang") -> float | None:
         """Fraction correct among answered questions under ``definition``."""
-        # definition_summary's dict is what results.json writes under definitions.<name>
-        return definition_summary(self._answered, definition)["accuracy"]["value"]
+        return accuracy_of(self._answered, definition)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly summary: metrics per definition and per-question correctness vectors."""
@@ -202,9 +203,8 @@ def paired_outcomes(
 
 def _per_question(result: GSM8KResult | Mapping[str, Any], definition: str) -> dict[int, tuple[str, bool]]:
     summary = result.to_dict() if isinstance(result, GSM8KResult) else result
-    # the per-question table as results.json writes it (GSM8KResult.to_dict, or a stored run's)
-    table = summary["per_question"]
-    columns = zip(table["question_index"], table["prompt_hash"], table["correct"][definition], strict=True)
+    table = PerQuestionTable.from_dict(Gsm8kRun.from_dict(dict(summary)).per_question)
+    columns = zip(table.question_index, table.prompt_hash, table.correct[definition], strict=True)
     return {index: (digest, correct) for index, digest, correct in columns}
 
 
@@ -212,16 +212,16 @@ def _answer_fields(generation: Generation, item: GSM8KItem) -> dict[str, Any]:
     """The record fields taken from one answer; raises on an aborted one."""
     if not isinstance(generation, Generation):
         raise ValueError(f"generate returned {type(generation).__name__}, not a Generation")
-    meta = generation.meta_info
+    meta = MetaInfo.parse(generation.meta_info)
     finish_reason = generation.finish_reason
-    # the server's finish object and meta_info, as it sent them
-    if isinstance(finish_reason, Mapping) and finish_reason.get("type") == "abort":
-        raise RuntimeError(f"server aborted the request: {finish_reason.get('message')}")
+    finish = FinishReason.parse(finish_reason)
+    if finish.type == "abort":
+        raise RuntimeError(f"server aborted the request: {finish.message}")
     text = generation.text
     output_ids = generation.output_ids
     completion_tokens = generation.completion_tokens
-    verify_ct = meta.get("spec_verify_ct")
-    accept_length = meta.get("spec_accept_length")
+    verify_ct = meta.spec_verify_ct
+    accept_length = meta.spec_accept_length
     if accept_length is None and verify_ct and completion_tokens is not None:
         accept_length = completion_tokens / verify_ct
     scores = score_output(text, item.answer)

@@ -33,3 +33,13 @@ def output_ids_of(answer: dict[str, Any]) -> list[int]:
 
 def text_of(answer: dict[str, Any]) -> str:
     return NativeAnswer.of(answer).text
+
+
+def ids_if_any(answer: dict[str, Any]) -> list[int]:
+    """The answer's output ids; [] when it names none (a streamed answer may lack them)."""
+    return list(answer.get("output_ids") or [])
+
+
+def output_top_logprobs_of(answer: dict[str, Any]) -> list[Any]:
+    """The answer's per-position top logprobs (asked with top_logprobs_num); [] when it has none."""
+    return (answer.get("meta_info") or {}).get("output_top_logprobs") or []

@@ -15,14 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from harness.workloads.integrity.native_answer import ids_if_any, output_top_logprobs_of
 from harness.workloads.lossless.greedy import Divergence, NearTie, ReferenceOutput, classify, top_entries
 
 
 def reference_output(answer: dict[str, Any]) -> ReferenceOutput:
     """A native /generate answer's ids and per-position top logprobs (asked with top_logprobs_num)."""
-    # a native answer, as the server sent it
-    tops = (answer.get("meta_info") or {}).get("output_top_logprobs") or []
-    return ReferenceOutput(list(answer.get("output_ids") or []), [top_entries(entry) for entry in tops])
+    return ReferenceOutput(ids_if_any(answer), [top_entries(entry) for entry in output_top_logprobs_of(answer)])
 
 
 def numerics_flip(reference: dict[str, Any], ids: Sequence[int], rule: NearTie) -> Divergence | None:

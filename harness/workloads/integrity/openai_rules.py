@@ -292,3 +292,15 @@ def check_openai_stream(api: str, body: dict[str, Any], chunks: list[dict[str, A
     if any(v.check == "stream_index" for v in found):
         return found
     return found + check_openai(api, body, reassemble_openai_stream(api, chunks), context, streamed=True)
+
+
+def answered_choice_count(result: Any) -> int:
+    """How many choices an OpenAI answer carries; 1 when it names none."""
+    choices = result.get("choices") if isinstance(result, dict) else None
+    return len(choices) if isinstance(choices, list) and choices else 1
+
+
+def streamed_choice_count(chunks: list[dict[str, Any]]) -> int:
+    """How many choices (distinct `index`es) an OpenAI stream's chunks carry; 1 when they name none."""
+    indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
+    return max(len(indexes), 1)

@@ -22,7 +22,7 @@ from harness.server.openai_client import OpenAICompletionsClient
 from harness.server.sglang_client import SGLangClient
 from harness.server.transport import HttpTransport, shorten
 from harness.server.vllm_client import VLLMClient
-from harness.workloads.integrity.openai_rules import check_openai, check_openai_stream
+from harness.workloads.integrity.openai_rules import answered_choice_count, check_openai, check_openai_stream, streamed_choice_count
 from harness.workloads.integrity.sglang_rules import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
 from harness.workloads.integrity.vllm_rules import check_vllm_completion, check_vllm_stream
 
@@ -163,7 +163,7 @@ class CheckingVLLMClient(VLLMClient):
         self.context = context
 
     def answered(self, body: dict[str, Any], result: Any) -> None:
-        self.recorder.record(guarded_checks(lambda: check_vllm_completion(body, result, self.context)), answers=_choice_count(result))
+        self.recorder.record(guarded_checks(lambda: check_vllm_completion(body, result, self.context)), answers=answered_choice_count(result))
 
     def streamed(self, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
         self.recorder.record(guarded_checks(lambda: check_vllm_stream(body, chunks, self.context)), answers=1, stream=True)
@@ -182,17 +182,11 @@ class CheckingOpenAIClient(OpenAICompletionsClient):
         self.context = context
 
     def answered(self, api: str, body: dict[str, Any], result: Any) -> None:
-        self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=_choice_count(result))
+        self.recorder.record(guarded_checks(lambda: check_openai(api, body, result, self.context)), answers=answered_choice_count(result))
 
     def streamed(self, api: str, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        # the OpenAI stream's chunks, as the server sent them
-        indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
-        self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=max(len(indexes), 1), stream=True)
-
-
-def _choice_count(result: Any) -> int:
-    choices = result.get("choices") if isinstance(result, dict) else None
-    return len(choices) if isinstance(choices, list) and choices else 1
+        answers = streamed_choice_count(chunks)
+        self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=answers, stream=True)
 
 
 def _result_count(payload: dict[str, Any]) -> int:

@@ -25,16 +25,15 @@ def context_for_server(server: ServerUnderTest, tokenizer_dir: str | None = None
     if not folder:
         raise SpecsuiteError("the server reports no tokenizer_path: pass --tokenizer <local folder>")
     tokenizer = load_tokenizer(folder)
-    spec = server.identity.speculative
-    # the server's own speculative settings (/server_info), by SGLang's names
-    draft = spec.get("speculative_num_draft_tokens") if spec.get("speculative_algorithm") else None
+    identity = server.identity
+    draft = identity.speculative_num_draft_tokens if identity.speculative_algorithm else None
     return IntegrityContext(
         eos_ids=frozenset(server.vocab.eos_ids),
         skipped_ids=tokenizer.special_ids,
         encode=lambda text: tokenizer.encode(text, add_special_tokens=False),
         decode=tokenizer.decode,
         num_draft_tokens=draft if isinstance(draft, int) else None,
-        incremental_streaming=bool(server.identity.server_args.get("incremental_streaming_output")),
+        incremental_streaming=identity.incremental_streaming,
     )
 
 

@@ -38,6 +38,7 @@ from typing import Any
 from scipy import stats
 
 from harness.results.types import AcceptanceBetting, TopTokenRate
+from harness.server.meta_info import MetaInfo, VllmStepStats
 from harness.workloads.lossless.tempering import TemperedPosition
 
 DESIGN_C = 1.25  # the bias the betting fraction is tuned to
@@ -60,10 +61,10 @@ def token_roles(num_tokens: int, spec: Any) -> list[str] | None:
     """Each output token's origin from vLLM's per-step stats: the prefill token, then per step the
     accepted drafts and one more (recovered after a rejection, the bonus when all were accepted).
     None when the stats are absent or do not cover the output (a trimmed last step is fine)."""
-    if not isinstance(spec, dict):
+    stats = VllmStepStats.parse(spec) if isinstance(spec, dict) else None
+    if stats is None:
         return None
-    # vLLM's per-request speculative stats, as the server sent them
-    accepted, drafted = spec.get("per_step_accepted"), spec.get("per_step_drafted")
+    accepted, drafted = stats.per_step_accepted, stats.per_step_drafted
     if not isinstance(accepted, list) or not isinstance(drafted, list) or len(accepted) != len(drafted):
         return None
     roles = ["prefill"]
@@ -81,8 +82,7 @@ def directed_positions(meta: dict[str, Any], output: Sequence[int], scored: Sequ
     Where the tail's weight is known only within bounds (T != 1), the mode rate is taken given that
     the token is in the top-K (exact; tail draws leave it), and the drawn token's probability is its
     upper bound, which turns the betting martingale into a supermartingale: still a valid test."""
-    # meta_info as the server sent it
-    roles = token_roles(len(output), (meta or {}).get("vllm_speculative_decoding"))
+    roles = token_roles(len(output), MetaInfo.parse(meta).vllm_speculative_decoding)
     found = []
     for index, position in enumerate(scored):
         if position is None or position.token_weight is None or not position.top_ids:

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server import kinds, refserver_contract
+from harness.server.bench_answers import model_path_of, speculative_algorithm_of
 from harness.server.launcher import LaunchedServer, launch_reference_server
 from harness.server.protocol import ServerClient
 
@@ -38,15 +39,14 @@ def embedded_model_path() -> str:
     return refserver_contract.model_dir()
 
 
-def _describe(client: ServerClient, how: str) -> dict[str, Any]:
+def _describe(client: ServerClient, how: str, warn_if_speculative: bool = False) -> dict[str, Any]:
+    """What the reference is, as the run records it; a warning when a reference named by URL speculates."""
     model = client.check_connection()
-    info = client.server_info()
-    return {
-        "how": how,
-        "url": client.base_url,
-        "model_path": model.get("model_path"),
-        "speculative_algorithm": info.get("speculative_algorithm"),
-    }
+    algorithm = speculative_algorithm_of(client.server_info())
+    description = {"how": how, "url": client.base_url, "model_path": model_path_of(model), "speculative_algorithm": algorithm}
+    if warn_if_speculative and algorithm not in (None, "", "NONE"):
+        description["warning"] = f"the reference runs speculation ({algorithm}); the comparison then tests two speculative servers"
+    return description
 
 
 def open_reference(
@@ -57,13 +57,10 @@ def open_reference(
     if reference_url:
         client = kinds.make_client(kinds.AUTO, reference_url, api_key=api_key)  # SGLang or vLLM, as the server says
         try:
-            description = _describe(client, "url")
+            description = _describe(client, "url", warn_if_speculative=True)
         except SpecsuiteError:
             client.close()
             raise
-        algorithm = description["speculative_algorithm"]
-        if algorithm not in (None, "", "NONE"):
-            description["warning"] = f"the reference runs speculation ({algorithm}); the comparison then tests two speculative servers"
         return ReferenceServer(client, description)
     embedded = embedded_model_path()
     if test_model_path != embedded:

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.errors import SpecsuiteError
 from harness.server.generation import Generation
+from harness.server.meta_info import MetaInfo, meta_info_of
 from harness.server.protocol import GenerationRequest, Sampling
 from harness.server.transport import shorten
 
@@ -56,11 +57,11 @@ def parse_scoring(answer: Generation | Any, output_ids: list[int]) -> list[Score
     """One entry per generated token: None at position 1 (SGLang's null first entry), else the
     target's top-K there. `answer`: the scoring request's Generation (or a raw native /generate
     answer, as the contract tests post it). Raises a one-line SpecsuiteError on the wrong shape."""
-    meta = answer.meta_info if isinstance(answer, Generation) else answer.get("meta_info") if isinstance(answer, dict) else None
+    meta = answer.meta_info if isinstance(answer, Generation) else meta_info_of(answer)
     if not isinstance(meta, dict):
         raise SpecsuiteError("scoring request: the /generate result has no meta_info object")
-    tops = meta.get("input_top_logprobs")
-    tokens = meta.get("input_token_logprobs")
+    parsed = MetaInfo.parse(meta)
+    tops, tokens = parsed.input_top_logprobs, parsed.input_token_logprobs
     if not isinstance(tops, list) or len(tops) != len(output_ids):
         count = len(tops) if isinstance(tops, list) else "no"
         raise SpecsuiteError(

@@ -28,6 +28,8 @@ from harness.results.types import (
     TokenHomogeneity,
 )
 from harness.server.generation import Generation
+from harness.server.identity import ServerIdentity
+from harness.server.meta_info import MetaInfo
 from harness.server.protocol import GenerationRequest, Sampling, ServerClient
 from harness.server.served_dtype import served_dtype_of
 from harness.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
@@ -108,9 +110,9 @@ class SpecCoverage:
         """From (meta_info, output_ids) pairs; SGLang reports the spec counts on finished responses."""
         coverage = cls()
         for meta, output in results:
-            # meta_info as the server sent it: SGLang's spec counts on a finished response
-            coverage.verify_steps += int(meta.get("spec_verify_ct") or 0)
-            coverage.accepted_drafts += int(meta.get("spec_num_correct_drafts") or 0)
+            counts = MetaInfo.parse(meta)
+            coverage.verify_steps += int(counts.spec_verify_ct or 0)
+            coverage.accepted_drafts += int(counts.spec_num_correct_drafts or 0)
             coverage.positions_after_first += max(0, len(output) - 1)
         return coverage
 
@@ -119,11 +121,10 @@ class SpecCoverage:
         return SpecCoverageRecord.written(**asdict(self), accepted_draft_share=share)
 
 
-def draft_steps_of(speculative: dict[str, Any]) -> int:
+def draft_steps_of(identity: ServerIdentity) -> int:
     """k, the drafts per verify step, from the server's speculative settings."""
-    # the server's own speculative settings (/server_info), by SGLang's names
-    steps = speculative.get("speculative_num_steps")
-    drafts = speculative.get("speculative_num_draft_tokens")
+    steps = identity.speculative_num_steps
+    drafts = identity.speculative_num_draft_tokens
     if isinstance(drafts, int) and drafts > 1:
         return drafts - 1
     if isinstance(steps, int) and steps > 0:
@@ -291,8 +292,7 @@ class LosslessWorkload:
         def reference_one(prompt: list[int]) -> ReferenceOutput:
             result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True,
                                                                top_logprobs=TOP_CANDIDATES))
-            # the reference's top logprobs as the server sent them
-            tops = result.meta_info.get("output_top_logprobs") or []
+            tops = MetaInfo.parse(result.meta_info).output_top_logprobs or []
             return ReferenceOutput(output_ids_of(result), [top_entries(entry) for entry in tops])
 
         references = parallel_map(reference_one, prompts, config.concurrency)

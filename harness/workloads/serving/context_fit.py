@@ -21,14 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import SpecsuiteError
+from harness.server.bench_answers import ModelCard, ServerInfoContext, positive_int
 
 EAGLE_FAMILY = ("EAGLE", "EAGLE3", "FROZEN_KV_MTP", "NEXTN")  # NEXTN resolves to EAGLE in SGLang's server args
 # max_req_input_len = min(context - 1, pool - 1) - 5, so context >= max_req_input_len + 6 (tp_worker.py:568-572).
 SCHEDULER_MARGIN = 6
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
 @dataclass(frozen=True)
@@ -61,31 +58,33 @@ class ContextLimit:
 
 def reserved_draft_slots(server_info: dict[str, Any]) -> int:
     """SGLang's per-request reserved output slots from /server_info's speculative settings."""
-    # /server_info's answer, by SGLang's names
-    algorithm = str(server_info.get("speculative_algorithm") or "").upper()
-    if algorithm not in EAGLE_FAMILY:
+    return _reserved_slots(ServerInfoContext.from_server_info(server_info))
+
+
+def _reserved_slots(info: ServerInfoContext) -> int:
+    if info.speculative_algorithm not in EAGLE_FAMILY:
         return 0
-    topk = _int(server_info.get("speculative_eagle_topk")) or 1
-    steps = _int(server_info.get("speculative_num_steps")) or 0
-    drafts = max(_int(server_info.get("speculative_num_draft_tokens")) or 0, _int(server_info.get("max_speculative_num_draft_tokens")) or 0)
-    return max(topk * steps, drafts)
+    topk = info.eagle_topk or 1
+    steps = info.num_steps or 0
+    return max(topk * steps, max(info.num_draft_tokens or 0, info.max_num_draft_tokens or 0))
 
 
 def sglang_context_limit(server_info: dict[str, Any]) -> ContextLimit | None:
     """The limit an SGLang /server_info describes; None when it names neither length."""
-    context = _int(server_info.get("context_length"))
-    max_input = _int(server_info.get("max_req_input_len"))
+    info = ServerInfoContext.from_server_info(server_info)
+    context, max_input = info.context_length, info.max_req_input_len
     if context is None and max_input is None:
         return None
     source = "/server_info context_length" if context is not None else "/server_info max_req_input_len + 6"
     if context is None:
         context = max_input + SCHEDULER_MARGIN  # type: ignore[operator]
-    return ContextLimit(context, reserved_draft_slots(server_info), max_input, source)
+    return ContextLimit(context, _reserved_slots(info), max_input, source)
 
 
 def vllm_context_limit(cards: list[dict[str, Any]]) -> ContextLimit | None:
     """The limit vLLM's /v1/models names (`max_model_len` of the first card); None without one."""
-    length = _int(cards[0].get("max_model_len")) if cards and isinstance(cards[0], dict) else None
+    card = ModelCard.first_of(cards)
+    length = positive_int(card.max_model_len) if card is not None else None
     return ContextLimit(length, 0, None, "/v1/models max_model_len") if length is not None else None
 
 

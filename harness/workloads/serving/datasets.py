@@ -34,13 +34,13 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.errors import SpecsuiteError
 from harness.project_paths import DATA_DIR
 from harness.server.tokenizer import LocalTokenizer
+from harness.workloads.serving.conversation_records import BundledPromptLine, ShareGptConversation
 
 DATASETS = ("random", "random-ids", "sharegpt")
 SHAREGPT_REPO_ID = "anon8231489123/ShareGPT_Vicuna_unfiltered"
@@ -99,12 +99,8 @@ def load_conversations(path: str | None) -> list[tuple[str, str]]:
             raise SpecsuiteError(f"dataset file {path} is neither JSON nor JSON Lines: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(records, list):
         raise SpecsuiteError(f"dataset file {path} must hold a list of conversations")
-    pairs = []
-    for record in records:
-        # a ShareGPT record, by the dataset's own names
-        turns = record.get("conversations", record.get("conversation", [])) if isinstance(record, dict) else []
-        if isinstance(turns, list) and len(turns) >= 2 and all(isinstance(t, dict) and isinstance(t.get("value"), str) for t in turns[:2]):
-            pairs.append((turns[0]["value"], turns[1]["value"]))
+    found = (ShareGptConversation.from_dict(record).first_pair() for record in records if isinstance(record, dict))
+    pairs = [pair for pair in found if pair is not None]
     if not pairs:
         raise SpecsuiteError(f"dataset file {path} has no conversation with two turns ({{'conversations': [{{'value': ...}}, ...]}})")
     return pairs
@@ -116,12 +112,9 @@ def _bundled_conversations() -> list[tuple[str, str]]:
         for line in (_DATA_DIR / name).read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
-            record: dict[str, Any] = json.loads(line)
-            # a JSONL dataset line, by the dataset's own names
-            prompt = record.get("prompt") or record.get("question")
-            reply = record.get("answer") or record.get("reference") or prompt
-            if isinstance(prompt, str) and prompt:
-                pairs.append((prompt, str(reply)))
+            pair = BundledPromptLine.from_dict(json.loads(line)).pair()
+            if pair is not None:
+                pairs.append(pair)
     return pairs
 
 

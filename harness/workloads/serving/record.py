@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.types import BenchSummary
+from harness.workloads.serving.bench_line import LATENCY_STATS, BenchLine
 from harness.workloads.serving.client import RequestOutput
 
 RUN_KEYS = ("tag", "backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
@@ -49,14 +50,16 @@ def detail_arrays(outputs: Sequence[RequestOutput], start: float, with_texts: bo
     return details
 
 
+def _json_value(value: Any) -> Any:
+    """A run parameter as the line writes it: infinity (a request rate of inf) as the string "inf", JSON having none."""
+    return "inf" if isinstance(value, float) and math.isinf(value) else value
+
+
 def build_record(run: dict[str, Any], server_info: dict[str, Any] | None, metrics: dict[str, Any],
                  details: dict[str, Any], status: str) -> dict[str, Any]:
     """One JSONL line: run parameters, server_info, metrics, details, status."""
     # run: the run's settings by bench_serving's flag names; the JSONL line keeps bench_serving's layout
-    params = {key: run.get(key) for key in RUN_KEYS}
-    rate = params["request_rate"]
-    if isinstance(rate, float) and math.isinf(rate):
-        params["request_rate"] = "inf"
+    params = {key: _json_value(run.get(key)) for key in RUN_KEYS}
     extras = {key: value for key, value in run.items() if key not in RUN_KEYS}
     return {**params, "server_info": server_info, **metrics, "status": status, "run": extras, **details}
 
@@ -83,28 +86,27 @@ _TOTALS_ROWS = (
 
 def format_table(record: dict[str, Any]) -> str:
     """bench_serving's "Serving Benchmark Result" table, with our per-chunk and per-request lines."""
-    # record: one JSONL line (build_record), read by bench_serving's field names as its table prints them
-    rate = record["request_rate"]
+    line = BenchLine.from_line(record)
     lines = ["{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
-    if record.get("status") != "complete":
-        lines.append(_row("Status:", record.get("status")))
-    lines.append(_row("Backend:", record["backend"]))
-    lines.append(_row("Traffic request rate:", rate))
-    lines.append(_row("Max request concurrency:", record["max_concurrency"] or "not set"))
-    lines += [_row(label, record[key]) for label, key in _TOTALS_ROWS]
-    if record.get("accept_length"):
-        lines.append(_row("Accept length:", record["accept_length"]))
-    if record.get("mean_request_accept_length") is not None:
-        lines.append(_row("Accept length per request (mean):", record["mean_request_accept_length"]))
+    if line.status != "complete":
+        lines.append(_row("Status:", line.status))
+    lines.append(_row("Backend:", line.backend))
+    lines.append(_row("Traffic request rate:", line.request_rate))
+    lines.append(_row("Max request concurrency:", line.max_concurrency or "not set"))
+    lines += [_row(label, line.figure(key)) for label, key in _TOTALS_ROWS]
+    if line.accept_length:
+        lines.append(_row("Accept length:", line.accept_length))
+    if line.mean_request_accept_length is not None:
+        lines.append(_row("Accept length per request (mean):", line.mean_request_accept_length))
     blocks = (("End-to-End Latency", "e2e_latency", "E2E Latency"), ("Time to First Token", "ttft", "TTFT"),
               ("Time per Output Token (excl. 1st token)", "tpot", "TPOT"), ("Inter-Token Latency", "itl", "ITL"),
               ("Inter-Chunk Latency (not split)", "chunk_itl", "chunk ITL"))
     for title, key, label in blocks:
         lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
-        for stat in ("mean", "median", "p90", "p95", "p99"):
-            lines.append(_row(f"{stat.capitalize() if stat in ('mean', 'median') else stat.upper()} {label} (ms):", record[f"{stat}_{key}_ms"]))
+        for stat in LATENCY_STATS:
+            lines.append(_row(f"{stat.capitalize() if stat in ('mean', 'median') else stat.upper()} {label} (ms):", line.figure(f"{stat}_{key}_ms")))
         if key == "itl":
-            lines.append(_row("Max ITL (ms):", record["max_itl_ms"]))
+            lines.append(_row("Max ITL (ms):", line.max_itl_ms))
     lines.append("=" * 50)
     return "\n".join(lines)
 
@@ -114,7 +116,9 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
     settings (`config`), bench_serving's per-request `itls` (seconds, as harness.compare.metrics reads
     them), per-request output lengths, accept lengths, verify counts and TTFTs (ms), and `itl_ms`: every per-token ITL in ms, or a
     seeded uniform reservoir of `reservoir` of them, sorted, for the ITL ECDF."""
-    itl_ms = np.asarray([g for per_request in record["itls"] for g in per_request], dtype=float) * 1000.0
+    line = BenchLine.from_line(record)
+    itls = line.itls or []
+    itl_ms = np.asarray([g for per_request in itls for g in per_request], dtype=float) * 1000.0
     n_itl = int(itl_ms.size)
     if n_itl > reservoir:
         itl_ms = np.random.default_rng(seed).choice(itl_ms, size=reservoir, replace=False)
@@ -122,14 +126,14 @@ def session_summary(record: dict[str, Any], reservoir: int = SESSION_RESERVOIR, 
     # from_dict: the JSONL line's scalars keep bench_serving's names and order; those BenchSummary does not name stay in extra
     return BenchSummary.from_dict({
         **scalars,
-        "config": dict(record["run"]),
-        "itls": record["itls"],
+        "config": dict(line.run or {}),
+        "itls": line.itls,
         "itl_ms": [float(v) for v in np.sort(itl_ms)],
         "itl_samples_total": n_itl,
         "itl_ms_is_reservoir": n_itl > reservoir,
-        "output_lens": record["output_lens"],
-        "request_accept_lengths": record["request_accept_lengths"],
-        "spec_verify_cts": record["spec_verify_cts"],
-        "ttft_ms": [t * 1000.0 for t, e in zip(record["ttfts"], record["errors"], strict=False) if not e],
-        "warnings": list(record.get("warnings") or []),
+        "output_lens": line.output_lens,
+        "request_accept_lengths": line.request_accept_lengths,
+        "spec_verify_cts": line.spec_verify_cts,
+        "ttft_ms": [t * 1000.0 for t, e in zip(line.ttfts or [], line.errors or [], strict=False) if not e],
+        "warnings": list(line.warnings or []),
     })

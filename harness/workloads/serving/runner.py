@@ -41,6 +41,7 @@ from tqdm import tqdm
 from harness.errors import SpecsuiteError
 from harness.results.store import RecordWriter
 from harness.server import kinds
+from harness.server.bench_answers import ModelCard, reported_accept_length, tokenizer_path_of
 from harness.server.cache_flush import FlushOutcome, flush_before_measurement
 from harness.server.counters import parse_prometheus
 from harness.server.openai_client import OpenAICompletionsClient
@@ -49,6 +50,7 @@ from harness.server.secrets import redact
 from harness.server.session import is_reference_emulation
 from harness.server.tokenizer import LocalTokenizer, load_tokenizer
 from harness.server.transport import display_url
+from harness.workloads.serving.bench_line import BenchLine
 from harness.workloads.serving.client import (
     READ_BUFSIZE,
     RequestOutput,
@@ -194,15 +196,14 @@ def prepare(config: BenchConfig) -> tuple[LocalTokenizer, list[DatasetRow], Benc
     if tokenizer_path is None:  # an OpenAI-only server has no /model_info: then --tokenizer is needed
         with _kind_client(config, timeout_s=30.0) as client:
             info = client.model_info()
-        # /get_model_info's answer, as the server sent it
-        tokenizer_path = info.get("tokenizer_path") or info.get("model_path") or ""
+        tokenizer_path = tokenizer_path_of(info)
     tokenizer = load_tokenizer(tokenizer_path)
     model = config.model
     if model is None and kinds.bench_backend(config.backend).sends_model:
         with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
             cards = oai.models()
-        # /v1/models' cards, as the server sent them
-        model = str(cards[0].get("id")) if cards else "default"
+        card = ModelCard.first_of(cards)
+        model = str(card.id) if card is not None else "default"
     rng = BenchRandom.from_seed(config.seed)
     rows = build_requests(config.dataset_name, tokenizer, rng, num_prompts=config.num_prompts,
                           input_len=config.random_input_len, output_len=config.random_output_len,
@@ -216,8 +217,8 @@ def _model_card_root(config: BenchConfig) -> str:
     """The served model's path from /v1/models (`root`, as vLLM names it), the tokenizer it loaded."""
     with OpenAICompletionsClient(config.base_url, api_key=config.api_key, timeout_s=30.0) as oai:
         cards = oai.models()
-    # /v1/models' cards, as the server sent them
-    root = cards[0].get("root") if cards else None
+    card = ModelCard.first_of(cards)
+    root = card.root if card is not None else None
     if not isinstance(root, str) or not root:
         raise SpecsuiteError(f"{display_url(config.base_url)}/v1/models names no model path (root): pass --tokenizer")
     return root
@@ -266,7 +267,7 @@ def run_benchmark(
         if state.start is not None:
             record = _finish(config, run, state, tokenizer, None, None, "interrupted")
             _write(record, output_file, config)
-            echo(f"interrupted: {record['completed']} finished requests saved" + (f" to {output_file}" if output_file else ""))
+            echo(f"interrupted: {BenchLine.from_line(record).completed} finished requests saved" + (f" to {output_file}" if output_file else ""))
         raise
     record = _finish(config, run, state, tokenizer, accept_length, server_info, status)
     _write(record, output_file, config)
@@ -374,9 +375,7 @@ async def _benchmark(config: BenchConfig, settings: RequestSettings, rows: list[
     finally:
         if shared is not None:
             await shared.close()
-    # /server_info's answer, as the server sent it
-    internal = (server_info or {}).get("internal_states") or [{}]
-    accept = internal[0].get("avg_spec_accept_length") if isinstance(internal[0], dict) else None
+    accept = reported_accept_length(server_info)
     if state.cache_flushed is False:
         accept = None  # it would mix in the warmup and earlier traffic, under the name of this run's
     if accept_counters is not None:
