@@ -60,7 +60,7 @@ def _session(tmp_path: Path, *run_argv: str) -> tuple[RunConfig, list[str]]:
     spec = runner.SessionSpec(plan.arms[0], 2, "correctness")
     written = plan.session_config(spec, tmp_path)
     runner.write_config_file(written, runner.config_path(tmp_path, spec.run_id))
-    return written, runner.session_command(plan, spec, tmp_path)
+    return written, runner.session_command(plan, spec, tmp_path, tmp_path)
 
 
 def test_the_server_url_reaches_the_child_in_its_settings_file_not_its_argv(tmp_path: Path) -> None:

@@ -14,9 +14,10 @@ the parts share nothing a measurement needs (every case flushes and reads its ow
 own server), and the run then takes as long as its longest part.  Any other arm is one session,
 since a second copy of a server given by URL or launch command would share or clash with it.
 
-Each session gets its settings as one typed RunConfig written to `<run>/sessions/<arm>-r<k>.config.json` and named
-by `--specsuite-config` (harness/session/config_file.py), not as options rendered back to its command line: the
-run's settings, with the session's own server, results folder, run id and seed.
+Each session gets its settings as one typed RunConfig written to `<arm>-r<k>.config.json` and named by
+`--specsuite-config` (harness/session/config_file.py), not as options rendered back to its command line: the run's
+settings, with the session's own server, results folder, run id and seed. The files sit in a private temporary
+folder removed when the sessions end, never among the results: an arm's launch command may carry its API keys.
 
 Sessions write under `<run>/sessions/<arm>-r<k>/` (a part: `<arm>-r<k>.<part>/`); this module
 merges their results.json files into `<run>/results.json` while they run (every few seconds, and
@@ -29,9 +30,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -136,11 +139,11 @@ def suites_location() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve().parent
 
 
-def config_path(sessions_dir: Path, run_id: str) -> Path:
-    return sessions_dir / f"{run_id}.config.json"
+def config_path(config_dir: Path, run_id: str) -> Path:
+    return config_dir / f"{run_id}.config.json"
 
 
-def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> list[str]:
+def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path, config_dir: Path) -> list[str]:
     """The session's command line: pytest's own options, and the file of its settings (written by `_start`)."""
     return [
         # The suites use no hypothesis; its plugin alone costs seconds of import in every session.
@@ -148,7 +151,7 @@ def session_command(plan: RunPlan, session: SessionSpec, sessions_dir: Path) -> 
         "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "-q",
         # JUnit per session: CI reads it, and the merge reads which tests failed or errored and why (harness.orchestration.junit).
         f"--junitxml={junit_path(sessions_dir, session.run_id)}",
-        CONFIG_FILE_OPTION, str(config_path(sessions_dir, session.run_id)), *plan.pytest_options,
+        CONFIG_FILE_OPTION, str(config_path(config_dir, session.run_id)), *plan.pytest_options,
     ]
 
 
@@ -174,10 +177,10 @@ class _Session:
         return f"{self.spec.arm.name} repeat {self.spec.repeat}{part}"
 
 
-def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path) -> _Session:
+def _start(plan: RunPlan, spec: SessionSpec, sessions_dir: Path, config_dir: Path) -> _Session:
     log_path = sessions_dir / f"{spec.run_id}.log"
-    write_config_file(plan.session_config(spec, sessions_dir), config_path(sessions_dir, spec.run_id))
-    command = session_command(plan, spec, sessions_dir)
+    write_config_file(plan.session_config(spec, sessions_dir), config_path(config_dir, spec.run_id))
+    command = session_command(plan, spec, sessions_dir, config_dir)
     log = open(log_path, "w", encoding="utf-8")  # noqa: SIM115 - closed in _finish, after the process exits
     # The child stays in our process group, so a terminal's Ctrl-C reaches it directly
     # (harness.server.interrupts then waits for it to save its results and stop its server).
@@ -438,20 +441,24 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
     done = 0
     running: list[_Session] = []
     watch = _InterruptWatch(running, on_progress)
-    for round_ in rounds:
-        running[:] = []
-        with watch:
-            try:
-                running += [_start(plan, spec, sessions_dir) for spec in round_]
-                done = _run_round(running, merger, run_dir, merged, on_progress, bar, done, total)
-            except KeyboardInterrupt:
-                _stop(running, watch.signum)
-                for session in running:
-                    merger.merge(session, session.process.returncode, interrupted=True)
-                merged.put("stopped_at", "during " + (", ".join(session.label for session in running) or "the start of a round"))
-                run_dir.write_results(merged)
-                bar.close()
-                raise
+    config_dir = Path(tempfile.mkdtemp(prefix="specsuite-session-settings-"))  # owner-only, like the files in it
+    try:
+        for round_ in rounds:
+            running[:] = []
+            with watch:
+                try:
+                    running += [_start(plan, spec, sessions_dir, config_dir) for spec in round_]
+                    done = _run_round(running, merger, run_dir, merged, on_progress, bar, done, total)
+                except KeyboardInterrupt:
+                    _stop(running, watch.signum)
+                    for session in running:
+                        merger.merge(session, session.process.returncode, interrupted=True)
+                    merged.put("stopped_at", "during " + (", ".join(session.label for session in running) or "the start of a round"))
+                    run_dir.write_results(merged)
+                    bar.close()
+                    raise
+    finally:
+        shutil.rmtree(config_dir, ignore_errors=True)
     bar.close()
     return merged
 
