@@ -1,8 +1,8 @@
-"""Nightly trend figures and the regression list, from the history's trends JSON (no harness imports).
+"""Nightly trend figures and the regression list, from the history's typed trends.
 
-Input: the dict `specsuite history` writes as trends.json (harness.history.analysis.analyse):
-`series[] -> trends[] -> points / segments / steps / version_changes`, plus `regressions` and
-`steps`, read as the typed records of reports/trend_records.py.  Output, under the chosen folder:
+Input: the `Trends` of harness.results.types (harness.history.analysis.analyse; its dict is the
+trends.json `specsuite history` writes): `series[] -> trends[] -> points / segments / steps /
+version_changes`, plus `regressions` and `steps`.  Output, under the chosen folder:
 
 - `trends/<series key>/<metric>.png`: one figure per metric, one panel per sampling case: each
   night's value with its 95 % interval, the level of each segment between steps, a red dashed
@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from reports.trend_records import NightRun, Series, Trend, Trends, TrendStep  # noqa: E402
+from harness.results.types import SeriesRun, StepEffect, Trend, Trends, TrendSeries, TrendStep  # noqa: E402
 
 DPI = 110
 STYLE = {"font.size": 10, "axes.titlesize": 11, "axes.labelsize": 10, "xtick.labelsize": 9, "ytick.labelsize": 9,
@@ -51,8 +51,9 @@ def _safe(name: str) -> str:
     return _UNSAFE.sub("_", name).strip("_") or "series"
 
 
-def display_unit(unit: str) -> tuple[float, str]:
+def display_unit(unit: str | None) -> tuple[float, str]:
     """(multiplier, axis label) for a metric unit: per-token rates and fractions (a lossless test's repeats passed) in percent."""
+    unit = unit or ""
     if unit in PERCENT_UNITS or unit.startswith("fraction "):
         return 100.0, f"% ({unit})" if unit.startswith("per") else "%"
     return 1.0, unit
@@ -60,22 +61,29 @@ def display_unit(unit: str) -> tuple[float, str]:
 
 def format_effect(step: TrendStep, scale: float = 1.0) -> str:
     """A step's effect in words: `x4.20`, `from 0 to 2.93 %`, `+5.1 %`, `-3.4 pt`; `scale` 100 shows percent."""
-    value = step.effect.value
+    effect = step.effect or StepEffect()
+    value = effect.value
     suffix = " %" if scale == 100.0 else ""
     if value is None:
-        return f"from {step.before_mean * scale:.3g} to {step.after_mean * scale:.3g}{suffix}"
-    if step.effect.scale == "ratio":
+        return f"from {_level(step.before_mean) * scale:.3g} to {_level(step.after_mean) * scale:.3g}{suffix}"
+    if effect.scale == "ratio":
         return f"x{value:.3g}"
-    if step.effect.scale == "relative":
+    if effect.scale == "relative":
         return f"{value * 100:+.1f} %"
     return f"{value * scale:+.3g}{' pt' if scale == 100.0 else ''}"
 
 
-def _format_p(p: float) -> str:
+def _level(mean: float | None) -> float:
+    """A level as drawn: the analysis always writes one; a step or segment read without it counts as zero."""
+    return mean or 0.0
+
+
+def _format_p(p: float | None) -> str:
+    p = 1.0 if p is None else p  # the analysis always adjusts; an unadjusted step reads as not significant
     return "0" if p == 0 else f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
 
 
-def _tick_labels(runs: list[NightRun]) -> list[str]:
+def _tick_labels(runs: list[SeriesRun]) -> list[str]:
     labels = []
     for run in runs:
         text = str(run.label or "")
@@ -85,7 +93,7 @@ def _tick_labels(runs: list[NightRun]) -> list[str]:
     return labels
 
 
-def _panel(ax: Any, trend: Trend, runs: list[NightRun]) -> None:
+def _panel(ax: Any, trend: Trend, runs: list[SeriesRun]) -> None:
     scale, ylabel = display_unit(trend.unit)
     failed = {run.position for run in runs if run.outcome == "failed"}
     points = [p for p in trend.points if p.value is not None]
@@ -101,7 +109,7 @@ def _panel(ax: Any, trend: Trend, runs: list[NightRun]) -> None:
     ax.plot(x[~hollow], y[~hollow], "o", color=POINT_COLOR, markersize=6, zorder=3)
     ax.plot(x[hollow], y[hollow], "o", color=POINT_COLOR, markersize=6, markerfacecolor="white", zorder=3)
     for segment in trend.segments:
-        ax.hlines(segment.mean * scale, segment.start_position + 0.6, segment.end_position + 1.4, colors=LEVEL_COLOR,
+        ax.hlines(_level(segment.mean) * scale, segment.start_position + 0.6, segment.end_position + 1.4, colors=LEVEL_COLOR,
                   linewidth=2, alpha=0.8, zorder=2)
     for change in trend.version_changes:
         ax.axvline(change.position + 0.5, color="grey", linestyle=":", linewidth=1.5)
@@ -122,7 +130,7 @@ def _panel(ax: Any, trend: Trend, runs: list[NightRun]) -> None:
     ax.set_ylim(bottom=min([0.0, *y]), top=top * 1.25 if top > 0 else 1.0)
 
 
-def render_metric(series: Series, metric: str, trends: list[Trend], path: Path) -> Path:
+def render_metric(series: TrendSeries, metric: str, trends: list[Trend], path: Path) -> Path:
     """One figure: the metric's trend in every sampling case of the series."""
     runs = series.runs
     with matplotlib.rc_context(STYLE):
@@ -147,16 +155,15 @@ def render_metric(series: Series, metric: str, trends: list[Trend], path: Path) 
     return path
 
 
-def render_trends(trends: dict[str, Any], out_dir: str | Path) -> list[Path]:
+def render_trends(trends: Trends, out_dir: str | Path) -> list[Path]:
     """Every metric figure of every series, and regressions.md; returns the paths written.
 
     Each series of `trends` gets `figures` ({metric: path relative to `out_dir`}) so a trends.json
     written afterwards links its figures.
     """
     out = Path(out_dir)
-    typed = Trends.from_dict(trends)
     written = []
-    for series in typed.series:
+    for series in trends.series:
         by_metric: dict[str, list[Trend]] = {}
         for trend in series.trends:
             by_metric.setdefault(trend.metric, []).append(trend)
@@ -166,9 +173,8 @@ def render_trends(trends: dict[str, Any], out_dir: str | Path) -> list[Path]:
             path = render_metric(series, metric, metric_trends, out / "trends" / _safe(series.key) / f"{_safe(metric)}.png")
             figures[metric] = str(path.relative_to(out))
             written.append(path)
-    trends.update(series=[series.to_dict() for series in typed.series])  # the caller's trends, with the figures' links
     markdown = out / "regressions.md"
-    markdown.write_text(regressions_markdown(typed), encoding="utf-8")
+    markdown.write_text(regressions_markdown(trends), encoding="utf-8")
     written.append(markdown)
     return written
 
@@ -177,7 +183,7 @@ def _step_row(step: TrendStep) -> str:
     scale, _ = display_unit(step.unit)
     suffix = " %" if scale == 100.0 else ""
     return (f"| {step.label} | {step.case_id} | {step.series} | night {step.night} ({step.label_at_step or '-'}, "
-            f"{step.started_utc}) | {step.before_mean * scale:.4g}{suffix} -> {step.after_mean * scale:.4g}{suffix} | "
+            f"{step.started_utc}) | {_level(step.before_mean) * scale:.4g}{suffix} -> {_level(step.after_mean) * scale:.4g}{suffix} | "
             f"{format_effect(step, scale)} | {_format_p(step.p_adjusted)} | {'yes' if step.open else 'no'} |")
 
 

@@ -279,7 +279,7 @@ def test_a_metric_version_change_splits_the_trend(store, monkeypatch):
     store_nights(store, [night(n, accept_mean=4.2) for n in range(6, 11)])
     trends = analyse(store)
     accept = [t for t in trends.series[0].trends if t.metric == "accept_length" and t.case_id == "t=1-top_p=1"][0]
-    assert accept.version_changes == [{"position": 5, "from": 1, "to": 2}]
+    assert [change.to_dict() for change in accept.version_changes] == [{"position": 5, "from": 1, "to": 2}]
     assert accept.steps == []  # 2.4 -> 4.2 sits on the version boundary: never tested across it
     assert {s.metric for s in trends.steps} <= {"invalid_ids"}  # nothing else moved
 
@@ -295,8 +295,9 @@ def test_configurations_are_separate_series(store):
 
 def test_render_writes_a_figure_per_metric_and_the_list(store, tmp_path):
     store_nights(store, regressed_series())
-    trends = analyse(store, metrics=["invalid_ids", "accept_length"]).to_dict()  # two figures keep the test fast
-    written = render_trends(trends, tmp_path / "out")
+    typed = analyse(store, metrics=["invalid_ids", "accept_length"])  # two figures keep the test fast
+    written = render_trends(typed, tmp_path / "out")
+    trends = typed.to_dict()
     figures = trends["series"][0]["figures"]
     assert set(figures) == {"invalid_ids", "accept_length"}
     assert all((tmp_path / "out" / path).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for path in figures.values())

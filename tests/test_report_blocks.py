@@ -10,14 +10,13 @@ import json
 import pytest
 
 from harness.compare.verdicts import compare_arms
-from harness.results.types import ANALYSIS_KEY, Arm, Document
+from harness.results.types import ANALYSIS_KEY, Arm, Document, Trends, VersionChange
 from reports.blocks import Bullets, Heading, Paragraph, Preformatted, Role, VerdictList
 from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.overview import EXPLAINED, build_report
 from reports.records import ServerIdentityView
 from reports.summary import run_verdict_lines, summary_document
-from reports.trend_records import Trends, VersionChange
 from reports.trends import regressions_markdown
 from tests.helpers.main_job_report import MAIN_JOB
 

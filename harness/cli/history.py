@@ -95,7 +95,6 @@ def command_render(args: argparse.Namespace) -> int:
     from harness.history import HistoryStore, analyse
     from harness.history.metrics import METRIC_VERSIONS
     from harness.results.store import write_json_atomic
-    from reports.trend_records import TrendStep as ShownStep
     from reports.trends import display_unit, format_effect, render_trends
 
     if not args.out:
@@ -110,17 +109,16 @@ def command_render(args: argparse.Namespace) -> int:
     if not trends.series:
         raise SpecsuiteError(f"no stored runs match in {trends.store}; store some with `specsuite history ingest`")
     out = Path(args.out)
-    written = trends.to_dict()  # trends.json: the renderer adds each series' figures to it
-    render_trends(written, out)
+    render_trends(trends, out)  # gives each series its figures' links, written into trends.json
+    written = trends.to_dict()
     write_json_atomic(out / "trends.json", written)
     write_json_atomic(out / "regressions.json", {key: written[key] for key in REGRESSIONS_KEYS})
     nights = sum(series.nights for series in trends.series)
     print(f"specsuite: {len(trends.series)} series, {nights} nights, {len(trends.steps)} steps, "
           f"{len(trends.regressions)} regressions ({len(trends.open_regressions)} open)")
     for step in trends.open_regressions:
-        shown = ShownStep.from_dict(step.to_dict())  # the renderer's effect wording reads the step as trends.json holds it
         print(f"specsuite: open {step.kind}: {step.label} at {step.case_id} from night {step.night} "
-              f"({step.label_at_step}, {step.started_utc}): {format_effect(shown, display_unit(step.unit)[0])}, "
+              f"({step.label_at_step}, {step.started_utc}): {format_effect(step, display_unit(step.unit)[0])}, "
               f"p_adj={step.p_adjusted:.2g} [{step.series}]")
     print(f"specsuite: wrote {out / 'regressions.md'}")
     return EXIT_REGRESSION if trends.open_regressions else EXIT_OK

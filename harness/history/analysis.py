@@ -15,8 +15,8 @@ practical threshold, and a kind:
 
 `regressions` lists the practical regressions and changes; a step is "open" when it is the
 latest step of its trend, i.e. the series still sits at the new level.  The result is the typed
-`Trends` (harness.results.types); its ``to_dict()`` is trends.json, which reports/trends.py renders
-without importing the harness.
+`Trends` (harness.results.types): reports/trends.py draws its figures and regressions.md from it, and
+its ``to_dict()`` is trends.json.
 """
 
 from __future__ import annotations
@@ -31,7 +31,17 @@ from harness.history.metrics import MetricRecord
 from harness.history.runs import RunRecord, config_differences
 from harness.history.steps import DEFAULT_ALPHA, DEFAULT_MIN_SIZE, ChangePoint, check_parameters, detect_steps, segment_means
 from harness.history.store import HistoryStore
-from harness.results.types import SeriesRun, StepEffect, Trend, TrendPoint, Trends, TrendSegment, TrendSeries, TrendStep
+from harness.results.types import (
+    SeriesRun,
+    StepEffect,
+    Trend,
+    TrendPoint,
+    Trends,
+    TrendSegment,
+    TrendSeries,
+    TrendStep,
+    VersionChange,
+)
 
 TEST_NAME = ("binary segmentation over steps and transients; Student's two-sample t-test per candidate, "
              "weighted Bonferroni over the candidates searched")
@@ -105,12 +115,13 @@ def _trend(name: str, case_id: str, points: list[tuple[int, MetricRecord]], runs
     newest = points[-1][1]  # the newest record names the metric's current unit and direction
     steps: list[TrendStep] = []
     segments: list[TrendSegment] = []
-    version_changes: list[dict[str, int]] = []
+    version_changes: list[VersionChange] = []
     notes: list[str] = []
     usable = [(pos, rec) for pos, rec in points if rec.value is not None and math.isfinite(rec.value)]
     stretches = _stretches(usable)
     for earlier, later in zip(stretches, stretches[1:], strict=False):
-        version_changes.append({"position": later[0][0], "from": earlier[-1][1].version, "to": later[0][1].version})
+        version_changes.append(VersionChange.written(position=later[0][0], from_version=earlier[-1][1].version,
+                                                     to_version=later[0][1].version))
     for number, stretch in enumerate(stretches, start=1):
         values = [rec.value for _, rec in stretch]
         if len(values) < 2 * min_size:

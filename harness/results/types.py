@@ -1007,12 +1007,34 @@ class TrendSegment(Record):
     mean: float | None = None
 
 
+# Keys of a version change that are Python keywords, and the fields that hold them.
+_VERSION_CHANGE_KEYS = {"from": "from_version", "to": "to_version"}
+
+
+@dataclass
+class VersionChange(Record):
+    """Where a trend's metric definition (version) changed; written with the keys ``position``, ``from`` and ``to``."""
+
+    position: int = 0
+    from_version: int | None = None
+    to_version: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VersionChange:
+        return super().from_dict({_VERSION_CHANGE_KEYS.get(key, key): value for key, value in data.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        written_as = {field_name: key for key, field_name in _VERSION_CHANGE_KEYS.items()}
+        return {written_as.get(key, key): value for key, value in super().to_dict().items()}
+
+
 @dataclass
 class Trend(Record):
     """One metric at one sampling case over a series' nights: its points, levels, version changes and steps."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "points": ("list", TrendPoint), "segments": ("list", TrendSegment), "steps": ("list", TrendStep)}
+        "points": ("list", TrendPoint), "segments": ("list", TrendSegment), "version_changes": ("list", VersionChange),
+        "steps": ("list", TrendStep)}
 
     metric: str = ""
     label: str | None = None
@@ -1023,7 +1045,7 @@ class Trend(Record):
     top_p: float | None = None
     points: list[TrendPoint] = field(default_factory=list)
     segments: list[TrendSegment] = field(default_factory=list)
-    version_changes: list[dict[str, Any]] = field(default_factory=list)  # {position, from, to}: "from" names no field
+    version_changes: list[VersionChange] = field(default_factory=list)
     steps: list[TrendStep] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -1062,6 +1084,7 @@ class TrendSeries(Record):
     runs: list[SeriesRun] = field(default_factory=list)
     trends: list[Trend] = field(default_factory=list)
     differs_from_first: list[str] = field(default_factory=list)  # every series but the first: how its configuration differs
+    figures: dict[str, str] = field(default_factory=dict)  # metric -> figure path under the output folder (reports/trends.py)
 
 
 @dataclass

@@ -36,7 +36,6 @@ sys.path.insert(0, str(REPO))
 from harness.history import HistoryStore, analyse, items_from_file  # noqa: E402
 from harness.server import refserver_contract  # noqa: E402
 from harness.server.launcher import find_free_port  # noqa: E402
-from reports.trend_records import TrendStep  # noqa: E402
 from reports.trends import display_unit, format_effect, render_trends  # noqa: E402
 
 ACCELERATOR = "cpu-refserver"
@@ -108,14 +107,15 @@ def ingest_postgres(url: str, nights: list[dict[str, Any]]) -> None:
 
 def render(url: str, out: Path, label: str) -> dict[str, Any]:
     with HistoryStore.open(url) as store:
-        trends = analyse(store, arm=ARM_NAME).to_dict()  # as trends.json holds it: the renderer and the checks below read it so
-    render_trends(trends, out / label)
+        typed = analyse(store, arm=ARM_NAME)
+    render_trends(typed, out / label)
+    trends = typed.to_dict()  # as trends.json holds it: the checks below read it so
     print(f"\n[{label}] {trends['store']}: {sum(s['nights'] for s in trends['series'])} nights in {len(trends['series'])} series, "
           f"{len(trends['steps'])} steps; trends in {out / label}")
-    for step in trends["steps"]:
-        scale, unit = display_unit(step["unit"])
-        print(f"  night {step['night']:2d}  {step['kind']:11s} {'practical' if step['practical'] else 'negligible':10s} "
-              f"{step['label']:38s} {step['case_id']:15s} {format_effect(TrendStep.from_dict(step), scale):22s} p_adj={step['p_adjusted']:.2g}  [{unit}]")
+    for step in typed.steps:
+        scale, unit = display_unit(step.unit)
+        print(f"  night {step.night:2d}  {step.kind:11s} {'practical' if step.practical else 'negligible':10s} "
+              f"{step.label:38s} {step.case_id:15s} {format_effect(step, scale):22s} p_adj={step.p_adjusted:.2g}  [{unit}]")
     return trends
 
 
