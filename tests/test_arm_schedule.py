@@ -45,7 +45,7 @@ def test_each_session_gets_its_arms_environment(tmp_path: Path, monkeypatch: pyt
     arms = [parse_arm("a=CUDA_VISIBLE_DEVICES=0 python -m x"), parse_arm("b=CUDA_VISIBLE_DEVICES=1 python -m x")]
     plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="correctness", pytest_options=[])
     for arm in arms:
-        runner._start(plan, runner.SessionSpec(arm, 1, "correctness"), tmp_path)
+        runner._start(plan, runner.SessionSpec(arm, 1, "correctness"), tmp_path, tmp_path)
     assert [env["CUDA_VISIBLE_DEVICES"] for env in seen] == ["0", "1"]
 
 
@@ -73,7 +73,7 @@ def test_the_default_schedule(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
 def test_a_sequential_round_is_not_side_by_side(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A reference arm's parts at once are one arm: the run is side by side only when two arms share a round."""
     monkeypatch.setattr(runner, "_run_round", lambda running, *args: args[-2] + len(running))
-    monkeypatch.setattr(runner, "_start", lambda plan, spec, sessions_dir: None)
+    monkeypatch.setattr(runner, "_start", lambda plan, spec, sessions_dir, config_dir: None)
     arms = [ArmSpec("nofix", launch="x", reference_args=("nofix", ())), ArmSpec("fix", launch="y", reference_args=("fix", ()))]
     for together in (False, True):
         merged = Document.from_dict({"arms": {}})

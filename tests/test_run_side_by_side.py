@@ -33,7 +33,7 @@ cases, workloads = ([case], {}) if "correctness" in markers else ([], {"gsm8k": 
 """
 
 
-def _fake_command(plan: runner.RunPlan, session: runner.SessionSpec, sessions_dir: Path) -> list[str]:
+def _fake_command(plan: runner.RunPlan, session: runner.SessionSpec, sessions_dir: Path, config_dir: Path) -> list[str]:
     return [sys.executable, "-c", FAKE_SESSION, str(sessions_dir / session.run_id), session.arm.name, str(SESSION_S), session.markers]
 
 
@@ -132,7 +132,7 @@ def test_sessions_do_not_inherit_the_server_url_variable(tmp_path: Path, monkeyp
     monkeypatch.setenv("SPECSUITE_SERVER_URL", "http://elsewhere:30000")
     monkeypatch.setattr(runner.subprocess, "Popen", NoProcess)
     plan = runner.RunPlan(arms=[ArmSpec("fix", launch="true")], repeats=1, seed=0, markers="correctness", pytest_options=[])
-    runner._start(plan, runner.SessionSpec(plan.arms[0], 1, "correctness"), tmp_path)
+    runner._start(plan, runner.SessionSpec(plan.arms[0], 1, "correctness"), tmp_path, tmp_path)
     assert "SPECSUITE_SERVER_URL" not in seen["env"]
     # the session's interpreter first, so that an arm's `python -m ...` runs with it; the rest as inherited
     folder = os.path.dirname(sys.executable)

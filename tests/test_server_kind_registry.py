@@ -21,6 +21,7 @@ from harness.config.options import OPTIONS
 from harness.errors import SpecsuiteError
 from harness.server import kinds, refserver_contract
 from harness.server.counters import counter_deltas
+from harness.server.identity import ServerIdentity
 from harness.server.served_dtype import served_dtype
 from harness.server.session import ServerOptions, open_server
 from harness.server.sglang_client import SGLangClient
@@ -154,7 +155,9 @@ def test_a_server_no_kind_recognises_is_told_what_every_kind_looks_for(stubby, t
 def test_the_integrity_wiring_checks_its_answers_with_its_rules(stubby):
     recorder = IntegrityRecorder()
     with stubby_server(answer_tokens=3) as (url, _):
-        identity = SimpleNamespace(tokenizer_path=str(TOKENIZER), model_path=None, speculative={}, server_args={})
+        identity = ServerIdentity(base_url=url, model_path=None, tokenizer_path=str(TOKENIZER), served_model_name=None, version=None,
+                                  random_seed=None, max_running_requests=None, tokenizer_length=None, vocab_size=None,
+                                  vocab_size_source=None, speculative={}, cuda_graph="", cuda_graph_settings={}, server_args={})
         server = SimpleNamespace(client=kinds.make_client("auto", url), identity=identity, vocab=SimpleNamespace(eos_ids=[2]))
         checked = checking_client(server, recorder)
         assert isinstance(checked, kinds.kind_of_client(checked).checking_client)  # what the integrity plugin asserts

@@ -447,7 +447,8 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
             running[:] = []
             with watch:
                 try:
-                    running += [_start(plan, spec, sessions_dir, config_dir) for spec in round_]
+                    for spec in round_:  # each one in `running` as soon as it starts, so an interrupt stops it
+                        running.append(_start(plan, spec, sessions_dir, config_dir))
                     done = _run_round(running, merger, run_dir, merged, on_progress, bar, done, total)
                 except KeyboardInterrupt:
                     _stop(running, watch.signum)

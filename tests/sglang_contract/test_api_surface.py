@@ -103,7 +103,7 @@ def test_openai_bodies_map_to_contract_sampling_keys(sglang_source):
 def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumulative(sglang_source):
     """`incremental_streaming_output` defaults to False (srt/arg_groups/fields/serving.py:274-277):
     native streams are cumulative unless the server says otherwise in /server_info. The harness
-    reads that flag under the same field name (harness/workloads/integrity/wiring.py: context_for_server),
+    reads that flag under the same field name (harness/server/identity.py: ServerIdentity, read by the integrity wiring),
     its context defaults to cumulative, and the reference server reports the default."""
     fields = _class_fields(sglang_source("srt/arg_groups/fields/serving.py"), next(
         node.name for node in ast.walk(ast.parse(sglang_source("srt/arg_groups/fields/serving.py")))
@@ -112,7 +112,7 @@ def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumul
     default = ast.literal_eval(fields["incremental_streaming_output"])
     assert default is False
     assert IntegrityContext().incremental_streaming is default
-    assert '"incremental_streaming_output"' in (ROOT / "harness/workloads/integrity/wiring.py").read_text()
+    assert '"incremental_streaming_output"' in (ROOT / "harness/server/identity.py").read_text()
     refserver_args = ast.parse((ROOT / "refserver/cli.py").read_text())
     reported = [node.values[i] for node in ast.walk(refserver_args) if isinstance(node, ast.Dict)
                 for i, k in enumerate(node.keys) if isinstance(k, ast.Constant) and k.value == "incremental_streaming_output"]
