@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.compare.verdicts import compare_arms
-from harness.families.bench import itl_ms
-from harness.results.types import Document
+from harness.results.types import BenchRun, Document
 from reports.document import ANALYSIS_KEY, fmt
 from reports.render import render_report
 
@@ -31,7 +30,7 @@ def test_the_reports_median_itl_is_the_results(main_job: dict, tmp_path: Path) -
     estimates = {row["arm"]: row for row in main_job[ANALYSIS_KEY]["estimates"] if row["metric"] == "itl_median"}
     for arm in ("nofix", "fix"):
         bench = main_job["arms"][arm]["repeats"][0]["workloads"]["bench"]
-        assert len(itl_ms(bench)) == sum(len(request) for request in bench["itls"])  # every gap, zeros too
+        assert len(BenchRun.from_dict(bench).itl_gaps_ms()) == sum(len(request) for request in bench["itls"])  # every gap, zeros too
         assert estimates[arm]["value"] == pytest.approx(bench["median_itl_ms"], rel=1e-12)
     render_report(Document.from_dict(main_job), tmp_path)
     markdown = (tmp_path / "report.md").read_text()

@@ -9,8 +9,6 @@ median difference with the Mann–Whitney p-value.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from harness.compare.engines import (
@@ -30,17 +28,10 @@ from harness.results.types import ArmCounts, BenchRun, ComparisonRow, Effect, Md
 from harness.stats import mann_whitney, relative_median_diff_ci, tost_equivalence
 
 
-def itl_ms(run: BenchRun | dict[str, Any]) -> list[float]:
-    """Per-token ITLs in ms (bench_serving `itls`: per-request lists in seconds), every gap kept: the same
-    values whose median is the run's `median_itl_ms`, so the report's ITL is the results' ITL. Takes the
-    typed run, or a benchmark summary dict (loaded as one)."""
-    return (run if isinstance(run, BenchRun) else BenchRun.from_dict(run)).itl_gaps_ms()
-
-
 def _median_itl(run: BenchRun) -> float | None:
     if run.median_itl_ms is not None:
         return float(run.median_itl_ms)
-    itls = itl_ms(run)
+    itls = run.itl_gaps_ms()
     return float(np.median(itls)) if itls else None
 
 
@@ -50,7 +41,7 @@ def _output_throughput(run: BenchRun) -> float | None:
 
 METRICS: tuple[Metric, ...] = (
     Metric("itl_median", "median ITL", "ms", "lower", 0.01, "relative", "run_level", "bench", "run_value", _median_itl,
-           "median ITL", "ms", per_token=itl_ms, plot_title="Median ITL", version=2),  # 2: one stamp per SSE event, zeros kept
+           "median ITL", "ms", per_token=BenchRun.itl_gaps_ms, plot_title="Median ITL", version=2),  # 2: one stamp per SSE event, zeros kept
     Metric("output_throughput", "output throughput", "tok/s", "higher", 0.01, "relative", "run_level", "bench", "run_value",
            _output_throughput, "output throughput", "tok_s", plot_title="Output throughput"),
 )
