@@ -34,17 +34,34 @@ def outcomes(xml_path: Path) -> dict[str, str]:
     return found
 
 
-def judge(results: dict[str, str], known: dict) -> list[str]:
-    """The problems; empty when the run is as the findings say."""
+def failure_reasons(xml_path: Path, limit: int = 300) -> dict[str, str]:
+    """test id -> the first line of its failure or error message, cut to `limit` characters: the reason an
+    unexplained failure shows in the job's verdict lines, where a reader of the CI log's tail finds it."""
+    reasons = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                lines = (child.get("message") or child.text or "").strip().splitlines()
+                test_id = f"{case.get('classname', '').replace('.', '/')}.py::{case.get('name')}"
+                reasons[test_id] = (lines[0] if lines else "")[:limit]
+    return reasons
+
+
+def judge(results: dict[str, str], known: dict, reasons: dict[str, str] | None = None) -> list[str]:
+    """The problems; empty when the run is as the findings say. `reasons` (failure_reasons) adds each
+    unexplained failure's message to its line."""
+    reasons = reasons or {}
     problems = []
     ran = [test for test, state in results.items() if state in ("passed", "failed")]
     if not ran:
         problems.append("no test ran")
-    problems += [f"error: {test}" for test, state in results.items() if state == "error"]
+    problems += [f"error: {test}" + (f" ({reasons[test]})" if reasons.get(test) else "")
+                 for test, state in results.items() if state == "error"]
     failed = [test for test, state in results.items() if state == "failed"]
     for test in failed:
         if not any(re.fullmatch(pattern, test) for finding in known["findings"] for pattern in finding["may_fail"]):
-            problems.append(f"unexplained failure (a harness defect or a new finding): {test}")
+            reason = f" ({reasons[test]})" if reasons.get(test) else ""
+            problems.append(f"unexplained failure (a harness defect or a new finding): {test}{reason}")
     for finding in known["findings"]:
         if not any(re.fullmatch(pattern, test) for test in failed for pattern in finding["must_fire_one_of"]):
             problems.append(f"{finding['finding']} no longer fires (none of {finding['must_fire_one_of']} failed): fixed upstream, or the suite went blind")
@@ -62,7 +79,7 @@ def main(argv: list[str], job: str | None = None, default_known: Path | None = N
         print(f"usage: {job} judge: RESULTS.xml KNOWN.json", file=sys.stderr)
         return 2
     try:
-        results = outcomes(Path(argv[0]))
+        results, reasons = outcomes(Path(argv[0])), failure_reasons(Path(argv[0]))
         known = json.loads(Path(argv[1] if len(argv) > 1 else default_known).read_text())
     except (OSError, ET.ParseError, json.JSONDecodeError) as exc:
         print(f"{job} job: cannot read the run or the findings: {exc}", file=sys.stderr)
@@ -71,7 +88,7 @@ def main(argv: list[str], job: str | None = None, default_known: Path | None = N
     print(f"{job} job: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, {counts['error']} errors")
     for test in (t for t, s in results.items() if s == "failed"):
         print(f"{job} job: failed: {test}")
-    problems = judge(results, known)
+    problems = judge(results, known, reasons)
     for problem in problems:
         print(f"{job} job: {problem}", file=sys.stderr)
     return 1 if problems else 0

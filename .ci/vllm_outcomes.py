@@ -25,19 +25,22 @@ from pathlib import Path
 
 # The known-failure judge is shared with the SGLang job (.ci/outcomes_judge.py, beside this file).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from outcomes_judge import judge, outcomes  # noqa: E402
+from outcomes_judge import failure_reasons, judge, outcomes  # noqa: E402
 from outcomes_judge import main as judge_main  # noqa: E402
 
 DEFAULT_KNOWN = Path(__file__).resolve().parents[1] / "docs" / "findings" / "vllm_known_failures.json"
 __all__ = ["DEFAULT_KNOWN", "judge", "judge_corrected", "main", "main_corrected", "outcomes"]
 
 
-def judge_corrected(results: dict[str, str], patch_problem: str | None) -> list[str]:
-    """The problems of the corrected run: no known failures here, and the patch must show in the log."""
+def judge_corrected(results: dict[str, str], patch_problem: str | None, reasons: dict[str, str] | None = None) -> list[str]:
+    """The problems of the corrected run: no known failures here, and the patch must show in the log.
+    `reasons` (failure_reasons) adds each failure's message to its line."""
     problems = [] if patch_problem is None else [f"not a corrected run: {patch_problem}"]
     if not any(state in ("passed", "failed") for state in results.values()):
         problems.append("no test ran")
-    problems += [f"{state}: {test}" for test, state in results.items() if state in ("failed", "error")]
+    reasons = reasons or {}
+    problems += [f"{state}: {test}" + (f" ({reasons[test]})" if reasons.get(test) else "")
+                 for test, state in results.items() if state in ("failed", "error")]
     return problems
 
 
@@ -46,7 +49,7 @@ def main_corrected(log_path: Path, xml_path: Path) -> int:
     from harness.server.vllm_patches import require_patch_active
 
     try:
-        results = outcomes(xml_path)
+        results, reasons = outcomes(xml_path), failure_reasons(xml_path)
     except (OSError, ET.ParseError) as exc:
         print(f"vllm job (corrected): cannot read the run: {exc}", file=sys.stderr)
         return 2
@@ -58,7 +61,7 @@ def main_corrected(log_path: Path, xml_path: Path) -> int:
     counts = {state: sum(1 for s in results.values() if s == state) for state in ("passed", "failed", "skipped", "error")}
     print(f"vllm job (corrected): {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped, "
           f"{counts['error']} errors (no known-failure list)")
-    problems = judge_corrected(results, patch_problem)
+    problems = judge_corrected(results, patch_problem, reasons)
     for problem in problems:
         print(f"vllm job (corrected): {problem}", file=sys.stderr)
     return 1 if problems else 0

@@ -38,6 +38,16 @@ def test_an_undocumented_failure_goes_red(tmp_path):
     assert any("unexplained failure" in p and "test_greedy_equality" in p for p in problems)
 
 
+def test_an_unexplained_failure_names_its_reason(tmp_path, capsys):
+    """The verdict line carries the failure's first message line: the CI log's tail is all a reader may get."""
+    run = junit_file(tmp_path, {SEEDS: "failed", GREEDY: "failed"},
+                     message="RequestFault: connection to http://127.0.0.1:18173 broke during POST /generate&#10;second line")
+    assert judge_module.main(["sglang", str(run), str(KNOWN_PATH)]) == 1
+    lines = [line for line in capsys.readouterr().err.splitlines() if "unexplained failure" in line]
+    assert lines == ["sglang job: unexplained failure (a harness defect or a new finding): suites/test_lossless.py::"
+                     "test_greedy_equality (RequestFault: connection to http://127.0.0.1:18173 broke during POST /generate)"]
+
+
 def test_a_finding_that_stops_firing_goes_red(tmp_path):
     problems = run_judge(tmp_path, {SEEDS: "passed", TWO_SAMPLE: "passed", GREEDY: "passed"})
     assert any("sglang-cpu-greedy-verify.md no longer fires" in p for p in problems)

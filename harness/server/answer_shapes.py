@@ -15,6 +15,8 @@ from typing import Any
 
 import requests
 
+from harness.server.idle_connections import idle_expiring_session
+
 TIMEOUT_S = 120.0
 PROMPT = "The farmer had 12 apples and"
 SAMPLING = {"temperature": 0, "max_new_tokens": 12}
@@ -78,7 +80,7 @@ def metric_names(text: str) -> list[str]:
 def record_answers(base_url: str) -> dict[str, Any]:
     """The raw answers of one server to the fixed requests (values included: callers keep what they need)."""
     base = base_url.rstrip("/")
-    session = requests.Session()
+    session = idle_expiring_session()
     session.trust_env = False  # loopback servers: never through a proxy
     body = {"text": PROMPT, "sampling_params": SAMPLING}
     answers: dict[str, Any] = {"generate": session.post(f"{base}/generate", json=body, timeout=TIMEOUT_S).json()}

@@ -20,6 +20,7 @@ import requests
 
 from harness.errors import SpecsuiteError
 from harness.server.faults import ErrorClass, RequestFault, parse_retry_after, status_class
+from harness.server.idle_connections import idle_expiring_session
 from harness.server.secrets import REDACTED, redact_text
 
 ERROR_TEXT_LIMIT = 200
@@ -100,7 +101,8 @@ class HttpTransport:
         self.timeout = (connect_timeout_s, timeout_s)
         self._api_key = api_key or None
         self._admin_api_key = admin_api_key or None
-        self._session = requests.Session()
+        # Connections idle near the server's keep-alive timeout are not reused (harness/server/idle_connections.py).
+        self._session = idle_expiring_session()
         # Proxies from the environment would route a local server through a remote hop.
         self._session.trust_env = False
         if self._api_key:

@@ -44,6 +44,7 @@ from harness.server import kinds
 from harness.server.bench_answers import ModelCard, reported_accept_length, tokenizer_path_of
 from harness.server.cache_flush import FlushOutcome, flush_before_measurement
 from harness.server.counters import parse_prometheus
+from harness.server.idle_connections import MAX_IDLE_S
 from harness.server.openai_client import OpenAICompletionsClient
 from harness.server.protocol import ServerClient
 from harness.server.secrets import redact
@@ -310,7 +311,8 @@ def _write(record: dict[str, Any], output_file: str | None, config: BenchConfig)
 
 
 def _new_session(config: BenchConfig, shared: bool) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=0) if shared else None
+    # A shared connection idle near the server's keep-alive timeout is not reused (harness/server/idle_connections.py).
+    connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=MAX_IDLE_S) if shared else None
     return aiohttp.ClientSession(connector=connector, read_bufsize=READ_BUFSIZE, trust_env=False)
 
 
