@@ -1,6 +1,6 @@
-"""pytest entry point in the checkout: loads the specsuite plugin (suites/plugin.py: the `specsuite` option group,
+"""pytest entry point in the checkout: loads the specsuite plugin (specsuite/pytest_plugin/plugin.py: the `specsuite` option group,
 the suites' plugins and markers), which an installed specsuite also registers as the `pytest11` entry point
-`suites.plugin`. Every option is declared once, in the option table (docs/options.md).
+`specsuite.pytest_plugin.plugin`. Every option is declared once, in the option table (docs/options.md).
 
     pytest suites/ --server-url http://node:30000      # a running SGLang server
     pytest suites/ --launch "python -m sglang.launch_server ..."
@@ -9,4 +9,4 @@ the suites' plugins and markers), which an installed specsuite also registers as
 
 from __future__ import annotations
 
-pytest_plugins = ("suites.plugin",)
+pytest_plugins = ("specsuite.pytest_plugin.plugin",)

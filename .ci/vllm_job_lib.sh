@@ -1,4 +1,4 @@
-# Functions of .ci/vllm-job (sourced; tests/test_vllm_job_lib.py runs them against stand-ins).
+# Functions of .ci/vllm-job (sourced; tests/ci/test_vllm_job_lib.py runs them against stand-ins).
 # Needs OUT (the job's folder) and the array `pids` (the serve-vllm processes started so far).
 
 # Say that a server exited and show the end of every server file, so the reason reaches the CI log.

@@ -10,7 +10,7 @@ The suites keep flagging a real vLLM bug (that is their job), so the job cannot 
 
     python .ci/vllm_outcomes.py RESULTS.xml [KNOWN.json]
 
-The corrected run (vLLM with the project's expand fix, fixtures/vllm_patches/expand_fix) has no known-failure
+The corrected run (vLLM with the project's expand fix, specsuite/fixtures/vllm_patches/expand_fix) has no known-failure
 list: it passes only when tests ran, none failed or errored, and the server's log shows the patch active
 (without the line the run is not called corrected, whatever its results):
 
@@ -45,8 +45,8 @@ def judge_corrected(results: dict[str, str], patch_problem: str | None, reasons:
 
 
 def main_corrected(log_path: Path, xml_path: Path) -> int:
-    from harness.errors import SpecsuiteError
-    from harness.server.vllm_patches import require_patch_active
+    from specsuite.errors import SpecsuiteError
+    from specsuite.server.vllm_patches import require_patch_active
 
     try:
         results, reasons = outcomes(xml_path), failure_reasons(xml_path)

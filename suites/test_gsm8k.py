@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.results.types import DetectorTotal
+from specsuite.results.types import DetectorTotal
 
 pytestmark = pytest.mark.gsm8k
 

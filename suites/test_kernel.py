@@ -4,9 +4,9 @@
     pytest suites/ -m kernel --kernel sglang==0.5.23:block      # the same kernel, block verification
     pytest suites/ -m kernel --kernel vllm-installed            # vLLM's rejection sampler (its own Python)
 
-Invariants, one test per input class (harness/kernels/inputs.py; the classes depend on the engine),
+Invariants, one test per input class (specsuite/kernels/inputs.py; the classes depend on the engine),
 each failing with the class and one example row; the verification rule itself (token or block, from
-the papers' math: harness/kernels/rule_check.py), row by row on its own input where the sampler takes the
+the papers' math: specsuite/kernels/rule_check.py), row by row on its own input where the sampler takes the
 coins, so that any acceptance bias that moves one row is caught, and by an exact test of the rows' total
 accepted count where it draws its own (vLLM); distribution tests on well-formed input that hold for
 any lossless verifier (the committed block, continued from the target, against the target: per position
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.errors import SpecsuiteError
-from harness.kernels.distribution import RULE_SCENARIO, SCENARIOS, scenarios_for
-from harness.kernels.loader import KernelSpec
-from harness.kernels.suite import KernelSuiteRun, classes_for
+from specsuite.errors import SpecsuiteError
+from specsuite.kernels.distribution import RULE_SCENARIO, SCENARIOS, scenarios_for
+from specsuite.kernels.loader import KernelSpec
+from specsuite.kernels.suite import KernelSuiteRun, classes_for
 
 pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("record_kernel_results")]
 GREEDY_CLASSES = ("greedy", "mixed-greedy-random")
@@ -37,7 +37,7 @@ class _SpecOnly:
 
 
 def _engine_spec(config: pytest.Config) -> KernelSpec | None:
-    from suites.pytest_plugin import specsuite_session  # the run configuration's kernel section
+    from specsuite.pytest_plugin.core import specsuite_session  # the run configuration's kernel section
 
     try:
         source = specsuite_session(config).run_config.kernel.source

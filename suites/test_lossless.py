@@ -10,14 +10,14 @@
   near-tie of the reference's top-2 is numerics, any other is a failure.
 
 Every test reads its sample size, power and smallest detectable effect into results.json
-(`arms.<arm>.repeats[0].workloads.lossless`). Run with `-p suites.plugin_lossless` until conftest loads it.
+(`arms.<arm>.repeats[0].workloads.lossless`). Run with `-p specsuite.pytest_plugin.lossless` until conftest loads it.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from harness.results.types import PitUniformity
+from specsuite.results.types import PitUniformity
 
 pytestmark = pytest.mark.lossless
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.history import compare_case
-from harness.results.types import Case, ComparisonRow, Effect
+from specsuite.history import compare_case
+from specsuite.results.types import Case, ComparisonRow, Effect
 
 pytestmark = pytest.mark.ab
 

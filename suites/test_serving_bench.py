@@ -1,7 +1,7 @@
 """Serving benchmark suite (marker perf): bench_serving's metrics on the server under test, the
 server-side facts they rest on, and, with a baseline server, the A/B verdicts and --fail-on rules.
 
-The benchmark itself runs once per session (suites/plugin_bench.py); these tests read its result.
+The benchmark itself runs once per session (specsuite/pytest_plugin/bench.py); these tests read its result.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_bench_accept_length_consistent(bench_state, specsuite):
 
 def test_bench_against_baseline(bench_state):
     """TOST equivalence and --fail-on rules against the baseline server: the rows printed are the rows the rules read."""
-    from harness.compare.verdicts import describe_run_level
+    from specsuite.compare.verdicts import describe_run_level
 
     outcome = bench_state.outcome
     if outcome is None:

@@ -11,7 +11,7 @@ the packages an import passes through on the way (`a`, `a.b`) are not edges, so 
 `__init__` that re-exports its submodules is not a cycle with them.  A cycle is a strongly connected
 component of more than one module, or a module that imports itself.
 
-tests/test_layering.py reads imports with the same `imports_of` and builds the same graph.
+tests/packaging/test_layering.py reads imports with the same `imports_of` and builds the same graph.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("harness", "fixtures", "refserver", "kernel_loading", "reports", "suites")
+PACKAGES = ("specsuite", "suites")
 TOP_LEVEL_MODULES = ("conftest.py",)
 
 # Calls that load a module named by a string: importlib.import_module, importlib.resources.files, __import__.
@@ -31,7 +31,7 @@ _LOADERS = {"import_module", "files", "__import__"}
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
-    """`harness/kernels/loader.py` -> `harness.kernels.loader`; a package's `__init__.py` -> the package."""
+    """`specsuite/kernels/loader.py` -> `specsuite.kernels.loader`; a package's `__init__.py` -> the package."""
     parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 

@@ -6,10 +6,10 @@ import gzip
 import json
 from pathlib import Path
 
-from harness.compare.verdicts import compare_arms
-from harness.results.types import Document
-from reports.document import ANALYSIS_KEY
-from reports.render import render_report
+from specsuite.compare.verdicts import compare_arms
+from specsuite.reports.document import ANALYSIS_KEY
+from specsuite.reports.render import render_report
+from specsuite.results.types import Document
 
 MAIN_JOB = Path(__file__).resolve().parents[1] / "data" / "ab_results" / "main_job_smoke.json.gz"
 

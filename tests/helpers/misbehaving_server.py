@@ -27,7 +27,7 @@ import orjson
 from aiohttp import web
 from tokenizers import Tokenizer
 
-MODEL_DIR = Path(__file__).resolve().parents[2] / "refserver" / "model"
+MODEL_DIR = Path(__file__).resolve().parents[2] / "specsuite" / "refserver" / "model"
 ANSWER = " The baker fills 8 bags, because 24 loaves in bags of 3 make 8. The answer is 8."
 
 FAULTS = {

@@ -1,7 +1,7 @@
 """Stand-in servers that answer SGLang's native /generate in Python get the protocol's typed calls.
 
 A fake defines `generate(payload) -> answer` (the native JSON it would send back); mixing in
-`NativeFake` gives it `generate_request`, so workloads that speak `harness.server.protocol` can drive it.
+`NativeFake` gives it `generate_request`, so workloads that speak `specsuite.server.protocol` can drive it.
 Answers are parsed as `SGLangClient` parses them, minus its fault checks (fakes leave out fields
 a real server always sends, such as `finish_reason`).
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.server.generation import Generation, generations_from_sglang, prompt_hash
-from harness.server.protocol import Answer, GenerationRequest, native_payload
+from specsuite.server.generation import Generation, generations_from_sglang, prompt_hash
+from specsuite.server.protocol import Answer, GenerationRequest, native_payload
 
 
 class NativeFake:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-PADDED_ID = 8120  # fixtures/vllm_models/target: tokenizer 8100 ids, vocab_size 8128 (not 8127, the fallback id)
+PADDED_ID = 8120  # specsuite/fixtures/vllm_models/target: tokenizer 8100 ids, vocab_size 8128 (not 8127, the fallback id)
 TAIL = 2
 OPENAI_FAULTS = ("padded_id", "accept_inflate", "eos_tail", "completion_off_by_one", "swap_chunks")
 

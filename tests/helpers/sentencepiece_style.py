@@ -12,7 +12,7 @@ from functools import lru_cache
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from refserver.corpus import corpus_text
+from specsuite.refserver.corpus import corpus_text
 
 TRAINING_CHARS = 60_000
 VOCAB_SIZE = 600

@@ -1,6 +1,6 @@
 """A third server kind, "Stubby", whole in this one module: what a new kind needs, with nothing of the harness edited.
 
-tests/test_server_kind_registry.py registers `STUBBY` for one test at a time (`kinds.register`, `kinds.unregister`);
+tests/server/test_server_kind_registry.py registers `STUBBY` for one test at a time (`kinds.register`, `kinds.unregister`);
 the built-in kinds register themselves on import the same way. Stubby answers `GET /stubby/identity` with
 `{"engine": "stubby", "model_path": ...}` (its probe and its client's connection check) and POST /stubby/generate
 with a native-shaped answer. Its checking client runs this module's one integrity rule on every answer (the
@@ -14,13 +14,13 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from harness.errors import SpecsuiteError
-from harness.server import bench_formats
-from harness.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json
-from harness.server.transport import HttpServerClient, HttpTransport
-from harness.workloads.integrity.recorder import IntegrityRecorder, guarded_checks
-from harness.workloads.integrity.sglang_rules import IntegrityContext, Violation
-from harness.workloads.serving import streams
+from specsuite.errors import SpecsuiteError
+from specsuite.server import bench_formats
+from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json
+from specsuite.server.transport import HttpServerClient, HttpTransport
+from specsuite.workloads.integrity.recorder import IntegrityRecorder, guarded_checks
+from specsuite.workloads.integrity.sglang_rules import IntegrityContext, Violation
+from specsuite.workloads.serving import streams
 
 ENGINE = "stubby"
 IDENTITY_PATH = "/stubby/identity"

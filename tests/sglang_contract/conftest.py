@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from harness.errors import SpecsuiteError
-from kernel_loading.sglang_wheel import extract_member
+from specsuite.errors import SpecsuiteError
+from specsuite.kernel_loading.sglang_wheel import extract_member
 
 CONTRACT_VERSION = "0.5.23"
 

@@ -11,9 +11,9 @@ import ast
 import re
 from pathlib import Path
 
-from harness.workloads.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
-from harness.workloads.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
-from refserver import protocol
+from specsuite.refserver import protocol
+from specsuite.workloads.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
+from specsuite.workloads.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +103,7 @@ def test_openai_bodies_map_to_contract_sampling_keys(sglang_source):
 def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumulative(sglang_source):
     """`incremental_streaming_output` defaults to False (srt/arg_groups/fields/serving.py:274-277):
     native streams are cumulative unless the server says otherwise in /server_info. The harness
-    reads that flag under the same field name (harness/server/identity.py: ServerIdentity, read by the integrity wiring),
+    reads that flag under the same field name (specsuite/server/identity.py: ServerIdentity, read by the integrity wiring),
     its context defaults to cumulative, and the reference server reports the default."""
     fields = _class_fields(sglang_source("srt/arg_groups/fields/serving.py"), next(
         node.name for node in ast.walk(ast.parse(sglang_source("srt/arg_groups/fields/serving.py")))
@@ -112,8 +112,8 @@ def test_incremental_streaming_output_defaults_off_and_the_harness_assumes_cumul
     default = ast.literal_eval(fields["incremental_streaming_output"])
     assert default is False
     assert IntegrityContext().incremental_streaming is default
-    assert '"incremental_streaming_output"' in (ROOT / "harness/server/identity.py").read_text()
-    refserver_args = ast.parse((ROOT / "refserver/cli.py").read_text())
+    assert '"incremental_streaming_output"' in (ROOT / "specsuite/server/identity.py").read_text()
+    refserver_args = ast.parse((ROOT / "specsuite/refserver/cli.py").read_text())
     reported = [node.values[i] for node in ast.walk(refserver_args) if isinstance(node, ast.Dict)
                 for i, k in enumerate(node.keys) if isinstance(k, ast.Constant) and k.value == "incremental_streaming_output"]
     assert [ast.literal_eval(v) for v in reported] == [default]
@@ -142,9 +142,9 @@ def harness_meta_keys() -> set[str]:
     """Every meta_info key the harness reads (`meta.get("k")`, `meta_info["k"]`, ...), plus the
     fields faults.py requires."""
     keys: set[str] = set()
-    for path in (ROOT / "harness").rglob("*.py"):
+    for path in (ROOT / "specsuite").rglob("*.py"):
         keys |= set(META_READ.findall(path.read_text()))
-    from harness.server.faults import REQUIRED_META_FIELDS
+    from specsuite.server.faults import REQUIRED_META_FIELDS
 
     return keys | set(REQUIRED_META_FIELDS)
 
@@ -164,15 +164,15 @@ def test_meta_info_keys_the_harness_parses_exist_in_sglang(sglang_source):
 def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     """Every /generate body the harness builds carries only `sampling_params` keys the strict gate
     admits (api/v1/api_types.py:1256, 1319-1320): one more would be a 400 on a real server."""
-    from harness.server.protocol import native_payload
-    from harness.workloads.correctness.prompts import PromptItem
-    from harness.workloads.correctness.workload import SamplingCase
-    from harness.workloads.correctness.workload import build_request as correctness_request
-    from harness.workloads.gsm8k.prompt import build_request as gsm8k_request
-    from harness.workloads.lossless.scoring import scoring_request
-    from harness.workloads.serving.client import RequestSettings
-    from harness.workloads.serving.datasets import DatasetRow
-    from suites.plugin_integrity import greedy_payload
+    from specsuite.pytest_plugin.integrity import greedy_payload
+    from specsuite.server.protocol import native_payload
+    from specsuite.workloads.correctness.prompts import PromptItem
+    from specsuite.workloads.correctness.workload import SamplingCase
+    from specsuite.workloads.correctness.workload import build_request as correctness_request
+    from specsuite.workloads.gsm8k.prompt import build_request as gsm8k_request
+    from specsuite.workloads.lossless.scoring import scoring_request
+    from specsuite.workloads.serving.client import RequestSettings
+    from specsuite.workloads.serving.datasets import DatasetRow
 
     bench_settings = RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9)
     payloads = [

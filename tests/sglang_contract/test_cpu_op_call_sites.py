@@ -1,4 +1,4 @@
-"""The project's sgl_kernel CPU ops (fixtures/sglang_cpu_ops/registry.py) take exactly the arguments
+"""The project's sgl_kernel CPU ops (specsuite/fixtures/sglang_cpu_ops/registry.py) take exactly the arguments
 that each served SGLang release passes at its call sites.
 
 The call sites below were read in the releases' wheels; each is checked in the wheel itself (the
@@ -14,12 +14,12 @@ import ast
 
 import pytest
 
-from harness.errors import SpecsuiteError
-from kernel_loading.sglang_wheel import extract_members
+from specsuite.errors import SpecsuiteError
+from specsuite.kernel_loading.sglang_wheel import extract_members
 
 pytest.importorskip("torch")
 
-from fixtures.sglang_cpu_ops.registry import OPS, SERVED_RELEASES  # noqa: E402
+from specsuite.fixtures.sglang_cpu_ops.registry import OPS, SERVED_RELEASES  # noqa: E402
 
 BACKEND_ALIASES = {"extend_attention_fwd": "extend_attention_cpu", "decode_attention_fwd": "decode_attention_cpu",
                    "build_draft_decode_metadata": "build_draft_decode_metadata_cpu"}

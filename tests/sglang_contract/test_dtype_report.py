@@ -1,13 +1,13 @@
 """Contract: where SGLang 0.5.23 reports the dtype it serves in, read from its source. The greedy
-comparisons' near-tie tolerance (harness/workloads/lossless/greedy.py) follows it
-(harness/server/served_dtype.py)."""
+comparisons' near-tie tolerance (specsuite/workloads/lossless/greedy.py) follows it
+(specsuite/server/served_dtype.py)."""
 
 from __future__ import annotations
 
 import ast
 import re
 
-from harness.server.served_dtype import normalise, served_dtype
+from specsuite.server.served_dtype import normalise, served_dtype
 
 
 def test_server_info_echoes_the_resolved_dtype_field(sglang_source) -> None:

@@ -1,5 +1,5 @@
 """The facts behind the reference server's /health and its aborted-request answers, read from
-SGLang 0.5.23's source (refserver/server.py emulates them; tests/test_refserver_api_surface.py
+SGLang 0.5.23's source (specsuite/refserver/server.py emulates them; tests/refserver/test_refserver_api_surface.py
 checks the emulation over HTTP)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import re
 
-from refserver import server
+from specsuite.refserver import server
 
 
 def _function_source(source: str, name: str) -> str:
@@ -37,7 +37,7 @@ def test_health_checks_are_left_out_of_the_request_metrics(sglang_source):
     """The health check's request carries log_metrics=False (srt/entrypoints/http_server.py:757-761; the field
     defaults to true, srt/managers/io_struct.py:258), and the tokenizer manager collects a request's metrics only
     when it is true (srt/managers/tokenizer_manager.py:2788); the reference server leaves such requests out of
-    sglang:num_requests_total and the token counters, as tests/test_refserver_api_surface.py checks over HTTP."""
+    sglang:num_requests_total and the token counters, as tests/refserver/test_refserver_api_surface.py checks over HTTP."""
     handler = _function_source(sglang_source("srt/entrypoints/http_server.py"), "health_generate")
     assert "log_metrics=False" in handler
     assert re.search(r"class GenerateReqInput\b.*?\n    log_metrics: bool = True\n", sglang_source("srt/managers/io_struct.py"), re.S)

@@ -1,7 +1,7 @@
 """The harness against answers recorded from live SGLang releases, and a live release against them.
 
 tests/data/sglang_live/eagle-VERSION.json holds what SGLang VERSION (from the package index, on the
-project's CPU ops, EAGLE) answered to the fixed requests of harness/server/answer_shapes.py. Offline,
+project's CPU ops, EAGLE) answered to the fixed requests of specsuite/server/answer_shapes.py. Offline,
 every release's recording must parse the way the harness parses a server (the meta_info keys it reads,
 the identity fields, the metric names, the SSE stream); with a live server named
 (SPECSUITE_SGLANG_LIVE_CONTRACT="VERSION=URL", set by .ci/sglang-job), the server's answers must keep
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.server.answer_shapes import record_answers, shape, shape_differences
-from harness.server.generation import Generation
-from harness.server.identity import collect_secrets, sanitise
+from specsuite.server.answer_shapes import record_answers, shape, shape_differences
+from specsuite.server.generation import Generation
+from specsuite.server.identity import collect_secrets, sanitise
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = sorted((ROOT / "tests" / "data" / "sglang_live").glob("eagle-*.json"))
@@ -60,8 +60,8 @@ def test_streamed_answer_reassembles_to_the_plain_one(path):
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
 def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path):
-    from harness.families import correctness
-    from harness.server import kinds
+    from specsuite.families import correctness
+    from specsuite.server import kinds
 
     answers = recording(path)
     info = answers["server_info"]
@@ -71,7 +71,7 @@ def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path)
     read = set(kinds.get("sglang").counters) | {correctness.GENERATED_TOKENS}
     # A labelled counter is exported from its first increment on: the abort counter (0.5.23
     # srt/observability/metrics_collector.py:1959-1960, incremented at :2186) stays absent until a request is
-    # aborted, and the harness takes an absent counter as no data (harness/server/counters.py counter_deltas).
+    # aborted, and the harness takes an absent counter as no data (specsuite/server/counters.py counter_deltas).
     first_seen_on_increment = {"sglang:num_aborted_requests_total"}
     missing = read - set(answers["metrics"])
     assert missing <= first_seen_on_increment, f"metrics the harness reads that this release does not export: {sorted(missing)}"

@@ -37,8 +37,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import SpecsuiteError
-from kernel_loading.sglang_wheel import extract_members
+from specsuite.errors import SpecsuiteError
+from specsuite.kernel_loading.sglang_wheel import extract_members
 
 RELEASES = ("0.5.17", "0.5.20", "0.5.23")
 # Where --sampling-defaults is declared moved after 0.5.17.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from harness.families import correctness
-from harness.server import kinds
+from specsuite.families import correctness
+from specsuite.server import kinds
 
 ROOT = Path(__file__).resolve().parents[2]
 METRIC_FILES = ("srt/observability/metrics_collector.py", "srt/observability/http_request_metrics.py")
@@ -41,7 +41,7 @@ def test_the_scan_finds_sglang_metrics(sglang_source):
 
 
 def test_counters_the_harness_reads_exist(sglang_source):
-    """harness/server/kinds/sglang.py and harness/families/correctness.py read these by name; a renamed metric
+    """specsuite/server/kinds/sglang.py and specsuite/families/correctness.py read these by name; a renamed metric
     would read as "no metrics" and silently drop the server-side evidence."""
     metrics = sglang_metrics(sglang_source)
     read = [*kinds.get("sglang").counters, correctness.GENERATED_TOKENS]
@@ -51,8 +51,8 @@ def test_counters_the_harness_reads_exist(sglang_source):
 
 def test_refserver_sglang_metrics_match_name_and_type(sglang_source):
     """The reference server exports some metrics under SGLang's names "with the same meaning"
-    (refserver/metrics.py); each must exist in SGLang with the same type."""
-    source = (ROOT / "refserver/metrics.py").read_text()
+    (specsuite/refserver/metrics.py); each must exist in SGLang with the same type."""
+    source = (ROOT / "specsuite/refserver/metrics.py").read_text()
     ours = dict(re.findall(r'\("(sglang:[a-z0-9_]+)", "(counter|gauge)"', source))
     assert len(ours) >= 10
     metrics = sglang_metrics(sglang_source)

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from harness.server.generated_text import SGLANG_TEXT_CONTEXT_IDS, decode_in_context, prefix_texts_in_context
-from harness.workloads.integrity.sglang_rules import IntegrityContext, check_response
-from refserver.engine import Engine, EngineConfig, EngineCounters
-from refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
-from refserver.model_loading import MODEL_DIR, ReferenceModel
-from refserver.responses import TEXT_CONTEXT_IDS, output_text
+from specsuite.refserver.engine import Engine, EngineConfig, EngineCounters
+from specsuite.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
+from specsuite.refserver.model_loading import MODEL_DIR, ReferenceModel
+from specsuite.refserver.responses import TEXT_CONTEXT_IDS, output_text
+from specsuite.server.generated_text import SGLANG_TEXT_CONTEXT_IDS, decode_in_context, prefix_texts_in_context
+from specsuite.workloads.integrity.sglang_rules import IntegrityContext, check_response
 from tests.helpers.sentencepiece_style import sentencepiece_style_tokenizer
 
 SCHEDULE_BATCH = "srt/managers/schedule_batch.py"
@@ -288,7 +288,7 @@ def test_integrity_reference_texts_are_decoded_in_context() -> None:
     """The integrity suite cuts expected texts from the reference's prefix texts: they must be
     SGLang's in-context texts (detokenizer_manager.py:393), or every stop-id and max_new_tokens
     case fails against a correct server with a SentencePiece-style tokenizer."""
-    from suites.plugin_integrity import IntegrityProbe
+    from specsuite.pytest_plugin.integrity import IntegrityProbe
 
     tokenizer = sentencepiece_style_tokenizer()
     output = tokenizer.encode(" in 1111 and rebuilt", add_special_tokens=False).ids

@@ -42,14 +42,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.server.launcher import find_free_port, launch_reference_server  # noqa: E402
-from harness.workloads.serving.client import (  # noqa: E402
+from specsuite.server.launcher import find_free_port, launch_reference_server  # noqa: E402
+from specsuite.workloads.serving.client import (  # noqa: E402
     READ_BUFSIZE,
     RequestOutput,
     RequestSettings,
     send_request,
 )
-from harness.workloads.serving.datasets import DatasetRow  # noqa: E402
+from specsuite.workloads.serving.datasets import DatasetRow  # noqa: E402
 
 from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process, pin_this_process  # noqa: E402  (tools/calibration/, next to this script)
 
@@ -169,7 +169,7 @@ def print_emitter_row(row: dict[str, Any]) -> None:
 
 
 def refserver_level(url: str, concurrency: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from harness.workloads.serving.runner import BenchConfig, run_benchmark
+    from specsuite.workloads.serving.runner import BenchConfig, run_benchmark
 
     prompts = max(8, 2 * concurrency)
     config = BenchConfig(base_url=url, dataset_name="random-ids", num_prompts=prompts, random_input_len=128, random_output_len=128,
@@ -192,7 +192,7 @@ def run_bench_serving(python: str, url: str, config, out_file: Path) -> float:
     command = [python, "-m", "sglang.benchmark.serving", "--backend", "sglang", "--base-url", url, "--dataset-name", "random-ids",
                "--tokenize-prompt", "--random-input-len", str(config.random_input_len), "--random-output-len", str(config.random_output_len),
                "--random-range-ratio", "1.0", "--num-prompts", str(config.num_prompts), "--max-concurrency", str(config.max_concurrency),
-               "--tokenizer", str(ROOT / "refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
+               "--tokenizer", str(ROOT / "specsuite/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(command, cwd=tempfile.gettempdir(), capture_output=True, timeout=900, check=True,
                    preexec_fn=pin_this_process)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from harness.server.launcher import group_members
+from specsuite.server.launcher import group_members
 
 CLIENT_CPU, SERVER_CPU = 0, 1
 

@@ -5,7 +5,7 @@ that stalls, as a busy server's does, answers rounds of concurrent requests from
 rounds the client idles for about the keep-alive timeout. Busy processes load every core, as the CI
 machine's live jobs do. Two clients take turns over the same rounds:
 - `requests.Session` as is: a pooled connection is reused whatever its idle time;
-- `harness.server.idle_connections.idle_expiring_session` with MAX_IDLE_S scaled to the server's timeout
+- `specsuite.server.idle_connections.idle_expiring_session` with MAX_IDLE_S scaled to the server's timeout
   as 2 s is to uvicorn's 5 s: idle connections are retired before the server closes them.
 Reported: requests sent and requests that failed, per client, with the first failure's text.
 
@@ -32,7 +32,7 @@ from pathlib import Path
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from harness.server import idle_connections  # noqa: E402
+from specsuite.server import idle_connections  # noqa: E402
 
 SERVER = """
 import asyncio, sys, time

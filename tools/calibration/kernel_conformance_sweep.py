@@ -1,5 +1,5 @@
 """The numpy sampler against the real kernels over many rows, on whatever device torch sees
-(tests/test_kernel_conformance.py is the CI-sized version of this).
+(tests/kernels/test_kernel_conformance.py is the CI-sized version of this).
 
     python tools/calibration/kernel_conformance_sweep.py --seeds 4 --batch 64 --vocab 8128
     python tools/calibration/kernel_conformance_sweep.py --seeds 2 --vocab 154880 --tokenizer-vocab 154856
@@ -17,11 +17,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.kernels.conformance import ConformanceTally, compare  # noqa: E402
-from harness.kernels.distribution import distribution_input  # noqa: E402
-from harness.kernels.inputs import CONFORMANCE_ONLY_CLASSES, INPUT_CLASSES, KernelShape, build_input  # noqa: E402
-from harness.kernels.invoke import run_chain  # noqa: E402
-from harness.kernels.loader import load_kernel  # noqa: E402
+from specsuite.kernels.conformance import ConformanceTally, compare  # noqa: E402
+from specsuite.kernels.distribution import distribution_input  # noqa: E402
+from specsuite.kernels.inputs import CONFORMANCE_ONLY_CLASSES, INPUT_CLASSES, KernelShape, build_input  # noqa: E402
+from specsuite.kernels.invoke import run_chain  # noqa: E402
+from specsuite.kernels.loader import load_kernel  # noqa: E402
 
 PAIRS = (("refserver:nofix", "sglang==0.5.20", False), ("refserver", "sglang==0.5.23", True))
 

@@ -21,15 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.kernels import distribution  # noqa: E402
-from harness.kernels.inputs import KernelShape  # noqa: E402
-from harness.kernels.loader import load_kernel  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.kernels import distribution  # noqa: E402
+from specsuite.kernels.inputs import KernelShape  # noqa: E402
+from specsuite.kernels.loader import load_kernel  # noqa: E402
 
 
 def run_seed(kernel, shape: KernelShape, seed: int, rows: int, alpha: float) -> tuple[list[distribution.DistributionTest], float]:
     started = time.perf_counter()
-    # The family of harness.kernels.suite.KernelSuiteRun.distribution_family, for the same rows and seeds.
+    # The family of specsuite.kernels.suite.KernelSuiteRun.distribution_family, for the same rows and seeds.
     tests, _ = distribution.run_family(kernel, shape, seed, rows, alpha)
     return tests, time.perf_counter() - started
 

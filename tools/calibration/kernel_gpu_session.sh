@@ -3,7 +3,7 @@
 #   OUT=/tmp/kernel-gpu bash tools/calibration/kernel_gpu_session.sh
 # Needs torch with CUDA or ROCm, triton and the project's Python dependencies; on a machine without
 # the package index, set SPECSUITE_CACHE_DIR to a folder holding the releases' reject_sampling.py
-# (kernel_loading/sglang_wheel.py's layout).
+# (specsuite/kernel_loading/sglang_wheel.py's layout).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/kernel-gpu}

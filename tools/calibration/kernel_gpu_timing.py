@@ -34,8 +34,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.kernels.loader import load_kernel  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.kernels.loader import load_kernel  # noqa: E402
 
 SEED_ITL_MS = 2.56  # the reported median ITL without the copy (GLM-5.2, MI355X, concurrency 1)
 

@@ -1,4 +1,4 @@
-"""Power and false alarms of the kernel suite's verification-rule check (harness/kernels/rule_check.py,
+"""Power and false alarms of the kernel suite's verification-rule check (specsuite/kernels/rule_check.py,
 suites/test_kernel.py::test_outcome_follows_the_verification_rule) on SGLang's kernel, over seeds.
 
     python tools/calibration/kernel_rule_power.py --factors 1.25 1.1 --seeds 10 --null-seeds 20
@@ -7,7 +7,7 @@ suites/test_kernel.py::test_outcome_follows_the_verification_rule) on SGLang's k
 
 Subjects: release --version's sampler (default 0.5.23) with block verification (or, with --token, token
 verification) as released (the null), and copies of its file with that acceptance scaled by each factor
-(harness/kernels/mutants.py: block, stop when coin < factor * h_i; token, accept when coin * q < factor * p).
+(specsuite/kernels/mutants.py: block, stop when coin < factor * h_i; token, accept when coin * q < factor * p).
 Each seed is a suite run's --kernel-seed: the rule input is built exactly as the suite builds it, at the
 suite's default shapes unless --kernel-vocab / --batch say otherwise, and checked the same way.  A subject is
 "caught" in a seed when the check fails.  One line per seed and subject (rows with a wrong accepted count or
@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scipy import stats  # noqa: E402
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.kernels import rule_check  # noqa: E402
-from harness.kernels.inputs import KernelShape  # noqa: E402
-from harness.kernels.loader import load_kernel  # noqa: E402
-from harness.kernels.mutants import acceptance_mutant  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.kernels import rule_check  # noqa: E402
+from specsuite.kernels.inputs import KernelShape  # noqa: E402
+from specsuite.kernels.loader import load_kernel  # noqa: E402
+from specsuite.kernels.mutants import acceptance_mutant  # noqa: E402
 
 
 def clopper_pearson(k: int, n: int) -> tuple[float, float]:

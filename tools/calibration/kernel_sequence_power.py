@@ -1,10 +1,10 @@
 """Power and false-alarm rate of the kernel suite's distribution family, by simulation on numpy
-verifiers with stated defects (harness/kernels/model_verifiers.py).
+verifiers with stated defects (specsuite/kernels/model_verifiers.py).
 
     python tools/calibration/kernel_sequence_power.py --sims 100
     python tools/calibration/kernel_sequence_power.py --sims 100 --subjects block block:block-unscaled-residual --json out.json
 
-Each simulation runs the suite's family (harness.kernels.distribution.run_family: the same scenarios,
+Each simulation runs the suite's family (specsuite.kernels.distribution.run_family: the same scenarios,
 rows, tests and Holm correction at --alpha) on one subject, on the suite's chain for --chain-seed (the
 suite's --kernel-seed; default 0) with drafts and coins from seed = simulation index; the subject
 "fires" when any test of the family is rejected.  For a correct verifier (token, block) the
@@ -26,9 +26,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from scipy import stats  # noqa: E402
 
-from harness.kernels import distribution  # noqa: E402
-from harness.kernels.inputs import KernelShape  # noqa: E402
-from harness.kernels.model_verifiers import model_kernel  # noqa: E402
+from specsuite.kernels import distribution  # noqa: E402
+from specsuite.kernels.inputs import KernelShape  # noqa: E402
+from specsuite.kernels.model_verifiers import model_kernel  # noqa: E402
 
 DEFAULT_SUBJECTS = ("token", "block", "token:accept-bias", "token:residual-from-p", "token:warm-target",
                     "block:block-unscaled-residual", "block:block-stop-at-prefix-weight")

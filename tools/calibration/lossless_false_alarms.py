@@ -26,14 +26,14 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.config.options import lossless_settings  # noqa: E402
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.server.launcher import launch_reference_server  # noqa: E402
-from harness.server.sglang_client import SGLangClient  # noqa: E402
-from harness.stats import clopper_pearson  # noqa: E402
-from harness.workloads.correctness.prompts import load_prompts  # noqa: E402
-from harness.workloads.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
-from harness.workloads.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of  # noqa: E402
+from specsuite.config.options import lossless_settings  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.server.sglang_client import SGLangClient  # noqa: E402
+from specsuite.stats import clopper_pearson  # noqa: E402
+from specsuite.workloads.correctness.prompts import load_prompts  # noqa: E402
+from specsuite.workloads.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
+from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of  # noqa: E402
 
 DEFAULTS = LosslessConfig()
 

@@ -33,10 +33,10 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harness.history import HistoryStore, analyse, items_from_file  # noqa: E402
-from harness.server import refserver_contract  # noqa: E402
-from harness.server.launcher import find_free_port  # noqa: E402
-from reports.trends import display_unit, format_effect, render_trends  # noqa: E402
+from specsuite.history import HistoryStore, analyse, items_from_file  # noqa: E402
+from specsuite.reports.trends import display_unit, format_effect, render_trends  # noqa: E402
+from specsuite.server import refserver_contract  # noqa: E402
+from specsuite.server.launcher import find_free_port  # noqa: E402
 
 ACCELERATOR = "cpu-refserver"
 ARM_NAME = "nightly"
@@ -66,7 +66,7 @@ def fresh_postgres_database(url: str) -> str:
 def night_command(night: int, arm: str, out: Path, sqlite_url: str, temperatures: str, top_p: str) -> list[str]:
     port = find_free_port()
     launch = shlex.join(refserver_contract.server_command(arm, port=port))
-    return [sys.executable, "-m", "pytest", "suites/", "-p", "suites.plugin_history", "-m", "correctness or ab", "-q", "-p", "no:cacheprovider",
+    return [sys.executable, "-m", "pytest", "suites/", "-p", "specsuite.pytest_plugin.history", "-m", "correctness or ab", "-q", "-p", "no:cacheprovider",
             "--temperatures", temperatures, "--top-p", top_p, "--launch", launch, "--arm-name", ARM_NAME, "--specsuite-seed", str(night),
             "--results-dir", str(out / "results"), "--run-id", f"night-{night:02d}", "--results-db", sqlite_url,
             "--compare-to", "last-good", "--build-hash", build_hash(night, arm), "--accelerator", ACCELERATOR,

@@ -18,8 +18,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from harness.results.store import load_results  # noqa: E402
-from harness.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.results.store import load_results  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
 
 
 def main() -> int:
@@ -32,7 +32,7 @@ def main() -> int:
     worse_total, rows = 0, 0
     try:
         for seed in range(args.seeds):
-            command = [sys.executable, "-m", "harness.cli.main", "run", "--server-url", servers[0].base_url, "--baseline-url", servers[1].base_url,
+            command = [sys.executable, "-m", "specsuite.cli.main", "run", "--server-url", servers[0].base_url, "--baseline-url", servers[1].base_url,
                        "--seed", str(seed), "--temperatures", "0,1.0", "--top-p", "0.95", "--results-dir", str(out), "--run-id", f"seed-{seed}",
                        "--no-report"]
             subprocess.run(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=600)

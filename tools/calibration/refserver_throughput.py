@@ -30,10 +30,10 @@ import aiohttp
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
 
-PROMPTS_FILE = ROOT / "fixtures/data/correctness_prompts.jsonl"
+PROMPTS_FILE = ROOT / "specsuite/fixtures/data/correctness_prompts.jsonl"
 TARGETS_TOK_S = {"single": 500.0, "concurrent": 2000.0}
 
 

@@ -41,7 +41,7 @@ setup)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target $SITE $P/*.whl > $L/pip.log 2>&1 || { tail -20 $L/pip.log; exit 5; }
   python3 $P/convert_eagle_for_sglang.py $PROJ/fixtures/vllm_models/eagle $MODELS/eagle_sgl >/dev/null || exit 3
   echo "installed at $(el)s"
-  PYTHONPATH=$PROJ:$SITE python3 -c "import aiohttp, scipy, pytest, requests, tqdm, tokenizers; import harness.cli.main, suites.plugin; print('suites import ok')" || echo "SUITES IMPORT FAILED"
+  PYTHONPATH=$PROJ:$SITE python3 -c "import aiohttp, scipy, pytest, requests, tqdm, tokenizers; import specsuite.cli.main, specsuite.pytest_plugin.plugin; print('suites import ok')" || echo "SUITES IMPORT FAILED"
   start natural16 30001 float16 X=1 -- $SPEC
   ready natural16 30001 360 || exit 7
   start nofix16 30002 float16 SGL_PLANT=1 -- $SPEC
@@ -72,8 +72,8 @@ suites)
   pt fixbf 420 -m "$M" --server-url $U:30014 --lossless-reference-url $U:30015 --require-server-url $S &
   pt nofix16 420 -m "correctness or lossless" --server-url $U:30002 --lossless-reference-url $U:30005 --require-server-url $S &
   (ready fix16 30004 150 && pt fix16_gsm8k_perf 420 -m "gsm8k or perf" --server-url $U:30004 --require-server-url --gsm8k-num-questions 50) &
-  (ready fix16 30004 150; PYTHONPATH=$PROJ:$SITE timeout 420 python3 -c 'import sys; from harness.cli.main import main; sys.exit(main())' run --server-url $U:30002 --baseline-url $U:30004 --results-dir /tmp/res/main --run-id nofix-vs-fix > /tmp/pt_main_nofix_vs_fix.log 2>&1; echo "main nofix vs fix: exit $? at $(el)s") &
-  (ready fix16 30004 150; PYTHONPATH=$PROJ:$SITE timeout 420 python3 -c 'import sys; from harness.cli.main import main; sys.exit(main())' run --server-url $U:30004 --profile nightly --results-dir /tmp/res/main_fix --run-id fix-alone > /tmp/pt_main_fix_nightly.log 2>&1; echo "main fix alone nightly: exit $? at $(el)s") &
+  (ready fix16 30004 150; PYTHONPATH=$PROJ:$SITE timeout 420 python3 -c 'import sys; from specsuite.cli.main import main; sys.exit(main())' run --server-url $U:30002 --baseline-url $U:30004 --results-dir /tmp/res/main --run-id nofix-vs-fix > /tmp/pt_main_nofix_vs_fix.log 2>&1; echo "main nofix vs fix: exit $? at $(el)s") &
+  (ready fix16 30004 150; PYTHONPATH=$PROJ:$SITE timeout 420 python3 -c 'import sys; from specsuite.cli.main import main; sys.exit(main())' run --server-url $U:30004 --profile nightly --results-dir /tmp/res/main_fix --run-id fix-alone > /tmp/pt_main_fix_nightly.log 2>&1; echo "main fix alone nightly: exit $? at $(el)s") &
   wait
   for a in $ARMS16 $ARMSBF; do echo "== ${a%%:*}: $(grep -c -i 'traceback' $L/${a%%:*}.log) tracebacks"; done
   grep -h "gpu-plant" $L/*.log | sort | uniq -c | head -5

@@ -3,8 +3,8 @@
 `--concurrency` workers (256 by default) each send native /generate requests back to back, half of
 them streamed, until `--duration` seconds (300 by default) have passed; then no request starts and
 the ones in flight finish (each is bounded by `--request-timeout`). Every request becomes one JSONL
-record the moment it ends (harness.results.store.RecordWriter, flushed per record): ok with its
-completion_tokens, or error with its error class (harness.server.faults). At the end the soak checks that
+record the moment it ends (specsuite.results.store.RecordWriter, flushed per record): ok with its
+completion_tokens, or error with its error class (specsuite.server.faults). At the end the soak checks that
 four counts agree:
 
 - requests sent == records written == records read back from the JSONL file;
@@ -39,10 +39,10 @@ import orjson
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.results.store import RecordWriter, read_records, write_json_atomic  # noqa: E402
-from harness.server.counters import parse_prometheus  # noqa: E402
-from harness.server.faults import (  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.results.store import RecordWriter, read_records, write_json_atomic  # noqa: E402
+from specsuite.server.counters import parse_prometheus  # noqa: E402
+from specsuite.server.faults import (  # noqa: E402
     ErrorClass,
     FaultGuard,
     RequestFault,
@@ -54,8 +54,8 @@ from harness.server.faults import (  # noqa: E402
     process_alive_probe,
     status_class,
 )
-from harness.server.launcher import launch_reference_server  # noqa: E402
-from harness.workloads.correctness.prompts import load_prompts  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.workloads.correctness.prompts import load_prompts  # noqa: E402
 
 COUNTERS = ("sglang:num_requests_total", "sglang:generation_tokens_total", "sglang:num_aborted_requests_total")
 SETTLE_TIMEOUT_S = 60.0

@@ -8,7 +8,7 @@ run-level values.
 
 Procedure: a pilot of `--pilot-repeats` interleaved runs per arm (a fresh server per run, so the
 between-run spread includes the process) measures the spread of each metric's log run-level
-values; `harness.stats.repeats_needed_for_mde(spread, --target-effect)` gives the runs per arm
+values; `specsuite.stats.repeats_needed_for_mde(spread, --target-effect)` gives the runs per arm
 each metric needs to detect the difference (80% power, two-sided alpha 0.05), the metrics in
 --size-by (default TPOT, output throughput and the median chunk gap) set the plan, and the
 script runs the remaining ones (pilot runs count; capped at --max-repeats). `--size-with robust` sizes from
@@ -23,7 +23,7 @@ pair (Mann-Whitney, Hodges-Lehmann shift with its exact interval). Then the same
 Workload: bench_serving's random-ids 1024/512, range ratio 1.0 (fixed lengths), token-id
 prompts, concurrency 1, greedy, one warmup and a flush per run (the shape of the reported
 measurement of the copy's cost). With --step-time-ms the reference server runs its engine in its own process, computes steps
-ahead of an emulated device clock and publishes each at its deadline (refserver/
+ahead of an emulated device clock and publishes each at its deadline (specsuite/refserver/
 step_clock.py). It can only pad: when the host falls behind the clock (a busy machine), the
 step ends late and the run measures a slower server than configured. The server counts those
 slips (/metrics, specsuite_refserver:emulated_*); a run whose clock slipped more than
@@ -47,14 +47,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.compare.engines import log_sd, robust_log_sd  # noqa: E402
-from harness.compare.verdicts import compare_run_values, describe_run_level  # noqa: E402
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.results.types import ComparisonRow  # noqa: E402
-from harness.server.counters import parse_prometheus  # noqa: E402
-from harness.server.launcher import launch_reference_server  # noqa: E402
-from harness.stats import holm, repeats_needed_for_mde  # noqa: E402
-from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
+from specsuite.compare.engines import log_sd, robust_log_sd  # noqa: E402
+from specsuite.compare.verdicts import compare_run_values, describe_run_level  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.results.types import ComparisonRow  # noqa: E402
+from specsuite.server.counters import parse_prometheus  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.stats import holm, repeats_needed_for_mde  # noqa: E402
+from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 MANN_WHITNEY_EFFICIENCY = 0.955  # its asymptotic efficiency relative to the t test on normal data
 METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "median_chunk_itl_ms")

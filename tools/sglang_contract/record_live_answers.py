@@ -4,7 +4,7 @@
 
 The server should be the project's tiny Llama with EAGLE (`specsuite serve-sglang`), idle (a flush is
 refused while requests run). The file keeps the answers as they came, less credential-like keys
-(harness.server.identity.sanitise), with /metrics as its sample names and /flush_cache as its status.
+(specsuite.server.identity.sanitise), with /metrics as its sample names and /flush_cache as its status.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import requests  # noqa: E402
 
-from harness.server.answer_shapes import record_answers  # noqa: E402
-from harness.server.identity import collect_secrets, sanitise  # noqa: E402
+from specsuite.server.answer_shapes import record_answers  # noqa: E402
+from specsuite.server.identity import collect_secrets, sanitise  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,201 @@
+"""pytest plugin of the losslessness suite: its options (declared in specsuite/config/options.py), the
+session-wide workload (run once per setting, cached) and the speculation-off reference
+(--lossless-reference-url, alias --reference-url; else the embedded reference server launched
+with --speculative-algorithm NONE when the server under test serves its model).
+
+Results are kept typed (`LosslessResults`) and written to results.json's `workloads.lossless` after every test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from specsuite.config.options import add_pytest_options
+from specsuite.errors import SpecsuiteError
+from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
+from specsuite.server.secrets import load_api_key
+from specsuite.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
+from specsuite.workloads.lossless.reference import ReferenceServer, open_reference
+from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
+
+if TYPE_CHECKING:
+    from specsuite.session.config import RunConfig
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (specsuite/config/options.py)
+
+
+def run_config_of(config: pytest.Config) -> RunConfig:
+    # Imported late, as the other plugins do: an early import of specsuite.pytest_plugin.core defeats its assertion rewriting.
+    from specsuite.pytest_plugin.core import specsuite_session
+
+    return specsuite_session(config).run_config
+
+
+def lossless_config(run_config: RunConfig) -> LosslessConfig:
+    """The workload config from the run configuration's lossless section; bad values raise a one-line SpecsuiteError."""
+    return run_config.lossless.workload_config(alpha=run_config.alpha, seed=run_config.seed)
+
+
+class LosslessSession:
+    """The lossless workload of one pytest session: runs each test's requests once, keeps its typed results
+    and writes them to results.json after each."""
+
+    def __init__(self, specsuite: Any, config: LosslessConfig, reference: ReferenceServer) -> None:
+        server = specsuite.server
+        self.specsuite = specsuite
+        self.reference = reference
+        self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
+                                         draft_steps_of(server.identity), vocab_size=server.vocab.vocab_size)
+        # The session's workloads map holds each section as results.json writes it; a section already there is kept.
+        self.results = LosslessResults.from_dict(specsuite.workloads.get("lossless") or {})
+        self.results.update(config=_config_dict(config), reference=reference.description, draft_steps=self.workload.draft_steps,
+                            pit={}, two_sample={})
+        self._publish()
+
+    def _publish(self) -> None:
+        """The results as the session's next results.json write takes them (`workloads.lossless`)."""
+        self.specsuite.workloads["lossless"] = self.results.to_dict()
+
+    def _write(self) -> None:
+        self._publish()
+        self.specsuite.write_results("running")
+
+    def require_reference(self) -> None:
+        if self.reference.client is None:
+            pytest.skip(self.reference.unavailable_reason or "no reference server")
+
+    def pit(self, setting: SamplingSetting) -> LosslessPit:
+        if setting.key not in self.results.pit:
+            index = self.workload.config.settings.index(setting)
+            self.results.pit[setting.key] = self.workload.pit(setting, index)
+            self._write()
+        return self.results.pit[setting.key]
+
+    def two_sample(self, setting: SamplingSetting) -> LosslessTwoSample:
+        self.require_reference()
+        if setting.key not in self.results.two_sample:
+            index = self.workload.config.settings.index(setting)
+            self.results.two_sample[setting.key] = self.workload.two_sample(setting, index)
+            self._write()
+        return self.results.two_sample[setting.key]
+
+    def directed_settings(self) -> list[SamplingSetting]:
+        """Settings whose tempered scoring is the distribution the server samples from: top_p 1."""
+        return [s for s in self.workload.config.settings if s.top_p == 1.0]
+
+    def directed(self) -> LosslessDirected:
+        """The tests aimed at over-acceptance (specsuite/workloads/lossless/directed.py), pooled over the
+        PIT and two-sample generations of the eligible settings (run here if not yet; no extra requests)."""
+        if self.results.directed is None:
+            settings = self.directed_settings()
+            if not settings:
+                pytest.skip("no lossless setting with top_p 1: nothing exact to test the mode rate on")
+            for setting in settings:
+                self.pit(setting)
+                if self.reference.client is not None:
+                    self.two_sample(setting)
+            sources = {f"{s.key} {source}": requests for s in settings for source, requests in self.workload.directed[s.key].items()}
+            positions = [p for requests in sources.values() for request in requests for p in request]
+            alpha = self.workload.config.alpha
+            self.results.put("directed", LosslessDirected.written(
+                settings=[s.key for s in settings],
+                sources={name: sum(map(len, requests)) for name, requests in sources.items()},
+                top_token_rate=top_token_rate_test(positions, alpha),
+                acceptance_betting=acceptance_betting_test(positions, alpha),
+            ))
+            self._write()
+        return self.results.directed
+
+    def greedy(self) -> LosslessGreedy:
+        self.require_reference()
+        if self.results.greedy is None:
+            self.results.put("greedy", self.workload.greedy())
+            self._write()
+        return self.results.greedy
+
+
+def _config_dict(config: LosslessConfig) -> dict[str, Any]:
+    return {
+        "settings": [s.key for s in config.settings],
+        "pit_requests": config.pit_requests,
+        "pit_max_new_tokens": config.pit_max_new_tokens,
+        "top_k": config.top_k,
+        "two_sample_prompts": config.two_sample_prompts,
+        "two_sample_size": config.two_sample_size,
+        "greedy_prompts": config.greedy_prompts,
+        "greedy_max_new_tokens": config.greedy_max_new_tokens,
+        "greedy_concurrencies": list(config.greedy_concurrencies),
+        "numerics_gap": config.numerics_gap,
+        "concurrency": config.concurrency,
+        "alpha": config.alpha,
+        "seed": config.seed,
+    }
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "lossless_setting" in metafunc.fixturenames:
+        try:
+            settings = list(run_config_of(metafunc.config).lossless.settings)
+        except SpecsuiteError:
+            settings = []  # reported once, by the lossless fixture
+        metafunc.parametrize("lossless_setting", settings, ids=[s.key for s in settings])
+
+
+@pytest.fixture(scope="session")
+def lossless(specsuite: Any) -> Iterator[LosslessSession]:
+    """The session's lossless workload; the embedded reference is stopped at the end."""
+    problem = None
+    try:
+        run_config = specsuite.run_config
+        config = lossless_config(run_config)
+        reference = open_reference(
+            reference_url=run_config.lossless.reference_url, api_key=load_api_key(),
+            test_model_path=specsuite.server.identity.model_path, log_dir=specsuite.run_dir.path,
+            ready_timeout_s=run_config.server.ready_timeout_s,
+        )
+    except SpecsuiteError as exc:
+        problem = str(exc)
+    if problem is not None:
+        pytest.fail(f"lossless setup: {problem}", pytrace=False)  # outside the except: one line, no chained traceback
+    try:
+        yield LosslessSession(specsuite, config, reference)
+    finally:
+        reference.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per lossless result with its sample size and smallest detectable effect."""
+    # Looked up at run time: importing specsuite.pytest_plugin.core here would defeat its assertion rewriting.
+    core = config.pluginmanager.get_plugin("specsuite.pytest_plugin.core")
+    written = core.specsuite_session(config).workloads.get("lossless") if core else None
+    results = LosslessResults.from_dict(written or {})  # what the session wrote to results.json
+    lines = []
+    for key, pit in results.pit.items():
+        test = pit.test
+        lines.append(f"PIT {key}: n={test.n} p={test.p_value:.3g} MDE(TV, 80%) body {test.mde_tv_body:.4f} "
+                     f"tail {test.mde_tv_tail:.5f}; outside nucleus {pit.outside_support}")
+    for key, two_sample in results.two_sample.items():
+        homogeneity, calibration = two_sample.homogeneity, two_sample.calibration
+        lines.append(f"two-sample {key}: {two_sample.prompts}x{two_sample.samples_per_prompt} per server, chi-square p={homogeneity.p_value:.3g}; "
+                     f"log-likelihood z={calibration.z:.2f} p={calibration.p_value:.3g} (MDE {calibration.mde_nats:.3f} nats)")
+    directed = results.directed
+    if directed is not None:
+        rate, bet = directed.top_token_rate, directed.acceptance_betting
+        lines.append(f"mode rate ({', '.join(directed.settings)}): n={rate.n} excess {rate.excess_rate or 0:+.4f} per position "
+                     f"z={rate.z:.2f} p={rate.p_value:.3g} (MDE {rate.mde_excess_rate or 0:.4f}); acceptance betting: "
+                     f"{bet.draft_positions} draft positions, max log e-value {bet.max_log_e_value:.2f}, p={bet.p_value:.3g}")
+    greedy = results.greedy
+    if greedy is not None:
+        runs = ", ".join(f"c={run.concurrency}: {run.equal}/{run.prompts} equal, {run.numerics} numerics, {run.real} real"
+                         for run in greedy.concurrencies)
+        rule = greedy.near_tie
+        lines.append(f"greedy: {runs}" + (f" ({rule.dtype or 'given'} tolerance {rule.tolerance:.3g} nats)" if rule else ""))
+    if lines:
+        terminalreporter.section("specsuite lossless")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -1,0 +1,1504 @@
+"""The typed results model: a ``results.json`` as dataclasses, from the document down to one case.
+
+Why dataclasses and not pydantic: the model has to load every file written since schema version 1
+and write it back unchanged, including keys no class here names yet (writers add sections over
+time). Plain dataclasses with an explicit ``from_dict``/``to_dict`` do that in a page of code, need
+no new dependency, and import nothing of the rest of the project, so ``specsuite/reports/`` (which reads
+results only) can read these types as well as ``specsuite/`` writes them.
+
+How a record keeps what it does not know: ``from_dict`` fills the named fields and keeps every other
+key in ``extra``, and remembers the key order it read; ``to_dict`` writes the keys back in that
+order, then the named fields set since (those left at their empty default are not written), then
+new ``extra`` keys. So ``Document.from_dict(d).to_dict() == d`` for any document, typed or not, and
+a value of an unexpected shape (a list where a record was expected) is kept as it was, not lost.
+
+The levels (the writers are named in specsuite.results.builder):
+
+- `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
+  `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
+- `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list,
+  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`)
+  and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
+- `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
+  `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm;
+  `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`);
+- typed views of sections the model keeps as dicts, for the readers that need a few of their fields:
+  `ArmVocab`, `ArmIdentity`, `IntegrityTotals`, `FailOnVerdict`;
+- the history's trends.json (specsuite.history.analysis): `Trends`, its `TrendSeries`, `Trend` and `TrendStep`.
+
+The number formats (`fmt`, `pct`, `fmt_p`) live here too: the report and the text the harness writes into
+the analysis for it format numbers alike.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+SCHEMA_VERSION = 3
+ANALYSIS_KEY = "ab_compare"  # the A/B analysis (specsuite.compare.verdicts.compare_arms)
+FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (specsuite.compare.fail_on)
+
+# The reference server's counters the run summary shows, named once here for every reader
+# (specsuite.server.refserver_contract exports them; tests/compare/test_metric_registry.py holds them equal).
+NONFINITE_COUNTER = "specsuite_refserver:draft_probs_nonfinite_entries_total"
+FALLBACK_COUNTER = "specsuite_refserver:sampler_fallback_emissions_total"
+
+NONE_IN_EITHER = "none in either arm"  # how an "inconclusive" rate reads when neither arm had a single event
+
+
+# ---------------------------------------------------------------- number formats
+
+
+# Shared by the report (specsuite/reports/blocks.py re-exports them) and the text the harness writes into the analysis
+# for it (a family's verdict-line figures and report section), so both read alike.
+def fmt(value: float | None, digits: int = 3) -> str:
+    """A number to `digits` significant figures; '∞' for a missing bound."""
+    if value is None:
+        return "∞"
+    if value == 0:
+        return "0"
+    if abs(value) >= 10 ** digits:
+        return f"{value:,.0f}"
+    return f"{value:.{digits}g}"
+
+
+def pct(value: float | None, digits: int = 3) -> str:
+    return "∞" if value is None else f"{fmt(value * 100, digits)}%"
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None:
+        return "–"
+    return "<1e-300" if p == 0 else f"{p:.2g}"
+
+
+R = TypeVar("R", bound="Record")
+_HIDDEN = ("extra", "key_order")
+
+
+@dataclass
+class Record:
+    """A JSON object with named fields; keys it does not name stay in ``extra``."""
+
+    # field name -> (kind, record class): values loaded as records, not dicts.  kind: "one", "list" or "map"
+    # (name -> record); maps of maps are "map.map", "map.map.map" (the A/B spread: metric -> case -> arm -> entry).
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {}
+
+    extra: dict[str, Any] = field(default_factory=dict, repr=False, compare=False, kw_only=True)
+    key_order: tuple[str, ...] = field(default=(), repr=False, compare=False, kw_only=True)
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls) if f.name not in _HIDDEN)
+
+    @classmethod
+    def from_dict(cls: type[R], data: dict[str, Any]) -> R:
+        names = set(cls.field_names())
+        values: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in names:
+                extra[key] = value
+                continue
+            loaded = _load(cls.NESTED.get(key), value)
+            if loaded is _WRONG_SHAPE:
+                extra[key] = value  # kept as written; the typed field stays empty
+            else:
+                values[key] = loaded
+        return cls(**values, extra=extra, key_order=tuple(data))
+
+    @classmethod
+    def written(cls: type[R], **values: Any) -> R:
+        """A record of these field values, each written (default or not) in the order given, as a dict literal
+        of them would be: the way a writer builds a record whose file has always carried every key."""
+        return cls(**values, key_order=tuple(values))
+
+    def put(self, key: str, value: Any) -> None:
+        """Set a key as ``dict[key] = value`` would: a new key goes last, a known one keeps its place (writers that
+        build a record step by step keep the key order their files always had); keys the type does not name go to
+        ``extra``; a dict given for a nested record field is loaded as that record."""
+        if key in self.field_names():
+            loaded = _load(self.NESTED.get(key), value)
+            setattr(self, key, value if loaded is _WRONG_SHAPE else loaded)
+        else:
+            self.extra[key] = value
+        if key not in self.key_order:
+            self.key_order = (*self.key_order, key)
+
+    def update(self, **values: Any) -> None:
+        """`put` for each keyword, in order (``dict.update``)."""
+        for key, value in values.items():
+            self.put(key, value)
+
+    def has(self, name: str) -> bool:
+        """Whether the named field holds a value of its own: read from the dict (in the shape its
+        type expects), or set away from its default since."""
+        if name in self.extra:
+            return False
+        if name in self.key_order:
+            return True
+        spec = next(f for f in dataclasses.fields(self) if f.name == name)
+        return getattr(self, name) != _default_of(spec)
+
+    def to_dict(self) -> dict[str, Any]:
+        named = self.field_names()
+        defaults = {f.name: _default_of(f) for f in dataclasses.fields(self) if f.name in named}
+        out: dict[str, Any] = {}
+        for key in self.key_order:
+            if key in named and key not in self.extra:
+                out[key] = _dump(getattr(self, key))
+            elif key in self.extra:
+                out[key] = self.extra[key]
+        for name in named:
+            value = getattr(self, name)
+            if name not in out and name not in self.extra and value != defaults[name]:
+                out[name] = _dump(value)
+        out.update((key, value) for key, value in self.extra.items() if key not in out)
+        return out
+
+
+class _WrongShape:
+    pass
+
+
+_WRONG_SHAPE = _WrongShape()
+
+
+def _load(nested: tuple[str, type[Record]] | None, value: Any) -> Any:
+    if nested is None or value is None:
+        return value
+    kind, record = nested
+    return _load_kind(kind, record, value)
+
+
+def _load_kind(kind: str, record: type[Record], value: Any) -> Any:
+    """``value`` loaded as ``kind`` of ``record``; _WRONG_SHAPE when any part of it is not of that shape."""
+    if kind == "one":
+        return _load_one(record, value)
+    if kind == "list":
+        loaded = [_load_one(record, item) for item in value] if isinstance(value, list) else [_WRONG_SHAPE]
+        return _WRONG_SHAPE if any(item is _WRONG_SHAPE for item in loaded) else loaded
+    inner = kind.partition(".")[2] or "one"  # "map": name -> record; "map.map": name -> (name -> record); ...
+    if not isinstance(value, dict):
+        return _WRONG_SHAPE
+    mapped = {key: _load_kind(inner, record, item) for key, item in value.items()}
+    return _WRONG_SHAPE if any(item is _WRONG_SHAPE for item in mapped.values()) else mapped
+
+
+def _load_one(record: type[Record], value: Any) -> Any:
+    """A dict as the record (a record of that class, as it is); anything else is of the wrong shape."""
+    if isinstance(value, record):
+        return value
+    return record.from_dict(value) if isinstance(value, dict) else _WRONG_SHAPE
+
+
+def _dump(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, list):
+        return [_dump(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _dump(item) for key, item in value.items()}
+    return value
+
+
+def _default_of(spec: dataclasses.Field) -> Any:
+    if spec.default is not dataclasses.MISSING:
+        return spec.default
+    if spec.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        return spec.default_factory()  # type: ignore[misc]
+    return _WRONG_SHAPE  # a required field is always written
+
+
+# ---------------------------------------------------------------- one sampling case
+
+
+@dataclass
+class Acceptance(Record):
+    """A case's accept lengths: per request, their mean, and the server's own figure after a flush."""
+
+    per_request: list[float] = field(default_factory=list)
+    mean: float | None = None
+    accept_rates: list[Any] = field(default_factory=list)
+    server_after_flush: float | None = None
+
+
+@dataclass
+class Case(Record):
+    """One sampling case of one session (specsuite.workloads.correctness.workload.CaseResult.to_dict)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"acceptance": ("one", Acceptance)}
+
+    case_id: str = ""
+    temperature: float | None = None
+    top_p: float | None = None
+    profile: str | None = None
+    seed: int | None = None
+    n_requests: int = 0
+    n_errors: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    n_skipped: int = 0
+    stopped: str | None = None
+    after_case_error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    n_tokens: int = 0
+    wall_time_s: float = 0.0
+    detectors: dict[str, dict[str, Any]] = field(default_factory=dict)  # detector -> {count, ...}
+    server_counters: dict[str, float] = field(default_factory=dict)
+    acceptance: Acceptance = field(default_factory=Acceptance)
+
+    def detector(self, name: str, key: str = "count") -> float:
+        """A detector's total (0 when it did not run or found nothing)."""
+        found = (self.detectors or {}).get(name)
+        return float((found.get(key) if isinstance(found, dict) else None) or 0)
+
+    def counter(self, name: str) -> float | None:
+        """A server counter's value after the case, or None when the server does not export it."""
+        return self.server_counters.get(name)
+
+    def detector_events(self, name: str) -> tuple[int, float] | None:
+        """(events, denominator) of a detector that ran over a non-empty denominator, else None."""
+        total = self.detector(name, "total")
+        return (int(self.detector(name)), total) if total else None
+
+    def accept_lengths(self) -> list[float]:
+        """The per-request accept lengths recorded (None entries left out)."""
+        values = (self.acceptance.per_request if isinstance(self.acceptance, Acceptance) else None) or []
+        return [float(v) for v in values if v is not None]
+
+
+# ---------------------------------------------------------------- workloads
+
+
+@dataclass
+class Proportion(Record):
+    """k of n, its value and exact (Clopper-Pearson) interval."""
+
+    value: float | None = None
+    k: int | None = None
+    n: int | None = None
+    ci_exact: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Gsm8kScoring(Record):
+    """One answer-extraction definition's scores (sglang, lmeval_strict, lmeval_flexible)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"accuracy": ("one", Proportion), "invalid": ("one", Proportion)}
+
+    accuracy: Proportion = field(default_factory=Proportion)
+    invalid: Proportion = field(default_factory=Proportion)
+
+
+def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, default: float) -> float:
+    """A run's sampling setting `name`: its config's, else its own key's, else `default`."""
+    for stated in (config or {}, own):
+        if name in stated:
+            return float(stated[name])
+    return default
+
+
+@dataclass
+class AcceptLengthSummary(Record):
+    """A GSM8K run's ``accept_length`` (specsuite.workloads.gsm8k.metrics.accept_length_summary), read typed."""
+
+    n: int | None = None
+    mean: float | None = None  # the per-request accept lengths' mean
+    pooled: float | None = None  # completion tokens over verify steps, pooled
+    server: float | None = None  # the server's own figure after the run
+
+
+@dataclass
+class Gsm8kRun(Record):
+    """One GSM8K run at one temperature (specsuite.workloads.gsm8k.runner)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"definitions": ("map", Gsm8kScoring)}
+
+    workload: str = "gsm8k"
+    config: dict[str, Any] = field(default_factory=dict)
+    temperature: float | None = None
+    n_questions: int = 0
+    n_answered: int = 0
+    n_errors: int = 0
+    n_skipped: int = 0
+    errors: list[str] = field(default_factory=list)
+    error_classes: dict[str, int] = field(default_factory=dict)
+    definitions: dict[str, Gsm8kScoring] = field(default_factory=dict)
+    wall_time_s: float | None = None
+    latency_s: dict[str, Any] = field(default_factory=dict)
+    output_tokens: int | None = None
+    output_throughput_tok_s: float | None = None
+    accept_length: dict[str, Any] = field(default_factory=dict)
+    per_question: Any = None
+    warnings: list[str] = field(default_factory=list)
+    detectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    source: str | None = None  # the GSM8K file, or the synthetic set's marker
+
+    def scoring(self, definition: str) -> Gsm8kScoring:
+        return (self.definitions or {}).get(definition) or Gsm8kScoring()
+
+    def setting(self) -> tuple[float, float]:
+        """Temperature and top_p it ran at: its config's, else its own fields, else greedy (0, 1)."""
+        own_temperature = self.temperature if self.has("temperature") else 0.0
+        return _setting(self.config, {}, "temperature", own_temperature), _setting(self.config, self.extra, "top_p", 1.0)
+
+    def detector(self, name: str, key: str = "count") -> float:
+        found = self.detectors.get(name)
+        return float((found.get(key) if isinstance(found, dict) else None) or 0)
+
+
+@dataclass
+class BenchRun(Record):
+    """One serving-benchmark summary (specsuite.workloads.bench): the named figures; the rest in ``extra``."""
+
+    backend: str | None = None
+    dataset_name: str | None = None
+    completed: int | None = None
+    failed: int | None = None
+    duration: float | None = None
+    request_throughput: float | None = None
+    output_throughput: float | None = None
+    median_ttft_ms: float | None = None
+    median_itl_ms: float | None = None
+    median_e2e_latency_ms: float | None = None
+    accept_length: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
+    itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
+    server_under_test: dict[str, Any] | None = None  # `specsuite bench`'s record: the server it measured (ServerChoice)
+
+    def temperature(self) -> float:
+        """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
+        return _setting(self.config, self.extra, "temperature", 0.0)
+
+    def top_p(self) -> float:
+        return _setting(self.config, self.extra, "top_p", 1.0)
+
+    def setting(self) -> tuple[float, float]:
+        """Temperature and top_p it ran at (bench_serving's 0 and 1 when unrecorded)."""
+        return self.temperature(), self.top_p()
+
+    def itl_gaps_ms(self) -> list[float]:
+        """Every per-token ITL in ms (``itls``: per-request lists in seconds), negative or missing gaps left out."""
+        return [float(x) * 1000.0 for request in (self.itls or []) for x in (request or []) if x is not None and x >= 0]
+
+
+@dataclass
+class Workloads(Record):
+    """A session's workloads: GSM8K per temperature, the benchmark, the integrity checks; others (the lossless tests') in ``extra``."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"gsm8k": ("list", Gsm8kRun), "bench": ("one", BenchRun)}
+
+    gsm8k: list[Gsm8kRun] = field(default_factory=list)
+    bench: BenchRun | None = None
+    integrity_checks: dict[str, Any] | None = None  # IntegrityRecorder.to_dict (specsuite.workloads.integrity.recorder)
+
+    def gsm8k_runs(self) -> list[Gsm8kRun]:
+        """The GSM8K runs: a list of them, or one run written as a single object."""
+        if self.gsm8k:
+            return list(self.gsm8k)
+        written = self.extra.get("gsm8k")  # kept in `extra` when written as one object, not a list
+        if isinstance(written, dict):
+            return [Gsm8kRun.from_dict(written)]
+        return [Gsm8kRun.from_dict(run) for run in written if isinstance(run, dict)] if isinstance(written, list) else []
+
+    def bench_runs(self) -> list[BenchRun]:
+        """The benchmark summaries: one, or a list of them (as some writers kept them)."""
+        if self.bench is not None:
+            return [self.bench]
+        listed = self.extra.get("bench")  # kept in `extra` when written as a list
+        return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
+
+
+# ---------------------------------------------------------------- arms and repeats
+
+
+@dataclass
+class FailedTest(Record):
+    """One test of a session that failed or errored, with its one-line message (specsuite.orchestration.junit)."""
+
+    test: str = ""  # "module::name"
+    module: str | None = None
+    function: str | None = None
+    kind: str = "failed"  # failed | error
+    message: str | None = None
+
+
+@dataclass
+class JunitOutcome(Record):
+    """A session's JUnit outcome as ``specsuite run``'s merge records it (``repeats[].tests``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"failed": ("list", FailedTest)}
+
+    passed: int = 0
+    skipped: int = 0
+    failed: list[FailedTest] = field(default_factory=list)
+
+
+@dataclass
+class Repeat(Record):
+    """One session of one arm. ``specsuite run`` adds how the session ran (exit code, folder, parts)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "cases": ("list", Case), "workloads": ("one", Workloads), "tests": ("one", JunitOutcome)}
+
+    repeat: int = 1  # 1-based, in run order
+    seed: int | None = None
+    cases: list[Case] = field(default_factory=list)
+    workloads: Workloads = field(default_factory=Workloads)
+    exit_code: int | None = None
+    session_dir: str | None = None
+    log: str | None = None
+    session_status: str | None = None
+    wall_time_s: float | None = None
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    command: list[str] | None = None
+    markers: str | None = None
+    running: bool | None = None
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
+    reason: str | None = None  # `specsuite run`: a session that tested nothing, its own one-line reason
+    interrupted: bool | None = None  # `specsuite run`: the session was stopped by an interrupt
+
+
+@dataclass
+class Arm(Record):
+    """One server (build) under test, and its repeats."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"repeats": ("list", Repeat)}
+
+    server_under_test: dict[str, Any] | None = None  # how it was chosen; whether it was the reference emulation
+    identity: dict[str, Any] | None = None  # ServerIdentity.to_dict()
+    vocab: dict[str, Any] | None = None  # VocabInfo.to_dict()
+    spec: dict[str, Any] | None = None  # `specsuite run`: {name, url, launch}
+    repeats: list[Repeat] = field(default_factory=list)
+
+    def cases(self) -> list[Case]:
+        """Every case of every repeat, in run order."""
+        return [case for repeat in self.repeats for case in repeat.cases]
+
+    def gsm8k_runs(self) -> list[Gsm8kRun]:
+        return [run for repeat in self.repeats for run in repeat.workloads.gsm8k]
+
+    def server_choice(self) -> ServerChoice:
+        """How this arm's server was chosen, read typed (empty when no session reached it)."""
+        return ServerChoice.from_dict(self.server_under_test or {})
+
+    def refserver_sampler(self) -> dict[str, Any] | None:
+        """The reference server's sampler description from its /server_info, when it reports one."""
+        args = ArmIdentity.from_dict(self.identity or {}).server_args
+        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None  # server_args: the server's own, open-ended
+        return sampler if isinstance(sampler, dict) else None
+
+
+# ---------------------------------------------------------------- the kernel suite
+
+
+@dataclass
+class InvariantOutcome(Record):
+    """One invariant on one input class (specsuite.kernels.invariants): passed, or how many rows broke it."""
+
+    input_class: str = ""
+    invariant: str = ""
+    passed: bool = False
+    violations: int | None = None
+    rows: int | None = None
+    example: dict[str, Any] | None = None  # one row where it broke
+
+
+@dataclass
+class DistributionTest(Record):
+    """One distribution test on well-formed input (specsuite.kernels.distribution): what it saw and its p-value."""
+
+    name: str = ""
+    n: int | None = None
+    observed_rate: float | None = None
+    expected_rate: float | None = None
+    mean_difference: float | None = None
+    difference_ci95: list[float] | None = None
+    x2: float | None = None
+    chi2: float | None = None
+    categories: int | None = None
+    p_value: float | None = None
+    adjusted_p: float | None = None
+    detectable_at_90_power: float | None = None
+    rejected: bool | None = None
+    note: str | None = None
+
+
+@dataclass
+class KernelDistribution(Record):
+    """The distribution family: its tests, corrected together."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("list", DistributionTest)}
+
+    correction: str | None = None
+    family_size: int | None = None
+    power: float | None = None
+    tests: list[DistributionTest] = field(default_factory=list)
+
+
+@dataclass
+class KernelSection(Record):
+    """The kernel suite's run (specsuite.kernels.suite): the kernel, its invariants and distribution tests."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "invariants": ("list", InvariantOutcome), "distribution": ("one", KernelDistribution)}
+
+    label: str | None = None
+    kernel: str | None = None  # the --kernel value
+    sha256: str | None = None  # the kernel file's; None for the reference numpy sampler
+    device: str | None = None
+    engine: str | None = None
+    verification: str | None = None
+    shape: dict[str, Any] | None = None  # batch, steps, kernel_vocab, tokenizer_vocab
+    seed: int | None = None
+    alpha: float | None = None
+    classes: list[str] = field(default_factory=list)
+    rules: dict[str, str] | None = None  # invariant -> what it requires
+    invariants: list[InvariantOutcome] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)
+    distribution: KernelDistribution | None = None
+    seconds: float | None = None
+
+    def by_class(self) -> dict[str, dict[str, InvariantOutcome]]:
+        """input class -> invariant -> outcome, in the order written."""
+        found: dict[str, dict[str, InvariantOutcome]] = {}
+        for outcome in self.invariants or []:
+            found.setdefault(outcome.input_class, {})[outcome.invariant] = outcome
+        return found
+
+
+# ---------------------------------------------------------------- the A/B analysis
+
+
+@dataclass
+class EstimateRow(Record):
+    """One arm's pooled value of one metric at one sampling case."""
+
+    arm: str = ""
+    metric: str = ""
+    label: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    unit: str | None = None
+    value: float | None = None
+    ci: list[float | None] = field(default_factory=list)
+    k: float | None = None
+    n: float | None = None
+    repeats: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class Effect(Record):
+    """A comparison's effect: its name and scale (ratio, relative, difference), value and interval."""
+
+    name: str | None = None
+    scale: str | None = None
+    value: float | None = None
+    ci: list[float | None] = field(default_factory=list)
+    difference: float | None = None  # rate rows: the rate difference (in the metric's unit) beside the ratio
+    difference_ci: list[float | None] | None = None
+
+
+@dataclass
+class ArmCounts(Record):
+    """A comparison's two sample sizes (``n``) or event counts (``events``), and what they count."""
+
+    candidate: float | None = None
+    baseline: float | None = None
+    unit: str | None = None
+
+
+@dataclass
+class Equivalence(Record):
+    """TOST within ``margin`` (relative): its p-value, whether equivalence was shown, and the 90 % interval."""
+
+    margin: float | None = None
+    p_value: float | None = None
+    equivalent: bool | None = None
+    ci: list[float | None] | None = None
+
+
+@dataclass
+class RankPair(Record):
+    """The rank-based pair beside a run-level Welch test (not in the verdict): Mann–Whitney and the
+    Hodges–Lehmann shift of log run values, its interval and TOST interval; ``test`` None with a ``note`` when untestable."""
+
+    test: str | None = None
+    note: str | None = None
+    p_value: float | None = None
+    estimate: float | None = None
+    ci: list[float | None] | None = None
+    confidence: float | None = None  # the interval's achieved confidence (rank intervals are discrete)
+    tost_ci: list[float | None] | None = None
+    margin: float | None = None
+    equivalent: bool | None = None
+
+
+@dataclass
+class SpreadEntry(Record):
+    """One arm's per-repeat values of one metric at one case (``repeat_spread.<metric>.<case>.<arm>``)."""
+
+    temperature: float | None = None
+    top_p: float | None = None
+    unit: str | None = None
+    repeats: list[int] = field(default_factory=list)
+    values: list[float] = field(default_factory=list)
+    min: float | None = None
+    max: float | None = None
+    mean: float | None = None
+    sd: float | None = None  # None for one repeat
+
+
+@dataclass
+class Mde(Record):
+    """The minimum detectable effect at the analysis's power, on its scale."""
+
+    scale: str | None = None
+    value: float | None = None
+    power: float | None = None
+    note: str | None = None
+    repeats_needed: int | None = None
+    sd_log: float | None = None  # relative MDEs: the pooled within-arm sd of log values it was scaled by
+
+
+@dataclass
+class ComparisonRow(Record):
+    """One candidate against the baseline on one metric at one sampling case, with its verdict."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "effect": ("one", Effect), "mde": ("one", Mde), "n": ("one", ArmCounts), "events": ("one", ArmCounts),
+        "equivalence": ("one", Equivalence), "rank": ("one", RankPair)}
+
+    metric: str = ""
+    label: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    candidate: str = ""
+    baseline: str = ""
+    unit: str | None = None
+    candidate_value: float | None = None
+    baseline_value: float | None = None
+    effect: Effect | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    mde: Mde | None = None
+    test: str | None = None
+    n: ArmCounts | None = None
+    higher_is_better: bool | None = None
+    note: str | None = None
+    threshold: float | None = None
+    events: ArmCounts | None = None
+    verdict: str | None = None
+    verdict_by_rule: bool | None = None  # the metric's verdict rule decided it without a test: no Holm-adjusted p
+    suspect_because: dict[str, list[str]] = field(default_factory=dict)  # "suspect" rows: metric -> cases the arm is worse in
+    value_statistic: str | None = None  # when the values are not the per-case tables' statistic (accept length: means)
+    equivalence: Equivalence | None = None  # TOST within the threshold (run-level and per-token ITL rows)
+    rank: RankPair | None = None  # run-level rows: the rank-based pair beside Welch
+    candidate_runs: list[float] = field(default_factory=list)  # compare_run_values: the run values it compared
+    baseline_runs: list[float] = field(default_factory=list)
+
+    def shown_verdict(self) -> str:
+        """The verdict as a report shows it: an event rate with no event in either arm is not
+        "inconclusive" but "none in either arm" (nothing to compare, nothing wrong)."""
+        events = self.events
+        if self.verdict == "inconclusive" and events is not None and events.to_dict() and not events.candidate and not events.baseline:
+            return NONE_IN_EITHER
+        return str(self.verdict)
+
+
+@dataclass
+class MetricFacts(Record):
+    """What the metric registry says of a metric, as the analysis carries it (``metrics.<name>``)."""
+
+    label: str | None = None
+    unit: str | None = None
+    source: str | None = None  # its workload family (cases, gsm8k, bench, lossless, integrity, ...)
+    short: str | None = None  # its name in a verdict line
+    report_label: str | None = None
+    report_format: str | None = None  # token_rate, proportion, per_1200, ms, tok_s, ...
+    plot_title: str | None = None
+    axis_label: str | None = None
+    server_counter: bool | None = None
+
+    def fact(self, key: str, metric: str) -> str:
+        """A display fact; a fact an older analysis lacks reads as the label or unit, else the metric's name."""
+        fallback = {"report_format": "plain", "short": self.label, "plot_title": self.label, "axis_label": self.unit}.get(key)
+        return getattr(self, key, None) or self.extra.get(key) or fallback or metric.replace("_", " ")
+
+
+@dataclass
+class ReportTable(Record):
+    """A table of a family's report section: its heading (none when empty), header and rows, as text."""
+
+    title: str = ""
+    header: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+
+
+@dataclass
+class ReportSection(Record):
+    """A family's own report section (its `WorkloadFamily.section`): a title, paragraphs, then tables."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tables": ("list", ReportTable)}
+
+    title: str = ""
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[ReportTable] = field(default_factory=list)
+
+
+@dataclass
+class FamilyFacts(Record):
+    """What the family registry says of a workload family, as the analysis carries it (``families.<name>``)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"section": ("one", ReportSection)}
+
+    label: str | None = None  # its name in the verdict lines
+    results_key: str | None = None  # where a repeat holds its data
+    suite_module: str | None = None  # its suite's test module (why it errored)
+    reported_when_absent: bool | None = None  # the "not run" line names it when it has no data
+    effect_in_line: bool | None = None  # a verdict line names the effect of a metric with one hit
+    where_in_line: bool | None = None  # a verdict line names the cases its verdicts hold in
+    state: dict[str, str] = field(default_factory=dict)  # arm -> its own figures
+    section: ReportSection | None = None
+
+
+@dataclass
+class Comparison(Record):
+    """The A/B analysis of a document (specsuite.compare.verdicts.compare_arms)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts),
+        "repeat_spread": ("map.map.map", SpreadEntry), "families": ("map", FamilyFacts)}
+
+    family_alpha: float | None = None
+    correction: str | None = None
+    confidence: float | None = None
+    power: float | None = None
+    baseline: str | None = None
+    candidates: list[str] = field(default_factory=list)
+    arm_order: list[str] = field(default_factory=list)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    workloads: dict[str, str] = field(default_factory=dict)  # workload family -> "run" | why not
+    notes: list[str] = field(default_factory=list)
+    comparisons: list[ComparisonRow] = field(default_factory=list)
+    estimates: list[EstimateRow] = field(default_factory=list)
+    repeat_spread: dict[str, dict[str, dict[str, SpreadEntry]]] = field(default_factory=dict)  # metric -> case -> arm
+    metrics: dict[str, MetricFacts] = field(default_factory=dict)  # metric -> registry facts (label, unit, format)
+    report_rows: list[str] = field(default_factory=list)
+    spread_rows: list[Any] = field(default_factory=list)
+    families: dict[str, FamilyFacts] = field(default_factory=dict)  # family -> registry facts, in registration order
+
+    def facts(self, metric: str) -> MetricFacts:
+        return self.metrics.get(metric) or MetricFacts()
+
+    def ran(self, workload: str) -> bool:
+        return self.workloads.get(workload) == "run"
+
+
+# ---------------------------------------------------------------- the document
+
+
+@dataclass
+class Document(Record):
+    """A whole results.json. The first five keys are always there (specsuite.results.store writes them)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "arms": ("map", Arm), "kernel": ("one", KernelSection), ANALYSIS_KEY: ("one", Comparison)}
+
+    schema_version: int = SCHEMA_VERSION
+    created_utc: str | None = None
+    specsuite_version: str | None = None
+    run_id: str | None = None
+    status: str | None = None  # running | complete | interrupted | failed
+    stopped_at: str | None = None  # interrupted runs: where
+    error: str | None = None  # failed runs: why
+    upgraded_from: int | None = None  # the schema version the file was written with, when older
+    server_under_test: dict[str, Any] | None = None
+    seed: int | None = None
+    profile: str | None = None
+    command: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    faults: dict[str, Any] | None = None
+    repeats: int | None = None  # `specsuite run`: repeats per arm
+    markers: str | None = None  # `specsuite run`: the -m expression its sessions ran (None: the main job's parts)
+    pytest_options: list[str] = field(default_factory=list)  # `specsuite run`: the options every session had
+    side_by_side: bool | None = None  # `specsuite run`: the arms ran at the same time on one host
+    sessions: list[dict[str, Any]] = field(default_factory=list)  # `specsuite run`: each session it started
+    sessions_wall_time_s: float | None = None
+    arm_order: list[str] = field(default_factory=list)
+    baseline_arm: str | None = None
+    arms: dict[str, Arm] = field(default_factory=dict)
+    kernel: KernelSection | None = None
+    ab_compare: Comparison | None = None  # ANALYSIS_KEY
+    fail_on: dict[str, Any] | None = None  # FAIL_ON_KEY
+
+    def option(self, flag: str) -> str | None:
+        """The last value ``specsuite run`` gave its sessions for ``flag`` (``--flag V`` or ``--flag=V``)."""
+        options = [str(o) for o in self.pytest_options]
+        value = None
+        for index, option in enumerate(options):
+            if option == flag and index + 1 < len(options):
+                value = options[index + 1]
+            elif option.startswith(flag + "="):
+                value = option.split("=", 1)[1]
+        return value
+
+    def gsm8k_sources(self) -> set[str]:
+        """The GSM8K sources the runs used: each run's `source`, else the run's `--gsm8k-path` option (older results)."""
+        return {str(run.source or self.option("--gsm8k-path") or "unknown") for arm in self.arms.values() for run in arm.gsm8k_runs()}
+
+    def ordered_arms(self) -> list[str]:
+        """The arms in run order: ``arm_order`` when written, else as stored."""
+        return list(self.arm_order or self.arms)
+
+    @property
+    def analysis(self) -> Comparison | None:
+        return self.ab_compare
+
+
+# ---------------------------------------------------------------- typed views of sections kept as dicts
+
+
+@dataclass
+class ArmVocab(Record):
+    """An arm's ``vocab`` (specsuite.server.vocab.VocabInfo.to_dict), read typed where a rule needs its sizes."""
+
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    padded_row_count: int | None = None
+
+
+@dataclass
+class IntegrityTotals(Record):
+    """A repeat's ``workloads.integrity_checks`` totals (specsuite.workloads.integrity.recorder), read typed."""
+
+    answers_checked: int | None = None
+    streams_checked: int | None = None
+    violations: int | None = None
+
+
+@dataclass
+class ServerChoice(Record):
+    """A ``server_under_test`` record (specsuite.server.session; the run's or an arm's): how the server was chosen and
+    what it is, read typed."""
+
+    kernel_only: bool | None = None  # a kernel-only session: no server at all
+    embedded_reference: bool | None = None  # the embedded reference server, started because no server was given
+    reference_emulation: bool | None = None  # specsuite's reference server (a CPU emulation), however it was reached
+    source: str | None = None  # server-url, launch, embedded-reference (`specsuite run`'s document: arms)
+    url: str | None = None
+    version: str | None = None
+    server_kind: str | None = None
+
+
+@dataclass
+class SpeculativeSettings(Record):
+    """The speculative-decoding settings a server reports (an identity's ``speculative``), read typed."""
+
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    speculative_use_rejection_sampling: bool | None = None
+
+
+@dataclass
+class ArmIdentity(Record):
+    """An arm's ``identity`` (specsuite.server.identity.ServerIdentity.to_dict), read typed where the history places a run."""
+
+    base_url: str | None = None
+    model_path: str | None = None
+    served_model_name: str | None = None
+    version: str | None = None
+    tokenizer_length: int | None = None
+    vocab_size: int | None = None
+    speculative: dict[str, Any] | None = None
+    cuda_graph: str | None = None
+    server_args: dict[str, Any] | None = None
+
+
+@dataclass
+class FailOnVerdict(Record):
+    """A document's ``fail_on`` outcome (specsuite.compare.fail_on.FailOnOutcome.to_dict), read typed: whether a rule fired."""
+
+    failed: bool | None = None
+
+
+# ---------------------------------------------------------------- the history's trends (trends.json)
+
+
+@dataclass
+class StepEffect(Record):
+    """A step's effect on its metric's scale; ``value`` None with ``from_zero`` when the level before was zero."""
+
+    scale: str | None = None
+    value: float | None = None
+    from_zero: bool = False
+
+
+@dataclass
+class TrendStep(Record):
+    """One step of a trend (specsuite.history.analysis): where, how large, how sure, and whether the series still sits there."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"effect": ("one", StepEffect)}
+
+    metric: str = ""
+    label: str | None = None
+    unit: str | None = None
+    direction: str | None = None
+    case_id: str | None = None
+    metric_version: int | None = None
+    position: int = 0
+    night: int = 0
+    run_id: int | None = None
+    started_utc: str | None = None
+    build_hash: str | None = None
+    label_at_step: str | None = None
+    previous_run_id: int | None = None
+    previous_label: str | None = None
+    before_mean: float | None = None
+    after_mean: float | None = None
+    before_nights: int | None = None
+    after_nights: int | None = None
+    effect: StepEffect | None = None
+    threshold: float | None = None
+    practical: bool = False
+    kind: str = ""  # regression | improvement | change
+    shape: str | None = None
+    statistic: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    candidates_searched: int | None = None
+    alpha: float | None = None
+    test: str | None = None
+    open: bool = False  # the latest step of its trend: the series still sits at the new level
+    series: str | None = None  # in the analysis's step lists: the series it belongs to
+
+
+@dataclass
+class TrendPoint(Record):
+    """One night of a trend."""
+
+    position: int = 0
+    run_id: int | None = None
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    k: float | None = None
+    n: float | None = None
+    version: int | None = None
+
+
+@dataclass
+class TrendSegment(Record):
+    """A stretch of nights at one level."""
+
+    start_position: int = 0
+    end_position: int = 0
+    mean: float | None = None
+
+
+# Keys of a version change that are Python keywords, and the fields that hold them.
+_VERSION_CHANGE_KEYS = {"from": "from_version", "to": "to_version"}
+
+
+@dataclass
+class VersionChange(Record):
+    """Where a trend's metric definition (version) changed; written with the keys ``position``, ``from`` and ``to``."""
+
+    position: int = 0
+    from_version: int | None = None
+    to_version: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> VersionChange:
+        return super().from_dict({_VERSION_CHANGE_KEYS.get(key, key): value for key, value in data.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        written_as = {field_name: key for key, field_name in _VERSION_CHANGE_KEYS.items()}
+        return {written_as.get(key, key): value for key, value in super().to_dict().items()}
+
+
+@dataclass
+class Trend(Record):
+    """One metric at one sampling case over a series' nights: its points, levels, version changes and steps."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "points": ("list", TrendPoint), "segments": ("list", TrendSegment), "version_changes": ("list", VersionChange),
+        "steps": ("list", TrendStep)}
+
+    metric: str = ""
+    label: str | None = None
+    unit: str | None = None
+    direction: str | None = None
+    case_id: str | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    points: list[TrendPoint] = field(default_factory=list)
+    segments: list[TrendSegment] = field(default_factory=list)
+    version_changes: list[VersionChange] = field(default_factory=list)
+    steps: list[TrendStep] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SeriesRun(Record):
+    """One stored run of a series, as the trends list it."""
+
+    id: int | None = None
+    position: int = 0
+    started_utc: str | None = None
+    label: str | None = None
+    build_hash: str | None = None
+    server_version: str | None = None
+    outcome: str | None = None
+    results_run_id: str | None = None
+    node: str | None = None
+
+
+@dataclass
+class TrendSeries(Record):
+    """Every stored run of one configuration and arm, oldest first, and its trends."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"runs": ("list", SeriesRun), "trends": ("list", Trend)}
+
+    key: str = ""
+    arm: str | None = None
+    config_key: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    model: str | None = None
+    accelerator: str | None = None
+    profile: str | None = None
+    nights: int = 0
+    first_utc: str | None = None
+    last_utc: str | None = None
+    runs: list[SeriesRun] = field(default_factory=list)
+    trends: list[Trend] = field(default_factory=list)
+    differs_from_first: list[str] = field(default_factory=list)  # every series but the first: how its configuration differs
+    figures: dict[str, str] = field(default_factory=dict)  # metric -> figure path under the output folder (specsuite/reports/trends.py)
+
+
+@dataclass
+class Trends(Record):
+    """The history's analysis (specsuite.history.analysis.analyse): every series, every step, the regressions."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "series": ("list", TrendSeries), "steps": ("list", TrendStep), "regressions": ("list", TrendStep),
+        "open_regressions": ("list", TrendStep)}
+
+    generated_utc: str | None = None
+    store: str | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
+    alpha: float | None = None
+    min_size: int | None = None
+    test: str | None = None
+    series: list[TrendSeries] = field(default_factory=list)
+    steps: list[TrendStep] = field(default_factory=list)
+    regressions: list[TrendStep] = field(default_factory=list)
+    open_regressions: list[TrendStep] = field(default_factory=list)
+# ---------------------------------------------------------------- the lossless tests (workloads.lossless)
+
+
+@dataclass
+class LosslessSetting(Record):
+    """One sampled setting of the lossless tests."""
+
+    temperature: float | None = None
+    top_p: float = 1.0
+
+
+@dataclass
+class SpecCoverageRecord(Record):
+    """How much of what a lossless test saw came from accepted drafts (positions >= 2)."""
+
+    verify_steps: int = 0
+    accepted_drafts: int = 0
+    positions_after_first: int = 0
+    accepted_draft_share: float | None = None
+
+
+@dataclass
+class PitUniformity(Record):
+    """The PIT's uniformity test: KS and binned chi-square, Bonferroni (specsuite.workloads.lossless.pit.UniformityResult)."""
+
+    n: int = 0
+    alpha: float = 0.0
+    ks_statistic: float | None = None
+    ks_p: float | None = None
+    chi2_statistic: float | None = None
+    chi2_p: float | None = None
+    p_value: float | None = None
+    passed: bool = False
+    bin_edges: list[float] = field(default_factory=list)
+    bin_counts: list[int] = field(default_factory=list)
+    expected_counts: list[float] = field(default_factory=list)
+    mean: float | None = None
+    mde_tv_body: float | None = None
+    mde_tv_tail: float | None = None
+    ks_critical_distance: float | None = None
+
+
+@dataclass
+class PitTailRate(Record):
+    """The tail tokens drawn against the bounds of the tail's mass (specsuite.workloads.lossless.pit.TailRateResult)."""
+
+    positions: int = 0
+    draws: int = 0
+    expected_low: float = 0.0
+    expected_high: float = 0.0
+    p_excess: float | None = None
+    p_deficit: float | None = None
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+
+
+@dataclass
+class LosslessPit(Record):
+    """One setting's PIT calibration (LosslessWorkload.pit)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "test": ("one", PitUniformity),
+        "tail": ("one", PitTailRate)}
+
+    setting: LosslessSetting = field(default_factory=LosslessSetting)
+    requests: int = 0
+    max_new_tokens: int = 0
+    top_k: int = 0
+    positions: int = 0
+    unresolved_nucleus: int = 0
+    outside_support: int = 0
+    given_top_k: bool = False
+    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
+    test: PitUniformity = field(default_factory=PitUniformity)
+    tail: PitTailRate | None = None
+    p_value: float | None = None
+    passed: bool = False
+    wall_time_s: float | None = None
+
+
+@dataclass
+class TokenHomogeneity(Record):
+    """The two-sample chi-square per position, Holm-adjusted (specsuite.workloads.lossless.two_sample.HomogeneityResult)."""
+
+    positions: list[int] = field(default_factory=list)
+    statistics: list[float] = field(default_factory=list)
+    dofs: list[int] = field(default_factory=list)
+    p_values: list[float] = field(default_factory=list)
+    adjusted_p_values: list[float] = field(default_factory=list)
+    p_value: float | None = None  # the smallest adjusted p-value
+    alpha: float = 0.0
+    passed: bool = False
+    samples_per_arm: int = 0
+    prompts: int = 0
+    mde_token_probability: float | None = None
+
+
+@dataclass
+class LoglikCalibration(Record):
+    """The log-likelihood calibration z (specsuite.workloads.lossless.two_sample.CalibrationResult)."""
+
+    z: float | None = None
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    mean_difference_nats: float | None = None
+    mde_nats: float | None = None
+    prompts: int = 0
+
+
+@dataclass
+class LosslessTwoSample(Record):
+    """One setting's two-sample test against the speculation-off reference (LosslessWorkload.two_sample)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "homogeneity": ("one", TokenHomogeneity),
+        "calibration": ("one", LoglikCalibration)}
+
+    setting: LosslessSetting = field(default_factory=LosslessSetting)
+    prompts: int = 0
+    samples_per_prompt: int = 0
+    positions: list[int] = field(default_factory=list)
+    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
+    homogeneity: TokenHomogeneity | None = None
+    calibration: LoglikCalibration | None = None
+    passed: bool = False
+    wall_time_s: float | None = None
+
+
+@dataclass
+class TopTokenRate(Record):
+    """The directed mode-rate test: is the target's mode drawn more often than it gives (one-sided z)?"""
+
+    n: int = 0
+    observed: int = 0
+    expected: float = 0.0
+    z: float = 0.0
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    excess_rate: float | None = None
+    excess_rate_ci95: list[float] | None = None
+    mde_excess_rate: float | None = None
+
+
+@dataclass
+class AcceptanceBetting(Record):
+    """The directed test martingale of accepted / p over draft-evaluated positions (anytime-valid)."""
+
+    draft_positions: int = 0
+    accepted: int = 0
+    mean_weighted_acceptance: float | None = None
+    log_e_value: float = 0.0
+    max_log_e_value: float = 0.0
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    applicable: bool = False
+
+
+@dataclass
+class LosslessDirected(Record):
+    """The directed tests, pooled over the settings with top_p 1 and their PIT and two-sample generations."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "top_token_rate": ("one", TopTokenRate), "acceptance_betting": ("one", AcceptanceBetting)}
+
+    settings: list[str] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)  # "<setting> <source>" -> positions
+    top_token_rate: TopTokenRate | None = None
+    acceptance_betting: AcceptanceBetting | None = None
+
+
+@dataclass
+class NearTieRule(Record):
+    """The greedy comparison's near-tie tolerance and where it came from (specsuite.workloads.lossless.greedy.NearTie)."""
+
+    dtype: str | None = None  # None: the tolerance was given (--lossless-numerics-gap)
+    tolerance: float = 0.0
+    source: str = ""
+
+
+@dataclass
+class GreedyDivergence(Record):
+    """Where one greedy output first left the reference's, and why that counts as numerics or real."""
+
+    prompt_index: int = 0
+    position: int = 0  # 1-based
+    test_token: int | None = None  # None: the output ended here
+    reference_token: int | None = None
+    top2_gap: float | None = None  # None when the reference has no top-2 there
+    kind: str = ""  # "numerics" | "real"
+    reason: str = ""
+    below_top: float | None = None
+
+
+@dataclass
+class GreedyConcurrency(Record):
+    """Greedy equality at one client concurrency (specsuite.workloads.lossless.greedy.GreedyResult)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"near_tie": ("one", NearTieRule), "divergences": ("list", GreedyDivergence)}
+
+    concurrency: int = 0
+    prompts: int = 0
+    equal: int = 0
+    numerics: int = 0
+    real: int = 0
+    passed: bool = False
+    numerics_gap: float | None = None
+    near_tie: NearTieRule | None = None
+    divergences: list[GreedyDivergence] = field(default_factory=list)
+
+
+@dataclass
+class LosslessGreedy(Record):
+    """Greedy equality with the reference at every concurrency (LosslessWorkload.greedy)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"concurrencies": ("list", GreedyConcurrency), "near_tie": ("one", NearTieRule)}
+
+    prompts: int = 0
+    max_new_tokens: int = 0
+    concurrencies: list[GreedyConcurrency] = field(default_factory=list)
+    passed: bool = False
+    near_tie: NearTieRule | None = None
+    wall_time_s: float | None = None
+
+    def real_divergences(self) -> int:
+        return sum(int(run.real or 0) for run in self.concurrencies)
+
+
+@dataclass
+class LosslessResults(Record):
+    """A session's lossless tests (``workloads.lossless``, specsuite/pytest_plugin/lossless.py): per setting its PIT and
+    two-sample results, the directed tests and greedy equality."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
+        "pit": ("map", LosslessPit), "two_sample": ("map", LosslessTwoSample), "directed": ("one", LosslessDirected),
+        "greedy": ("one", LosslessGreedy)}
+
+    config: dict[str, Any] = field(default_factory=dict)  # the sizes and knobs it ran with (LosslessConfig)
+    reference: dict[str, Any] = field(default_factory=dict)  # the speculation-off reference (ReferenceServer.description)
+    draft_steps: int | None = None
+    pit: dict[str, LosslessPit] = field(default_factory=dict)  # setting key -> result
+    two_sample: dict[str, LosslessTwoSample] = field(default_factory=dict)
+    directed: LosslessDirected | None = None
+    greedy: LosslessGreedy | None = None
+
+
+# ---------------------------------------------------------------- the integrity suite (workloads.integrity, workloads.integrity_checks)
+
+
+@dataclass
+class IntegrityChecks(Record):
+    """Every checked answer's violations of the session (IntegrityRecorder.totals): counts per check and per
+    source (the test that made the request), and a few quotes per check."""
+
+    answers_checked: int = 0
+    streams_checked: int = 0
+    violations: int = 0
+    counts: dict[str, int] = field(default_factory=dict)  # check -> violations, the checks that had any
+    by_source: dict[str, dict[str, int]] = field(default_factory=dict)  # test node id -> check -> violations
+    quotes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # check -> violations quoted, with their source
+
+
+@dataclass
+class IntegrityTestOutcome(Record):
+    """One integrity test's outcome: cases run, failures (a few quoted), near-tie numerics and divergences."""
+
+    cases: int = 0
+    failures: int = 0
+    examples: list[str] = field(default_factory=list)
+    numerics: int = 0
+    numerics_examples: list[str] = field(default_factory=list)
+    divergences: int = 0
+
+
+@dataclass
+class IntegrityResults(Record):
+    """The integrity suite's tests (specsuite/pytest_plugin/integrity.py): each test's outcome, the near-tie rule, divergences."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("map", IntegrityTestOutcome), "near_tie": ("one", NearTieRule)}
+
+    num_draft_tokens: int = 0
+    tests: dict[str, IntegrityTestOutcome] = field(default_factory=dict)  # test name -> outcome
+    near_tie: NearTieRule | None = None
+    divergences: dict[str, list[str]] = field(default_factory=dict)  # test name -> divergences kept
+
+
+# ---------------------------------------------------------------- a detector's totals over many answers
+
+
+@dataclass
+class DetectorTotal(Record):
+    """One detector's totals over a case's (or a GSM8K run's) answers (specsuite.workloads.correctness.detectors.aggregate);
+    the defaults are a detector that found nothing in nothing (its 95 % upper bound 1)."""
+
+    count: int = 0
+    total: int = 0
+    unit: str = "tokens"
+    responses: int = 0
+    responses_with_hits: int = 0
+    rate: float | None = None
+    upper95: float = 1.0
+    per_1200_tokens: float | None = None  # stray_char only: the pooled rate per 1200 generated tokens
+
+
+# ---------------------------------------------------------------- the serving benchmark's session summary
+
+
+@dataclass
+class BenchSummary(BenchRun):
+    """What a pytest session keeps of one benchmark run (specsuite.workloads.serving.record.session_summary): the
+    `BenchRun` figures, the lengths it sent, and the per-request values the suite's tests check."""
+
+    median_tpot_ms: float | None = None
+    random_input_len: int | None = None
+    random_output_len: int | None = None  # the length sent: fitted to the server's context length when needed
+    cache_flushed: bool | None = None  # False: the server refused /flush_cache
+    output_lens: list[int] = field(default_factory=list)
+    request_accept_lengths: list[float | None] = field(default_factory=list)
+    spec_verify_cts: list[int | None] = field(default_factory=list)
+    ttft_ms: list[float] = field(default_factory=list)
+    itl_ms: list[float] = field(default_factory=list)  # every per-token ITL in ms, or a seeded reservoir of them, sorted
+    itl_samples_total: int = 0
+    itl_ms_is_reservoir: bool = False
+
+    def scalars(self) -> dict[str, Any]:
+        """Its single-valued fields as results.json writes them (the A/B comparison's per-run lines)."""
+        return {key: value for key, value in self.to_dict().items() if not isinstance(value, (list, dict))}
+
+
+# ---------------------------------------------------------------- the kernel suite's distribution tests, as they run
+
+
+@dataclass
+class MonteCarloResolution(Record):
+    """What a kernel distribution family's Monte Carlo X^2 tests can reach (specsuite.kernels.distribution)."""
+
+    draws: int = 0
+    smallest_p_value: float = 1.0
+    family_size: int = 0
+    largest_family_x2_can_reject: int = 0
+    x2_can_reject: bool = False
+
+
+@dataclass
+class KernelTestStatistic(Record):
+    """What one kernel distribution test saw, written beside its p-value: the X^2 tests' categories and statistic,
+    the acceptance test's counts, the accepted-length test's means, the rule test's totals (and its details in extra)."""
+
+    categories: int | None = None
+    outside_support: int | None = None  # ids the target gives zero probability
+    min_expected: float | None = None
+    x2: float | None = None
+    monte_carlo_draws: int | None = None
+    monte_carlo_seed: int | None = None
+    from_sampler: int | None = None  # rows whose token at the position came from the sampler
+    accepted: int | None = None
+    observed_rate: float | None = None
+    expected_rate: float | None = None
+    block_mean_accepted: float | None = None
+    token_mean_accepted: float | None = None
+    mean_difference: float | None = None
+    difference_ci95: list[float] | None = None
+    rows_block_longer: int | None = None
+    rows_token_longer: int | None = None
+    verification: str | None = None
+    observed_total: float | None = None
+    expected_total: float | None = None
+
+
+# ---------------------------------------------------------------- one GSM8K question's answer
+
+
+@dataclass
+class Gsm8kAnswer(Record):
+    """One GSM8K question as asked and answered (specsuite.workloads.gsm8k.runner): ok, skipped or error, with the
+    fields of that status (a JSONL line of the run's records; results.json keeps only the run's summary)."""
+
+    question_index: int = 0
+    prompt_hash: str = ""
+    label: Any = None
+    status: str = ""  # "ok" | "skipped" | "error"
+    output_text: str | None = None
+    output_ids_count: int | None = None
+    completion_tokens: int | None = None
+    extracted: dict[str, Any] = field(default_factory=dict)  # definition -> the answer it extracted
+    outcome: dict[str, str] = field(default_factory=dict)  # definition -> correct | incorrect | invalid
+    finish_reason: Any = None
+    spec_verify_ct: int | None = None
+    accept_length: float | None = None
+    reason: str | None = None  # skipped: why
+    error_class: str | None = None
+    error: str | None = None
+    request: dict[str, Any] | None = None  # error: the request as sent
+    latency_s: float = 0.0

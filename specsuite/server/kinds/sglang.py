@@ -1,0 +1,62 @@
+"""SGLang, the first server kind: detection asks it first, and a server no kind recognises is taken for SGLang, whose
+client then says in one line what is wrong ("does not look like an SGLang server: ...").
+
+Detection: SGLang answers `GET /model_info` (or the older `/get_model_info`) with a `model_path`. Its native
+/generate speaks the project's recorded vocabulary (specsuite/server/protocol.py), so its integrity rules are
+`specsuite.workloads.integrity.sglang_rules`. The serving bench offers bench_serving's three backends: native
+/generate, /v1/completions and /v1/chat/completions. The embedded reference server emulates this kind
+(specsuite/server/refserver_contract.py).
+"""
+
+from __future__ import annotations
+
+from specsuite.server import bench_formats
+from specsuite.server.kinds.registry import BenchBackend, ServerKind, get_json, register
+from specsuite.server.sglang_client import SGLangClient
+from specsuite.server.sglang_launch import sglang_command
+from specsuite.server.transport import HttpTransport
+from specsuite.workloads.integrity import sglang_rules
+from specsuite.workloads.integrity.recorder import CheckingClient
+from specsuite.workloads.serving import streams
+
+MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
+
+
+def answers_model_info(http: HttpTransport) -> bool:
+    """SGLang's signature: /model_info (or /get_model_info) names a model_path."""
+    for path in MODEL_INFO_PATHS:
+        info = get_json(http, path)
+        if isinstance(info, dict) and info.get("model_path"):
+            return True
+    return False
+
+
+SGLANG = register(ServerKind(
+    name="sglang",
+    display_name="SGLang",
+    client_class=SGLangClient,
+    probe=answers_model_info,
+    signature="SGLang /model_info with a model_path",
+    checking_client=CheckingClient,
+    integrity_rules=sglang_rules,
+    bench_backends=(
+        # bench_serving (benchmark/serving.py 0.5.23): the native backend always sends its sampling, the OpenAI ones
+        # temperature 0.0 and no top_p unless --oai-sampling (specsuite/server/bench_wire.py).
+        BenchBackend("sglang", "/generate", bench_formats.native_body, streams.read_native_chunk,
+                     sends_sampling_flags=True, sends_model=False, cumulative_text=True),
+        BenchBackend("sglang-oai", "/v1/completions", bench_formats.completions_body, streams.read_completions_chunk,
+                     sends_sampling_flags=False, sends_model=True, cumulative_text=False, splits_chunk_gaps=True),
+        BenchBackend("sglang-oai-chat", "/v1/chat/completions", bench_formats.chat_body, streams.read_chat_chunk,
+                     sends_sampling_flags=False, sends_model=True, cumulative_text=False, splits_chunk_gaps=True,
+                     needs_text_prompts=True),
+    ),
+    counters=("sglang:spec_verify_calls_total", "sglang:generation_tokens_total", "sglang:num_requests_total",
+              "sglang:num_aborted_requests_total"),
+    launcher=sglang_command,
+    serves_server_info=True,
+    serves_model_info=True,
+    flushes_cache=True,
+    scores_token_ids_logprob=True,  # managers/io_struct.py:237 (0.5.23)
+    # A float32 or untyped model is served in float16, Gemma's in bfloat16 (configs/model_config.py:2284-2321).
+    auto_dtype_downcasts_float32=True,
+))

@@ -1,0 +1,69 @@
+"""The one BenchConfig builder of the serving benchmark, for `pytest suites -m perf` and `specsuite bench` alike.
+
+Each front end names what its user chose, in BenchConfig's field names (None: not chosen), and a profile
+(specsuite/config/bench_profiles.py) supplies the rest; the rules that depend on the backend (and on the server kind that
+offers it, specsuite.server.kinds) are applied here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from specsuite.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
+from specsuite.config.options import options_for
+from specsuite.server import kinds
+from specsuite.session.config import OptionGetter, RunConfig
+
+
+def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
+                       server_kind: str | None = None, api_key: str | None = None, admin_api_key: str | None = None):
+    """A BenchConfig: the profile's values, then what the front end's user chose (None: not chosen)."""
+    from specsuite.workloads.serving.runner import BenchConfig
+
+    given = {key: value for key, value in chosen.items() if value is not None}
+    defaults = profile.defaults()
+    settings = {**defaults, **given}
+    settings.setdefault("backend", None)  # none chosen: the server kind's, below
+    config = BenchConfig(base_url=base_url, api_key=api_key, admin_api_key=admin_api_key, **settings)
+    if config.seed is None:
+        config.seed = run_seed if run_seed is not None else 0
+    config.backend = config.backend or kinds.named_or_fallback(server_kind).default_bench_backend
+    if "flush_cache" not in given and not kinds.kind_of_backend(config.backend).flushes_cache:
+        config.flush_cache = False  # e.g. vLLM has no /flush_cache: the accept length is a /metrics delta instead
+    if "tokenize_prompt" not in given and (config.dataset_name == "sharegpt" or kinds.bench_backend(config.backend).needs_text_prompts):
+        config.tokenize_prompt = False  # ShareGPT turns and chat messages are text
+    # The profile's lengths may be fitted to the server's context length; lengths the user chose are not changed. The
+    # option table's defaults are the profile's values, so a length equal to the profile's reads as the profile's.
+    if "lengths_chosen" not in given:
+        config.lengths_chosen = any(key in given and given[key] != defaults[key] for key in ("random_input_len", "random_output_len"))
+    return config
+
+
+def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:
+    """What the suites' --bench-* options chose, read from the run's typed settings (profile "suite" supplies the rest)."""
+    bench = config.bench
+    return {
+        "backend": bench.backend, "dataset_name": bench.dataset, "dataset_path": bench.dataset_path, "tokenizer": config.server.tokenizer,
+        "num_prompts": bench.num_prompts, "random_input_len": bench.input_len, "random_output_len": bench.output_len,
+        "random_range_ratio": bench.range_ratio, "max_concurrency": bench.max_concurrency, "request_rate": bench.request_rate,
+        "warmup_requests": bench.warmup, "seed": config.seed, "flush_cache": False if bench.no_flush else None,
+        "tokenize_prompt": False if bench.text_prompts else None,
+    }
+
+
+def chosen_from_cli(get: OptionGetter) -> dict[str, Any]:
+    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest): each flag names
+    the BenchConfig field it sets (`Option.bench_field`); a switch not given chooses nothing."""
+    chosen = {}
+    for option in options_for("bench"):
+        if option.bench_field is None:
+            continue
+        value = get(option.dest_for("bench"))
+        if option.action == "store_true":
+            value = option.bench_when_set if value else None
+        chosen[option.bench_field] = option.parse_value(value)
+    return chosen
+
+
+__all__ = ["BENCH_SERVING", "SUITE", "build_bench_config", "chosen_from_cli", "chosen_from_pytest"]

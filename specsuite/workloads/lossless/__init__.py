@@ -1,0 +1,53 @@
+"""Losslessness tests: does speculative sampling leave the target distribution unchanged?
+
+Modules: `scoring` (the prefill scoring request), `pit` (randomized PIT and its uniformity test,
+power and MDE), `two_sample` (chi-square homogeneity against a speculation-off reference and the
+log-likelihood calibration z), `directed` (two tests aimed at over-acceptance: the target-mode rate z
+and, with a greedy draft and per-step stats, an acceptance test martingale), `greedy` (T=0 equality and divergence classification), `batch`
+(concurrent requests, per-request seeds), `reference` (the reference server), `workload` (runs it
+all; used by suites/test_lossless.py and tools/calibration/lossless_false_alarms.py).
+
+Default sizes and their reach (alpha 0.001 per test, the suite's default; measured on the
+reference server, 2 shared CPU cores, about 70 s for the whole suite including startup):
+- PIT: 300 generations of 16 tokens per setting, about 4,400 positions >= 2, over half of them
+  accepted drafts. With 80% power it detects a per-position total-variation shift of 0.027 when
+  it falls in one 0.1-wide PIT bin (a mode-seeking sampler) and of 0.0036 when it falls in the
+  narrowest top bin (tokens the target finds unlikely, where a too-generous accept rule puts its
+  excess). The accept rule min(1, p/q + 0.05) fails with p ~ 1e-23 at T=1.
+- Two-sample: 4 prompts x 200 samples per server; conservative MDE of one token's probability
+  at one position 0.24 (Bonferroni over prompt-position tables). It and the log-likelihood z
+  are the reference-based cross-checks; the PIT carries the sensitivity.
+- Directed (pooled PIT and two-sample draws at top_p 1; on vLLM at T=1 only; no extra requests): the
+  mode-rate z caught an acceptance bias min(1, 1.25 p/q) on vLLM in 10 of 10 runs at the vLLM job's sizes
+  (p 1e-22 .. 3e-14) where the omnibus PIT caught it in 3 of 10 (tools/calibration/README.md, "Lossless
+  power against a planted bias").
+- Greedy: 24 prompts x 64 tokens at concurrencies 1, 8, 32; a divergence is numerics only to a token
+  the reference lists within the served dtype's tolerance of its top (greedy.near_tie_rule: float32
+  1e-3 nats, float16 0.031, bfloat16 0.25).
+"""
+
+from specsuite.workloads.lossless.greedy import GreedyResult, ReferenceOutput, compare_greedy
+from specsuite.workloads.lossless.pit import UniformityResult, pit_values, randomized_pit, uniformity_test
+from specsuite.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
+from specsuite.workloads.lossless.two_sample import CalibrationResult, HomogeneityResult, homogeneity_test, loglik_calibration
+from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
+
+__all__ = [
+    "CalibrationResult",
+    "GreedyResult",
+    "HomogeneityResult",
+    "LosslessConfig",
+    "LosslessWorkload",
+    "ReferenceOutput",
+    "SamplingSetting",
+    "ScoredPosition",
+    "UniformityResult",
+    "compare_greedy",
+    "homogeneity_test",
+    "loglik_calibration",
+    "parse_scoring",
+    "pit_values",
+    "randomized_pit",
+    "scoring_request",
+    "uniformity_test",
+]

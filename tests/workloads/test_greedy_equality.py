@@ -1,0 +1,211 @@
+"""Greedy equality (specsuite/workloads/lossless/greedy.py): finding the first divergence and classifying it by
+how far the chosen token sits below the reference's top, against a tolerance from the served dtype, and the
+workload's comparison against a stand-in server that reports its dtype."""
+
+from __future__ import annotations
+
+import pytest
+
+from specsuite.errors import SpecsuiteError
+from specsuite.workloads.lossless.greedy import (
+    DEFAULT_NUMERICS_GAP,
+    ReferenceOutput,
+    classify,
+    compare_greedy,
+    dtype_step,
+    first_divergence,
+    near_tie_rule,
+)
+from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload
+from tests.helpers.native_fake import NativeFake
+
+GAP = 1e-3
+
+
+def _reference(ids: list[int], gaps: dict[int, tuple[float, int]] | None = None) -> ReferenceOutput:
+    """Top-2 per position: the reference token at -0.1, a runner-up (id 99 unless given) far below
+    or `gap` below."""
+    top2 = []
+    for index, token in enumerate(ids):
+        gap, runner_up = (gaps or {}).get(index, (5.0, 99))
+        top2.append([(-0.1, token), (-0.1 - gap, runner_up)])
+    return ReferenceOutput(ids, top2)
+
+
+def test_first_divergence():
+    assert first_divergence([1, 2, 3], [1, 2, 3]) is None
+    assert first_divergence([1, 2, 4], [1, 2, 3]) == 2
+    assert first_divergence([1, 2], [1, 2, 3]) == 2
+    assert first_divergence([], []) is None
+
+
+def test_equal_outputs_are_not_divergences():
+    assert classify(0, [1, 2, 3], _reference([1, 2, 3]), GAP) is None
+
+
+def test_near_tie_with_the_runner_up_is_numerics():
+    divergence = classify(4, [1, 7, 9], _reference([1, 2, 3], {1: (1e-4, 7)}), GAP)
+    assert divergence is not None and divergence.kind == "numerics"
+    assert (divergence.prompt_index, divergence.position, divergence.test_token, divergence.reference_token) == (4, 2, 7, 2)
+    assert divergence.top2_gap == pytest.approx(1e-4)
+
+
+def test_runner_up_at_a_clear_gap_is_real():
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (0.5, 7)}), GAP)
+    assert divergence.kind == "real" and "not a near-tie" in divergence.reason
+
+
+def test_token_outside_the_top_2_is_real_even_at_a_near_tie():
+    divergence = classify(0, [1, 8], _reference([1, 2], {1: (1e-5, 7)}), GAP)
+    assert divergence.kind == "real" and "2 best tokens" in divergence.reason
+
+
+def test_early_end_and_missing_top_2_are_real():
+    assert classify(0, [1], _reference([1, 2]), GAP).reason == "one output ended early"
+    bare = ReferenceOutput([1, 2], [])
+    assert classify(0, [1, 3], bare, GAP).reason == "the reference reported no top-2 here"
+
+
+def test_compare_counts_and_fails_only_on_real_divergences():
+    references = [_reference([1, 2, 3]), _reference([4, 5, 6], {2: (1e-4, 8)}), _reference([7, 8, 9])]
+    numerics_only = compare_greedy(8, [[1, 2, 3], [4, 5, 8], [7, 8, 9]], references, GAP)
+    assert (numerics_only.equal, numerics_only.numerics, numerics_only.real, numerics_only.passed) == (2, 1, 0, True)
+    with_real = compare_greedy(8, [[1, 2, 3], [4, 5, 8], [7, 0, 9]], references, GAP)
+    assert with_real.real == 1 and not with_real.passed
+    assert with_real.record().divergences[1].kind == "real"
+    with pytest.raises(SpecsuiteError, match="2 outputs against 3"):
+        compare_greedy(1, [[1], [2]], references, GAP)
+
+
+class StandInServer(NativeFake):
+    """One object plays both servers; greedy outputs follow the prompt's first id. Requests that
+    ask for top-2 logprobs are the reference's; with `flip`, the other (the server under test's)
+    emit the reference's runner-up, id 500, at position 2 of the prompt "a..."."""
+
+    def __init__(self, gap: float, flip: bool = False, dtype: str = "float32") -> None:
+        self.gap = gap
+        self.flip = flip
+        self.dtype = dtype
+        self.base_url = "stand-in"
+
+    def server_info(self) -> dict:
+        return {"dtype": self.dtype}  # SGLang's /server_info field (specsuite/server/served_dtype.py)
+
+    def model_info(self) -> dict:
+        return {"model_path": "/nonexistent/stand-in"}
+
+    def tokenize(self, text: str) -> list[int]:
+        return [ord(text[0])]
+
+    def generate(self, payload: dict) -> dict:
+        first = payload["input_ids"][0]
+        output = [first, first + 1, first + 2]
+        if self.flip and first == ord("a") and payload.get("top_logprobs_num") is None:
+            output[1] = 500
+        result = {"output_ids": output, "meta_info": {}}
+        if payload.get("return_logprob"):
+            result["meta_info"]["output_top_logprobs"] = [[[-0.1, t, None], [-0.1 - self.gap, 500, None]] for t in output]
+        return result
+
+
+@pytest.mark.parametrize(("gap", "passed", "kind"), [(1e-4, True, "numerics"), (0.7, False, "real")])
+def test_workload_classifies_by_the_reference_gap(gap, passed, kind):
+    server = StandInServer(gap, flip=True)
+    config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1, 4), numerics_gap=GAP)
+    result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
+    assert result.passed is passed
+    written = result.to_dict()
+    assert list(written) == ["prompts", "max_new_tokens", "concurrencies", "passed", "near_tie", "wall_time_s"]
+    assert list(written["concurrencies"][0]) == ["concurrency", "prompts", "equal", "numerics", "real", "passed", "numerics_gap",
+                                                 "near_tie", "divergences"]
+    assert list(written["concurrencies"][0]["divergences"][0]) == ["prompt_index", "position", "test_token", "reference_token", "top2_gap",
+                                                                   "kind", "reason", "below_top"]
+    for run in result.concurrencies:
+        assert run.equal == 2 and [d.kind for d in run.divergences] == [kind]
+        assert run.divergences[0].position == 2
+
+
+def test_workload_without_a_reference_says_so():
+    server = StandInServer(0.1)
+    with pytest.raises(SpecsuiteError, match="reference server"):
+        LosslessWorkload(server, None, ["abc"], LosslessConfig()).greedy()  # type: ignore[arg-type]
+
+
+# -- the tolerance from the served dtype ----------------------------------------------------------
+# Live H100 (SGLang 0.5.17, EAGLE): float16 ties flipped at 0.0078125 nats (one float16 step for logits
+# in [8, 16)), bfloat16 ties at 0.0625 and 0.125 (one and two bfloat16 steps there); the rule must
+# call those numerics and still fail a divergence well above the type's resolution.
+
+FLOAT16_STEP_AT_8 = 2.0 ** -7
+BFLOAT16_STEP_AT_8 = 2.0 ** -4
+
+
+def test_tolerance_table():
+    assert dtype_step("float16", 8.0) == FLOAT16_STEP_AT_8 and dtype_step("bfloat16", 8.0) == BFLOAT16_STEP_AT_8
+    tolerances = {d: near_tie_rule(d).tolerance for d in ("float32", "tf32", "float16", "bfloat16", "fp8_e4m3", "fp8_e5m2")}
+    assert tolerances == {"float32": DEFAULT_NUMERICS_GAP, "tf32": 2.0 ** -5, "float16": 2.0 ** -5, "bfloat16": 0.25,
+                          "fp8_e4m3": 4.0, "fp8_e5m2": 8.0}
+
+
+def test_float16_tie_at_one_step_is_numerics_and_says_so():
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (FLOAT16_STEP_AT_8, 7)}), near_tie_rule("float16", "/server_info dtype float16"))
+    assert divergence.kind == "numerics"
+    assert "float16 tolerance 0.0312 nats (/server_info dtype float16)" in divergence.reason
+    assert divergence.below_top == pytest.approx(FLOAT16_STEP_AT_8)
+
+
+def test_float16_half_nat_divergence_is_real():
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (0.5, 7)}), near_tie_rule("float16"))
+    assert divergence.kind == "real" and "not a near-tie" in divergence.reason and "float16 tolerance 0.0312" in divergence.reason
+
+
+@pytest.mark.parametrize("steps", [1, 2])
+def test_bfloat16_ties_of_one_and_two_steps_are_numerics(steps):
+    divergence = classify(0, [1, 7], _reference([1, 2], {1: (steps * BFLOAT16_STEP_AT_8, 7)}), near_tie_rule("bfloat16"))
+    assert divergence.kind == "numerics"
+    assert classify(0, [1, 7], _reference([1, 2], {1: (0.5, 7)}), near_tie_rule("bfloat16")).kind == "real"
+
+
+def test_float32_keeps_a_tight_tolerance():
+    rule = near_tie_rule("float32")
+    assert rule.tolerance == DEFAULT_NUMERICS_GAP
+    assert classify(0, [1, 7], _reference([1, 2], {1: (FLOAT16_STEP_AT_8, 7)}), rule).kind == "real"
+    assert classify(0, [1, 7], _reference([1, 2], {1: (1e-4, 7)}), rule).kind == "numerics"
+
+
+def test_token_outside_the_top_two_counts_only_within_the_tolerance_of_the_top():
+    """A third token within the tolerance of the reference's top is a three-way tie; further down, or not
+    listed at all, it is real."""
+    def reference(third: float) -> ReferenceOutput:
+        return ReferenceOutput([1, 2], [[(-0.1, 1), (-5.0, 99)], [(-0.5, 2), (-0.5 - 0.01, 7), (-0.5 - third, 8)]])
+
+    rule = near_tie_rule("float16")
+    assert classify(0, [1, 8], reference(0.02), rule).kind == "numerics"
+    far = classify(0, [1, 8], reference(0.1), rule)
+    assert far.kind == "real" and "gap to this token 0.1 nats is not a near-tie" in far.reason
+    assert classify(0, [1, 9], reference(0.02), rule).kind == "real"
+
+
+def test_numerics_gap_overrides_the_dtype():
+    rule = near_tie_rule("bfloat16", "/server_info dtype bfloat16", override=1e-3)
+    assert (rule.dtype, rule.tolerance, rule.source) == (None, 1e-3, "--lossless-numerics-gap")
+    assert classify(0, [1, 7], _reference([1, 2], {1: (BFLOAT16_STEP_AT_8, 7)}), rule).kind == "real"
+
+
+@pytest.mark.parametrize(("dtype", "gap", "passed"), [("float16", FLOAT16_STEP_AT_8, True), ("float16", 0.5, False),
+                                                      ("float32", FLOAT16_STEP_AT_8, False), ("bfloat16", 2 * BFLOAT16_STEP_AT_8, True)])
+def test_workload_takes_the_tolerance_from_the_served_dtype(dtype, gap, passed):
+    """No --lossless-numerics-gap: the tolerance follows what /server_info says; results carry it."""
+    server = StandInServer(gap, flip=True, dtype=dtype)
+    config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
+    result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
+    assert result.passed is passed
+    assert result.near_tie.dtype == dtype and result.near_tie.tolerance == near_tie_rule(dtype).tolerance
+    assert result.concurrencies[0].numerics_gap == near_tie_rule(dtype).tolerance
+
+
+def test_workload_compares_at_the_coarser_of_two_dtypes():
+    test, reference = StandInServer(BFLOAT16_STEP_AT_8, flip=True, dtype="bfloat16"), StandInServer(BFLOAT16_STEP_AT_8, dtype="float32")
+    config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
+    result = LosslessWorkload(test, reference, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
+    assert result.passed and result.near_tie.dtype == "bfloat16"

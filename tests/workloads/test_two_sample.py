@@ -1,0 +1,121 @@
+"""The two-sample tests (specsuite/workloads/lossless/two_sample.py) on synthetic token sequences.
+
+Samples come from small Markov chains: the same chain for both arms under the null (the test must
+pass, and reject at about its nominal rate over replicates), a chain whose transitions lean toward
+a draft's favourites for the alternative (it must fail). The log-likelihood calibration must
+centre on 0 under the null and move with the right sign under a mode-seeking shift.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from specsuite.errors import SpecsuiteError
+from specsuite.workloads.lossless.two_sample import END, homogeneity_table, homogeneity_test, loglik_calibration, tokens_at
+
+VOCAB = 12
+POSITIONS = list(range(2, 8))
+ALPHA = 1e-3
+
+
+def _chain(seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).dirichlet(np.full(VOCAB, 0.5), size=VOCAB)
+
+
+def _leaning(transitions: np.ndarray, weight: float) -> np.ndarray:
+    """Mix each row with a one-hot on a fixed "draft favourite" token."""
+    favourite = np.zeros(VOCAB)
+    favourite[3] = 1.0
+    return (1 - weight) * transitions + weight * favourite
+
+
+def _samples(transitions: np.ndarray, prompts: int, size: int, seed: int, length: int = 7) -> list[list[list[int]]]:
+    rng = np.random.default_rng(seed)
+    result = []
+    for prompt in range(prompts):
+        samples = []
+        for _ in range(size):
+            token, sequence = prompt % VOCAB, []
+            for _ in range(length):
+                token = int(rng.choice(VOCAB, p=transitions[token]))
+                sequence.append(token)
+            samples.append(sequence)
+        result.append(samples)
+    return result
+
+
+def test_tokens_at_is_one_based_and_marks_the_end():
+    assert tokens_at([5, 6, 7], 1) == 5 and tokens_at([5, 6, 7], 3) == 7 and tokens_at([5, 6, 7], 4) == END
+
+
+def test_table_pools_rare_tokens_and_needs_two_categories():
+    table = homogeneity_table([1] * 30 + [2] * 30 + [9], [1] * 30 + [2] * 30 + [8])
+    assert table.categories == 2 and table.dof == 1  # 8 and 9 are too rare even together: joined to a category
+    assert homogeneity_table([1] * 20, [1] * 20).dof == 0
+    with pytest.raises(SpecsuiteError):
+        homogeneity_table([], [1])
+
+
+def test_same_distribution_passes():
+    chain = _chain(0)
+    result = homogeneity_test(_samples(chain, 4, 200, seed=1), _samples(chain, 4, 200, seed=2), POSITIONS, ALPHA)
+    assert result.passed and result.p_value > ALPHA, result
+    assert result.mde_token_probability is not None and 0 < result.mde_token_probability < 0.5
+
+
+def test_false_alarm_rate_matches_alpha():
+    chain = _chain(3)
+    rejections = sum(
+        not homogeneity_test(_samples(chain, 2, 60, seed=2 * i), _samples(chain, 2, 60, seed=2 * i + 1), POSITIONS, 0.05).passed
+        for i in range(40)
+    )
+    # Holm across positions keeps the family-wise rate at or below alpha.
+    assert stats.binomtest(rejections, 40, 0.05, alternative="greater").pvalue > 1e-3, rejections
+
+
+def test_leaning_toward_a_draft_favourite_fails():
+    chain = _chain(4)
+    result = homogeneity_test(_samples(_leaning(chain, 0.3), 4, 200, seed=5), _samples(chain, 4, 200, seed=6), POSITIONS, ALPHA)
+    assert not result.passed and result.p_value < 1e-6, result
+
+
+def test_early_ends_count_as_their_own_category():
+    chain = _chain(7)
+    reference = _samples(chain, 2, 200, seed=8)
+    truncated = [[sample[:3] for sample in prompt] for prompt in _samples(chain, 2, 200, seed=9)]
+    assert not homogeneity_test(truncated, reference, POSITIONS, ALPHA).passed
+
+
+def _logliks(transitions: np.ndarray, target: np.ndarray, samples: list[list[list[int]]]) -> list[list[float]]:
+    return [[float(sum(np.log(target[a, b]) for a, b in zip([p % VOCAB] + s[:-1], s, strict=False))) for s in prompt]
+            for p, prompt in enumerate(samples)]
+
+
+def test_calibration_centres_on_zero_under_the_null():
+    chain = _chain(10)
+    test = _logliks(chain, chain, _samples(chain, 4, 300, seed=11))
+    reference = _logliks(chain, chain, _samples(chain, 4, 300, seed=12))
+    result = loglik_calibration(test, reference, ALPHA)
+    assert result.passed and abs(result.z) < 3.3
+    assert result.mde_nats > 0
+
+
+def test_calibration_sign_follows_a_mode_seeking_shift():
+    chain = _chain(13)
+    sharp = chain**2
+    sharp /= sharp.sum(axis=1, keepdims=True)
+    test = _logliks(sharp, chain, _samples(sharp, 4, 300, seed=14))
+    reference = _logliks(chain, chain, _samples(chain, 4, 300, seed=15))
+    result = loglik_calibration(test, reference, ALPHA)
+    assert not result.passed and result.z > 0 and result.mean_difference_nats > 0
+
+
+def test_calibration_needs_two_samples_per_arm():
+    with pytest.raises(SpecsuiteError, match="at least two samples"):
+        loglik_calibration([[1.0]], [[1.0, 2.0]], ALPHA)
+
+
+def test_calibration_with_identical_constant_samples_is_zero():
+    assert loglik_calibration([[-1.0, -1.0]], [[-1.0, -1.0]], ALPHA).z == 0.0
