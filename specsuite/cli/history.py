@@ -79,10 +79,9 @@ def command_list(args: argparse.Namespace) -> int:
 def server_label(run: RunRecord) -> str:
     """The stored server's version, marked when the run measured the reference emulation (not a real SGLang)."""
     from specsuite.results.types import ArmIdentity
-    from specsuite.server.refserver_contract import MARKER_KEY
 
     version = run.server_version or "-"
-    emulation = MARKER_KEY in (ArmIdentity.from_dict(run.identity or {}).server_args or {})
+    emulation = ArmIdentity.from_dict(run.identity or {}).is_reference()
     return f"{version} (reference emulation)" if emulation else version
 
 

@@ -28,12 +28,13 @@ CONFIG_KEY_LENGTH = 16
 
 def config_from_identity(identity: ArmIdentity, *, profile: str | None, accelerator: str | None) -> dict[str, Any]:
     """The comparable part of a server identity, plus profile and accelerator."""
-    server_args = identity.server_args or {}
+    server_args = identity.server_args.to_dict() if identity.server_args else {}
+    speculative = identity.speculative.to_dict() if identity.speculative else {}
     return {
         "model": identity.served_model_name or identity.model_path,
         "tokenizer_length": identity.tokenizer_length,
         "vocab_size": identity.vocab_size,
-        "speculative": dict(sorted((identity.speculative or {}).items())),
+        "speculative": dict(sorted(speculative.items())),
         "cuda_graph": identity.cuda_graph,
         "server_args": {name: server_args.get(name) for name in CONFIG_SERVER_ARGS},
         "profile": profile,

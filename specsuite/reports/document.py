@@ -19,12 +19,12 @@ from typing import Any
 from specsuite.reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
 from specsuite.reports.gsm8k_source import gsm8k_is_synthetic
 from specsuite.reports.kernel_section import add_kernel_section
-from specsuite.reports.records import ServerIdentityView
 from specsuite.reports.summary_table import summary_markdown
 from specsuite.results.types import (  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
     ANALYSIS_KEY,
     NONE_IN_EITHER,
     Arm,
+    ArmIdentity,
     Comparison,
     ComparisonRow,
     Effect,
@@ -228,7 +228,7 @@ def header_value(document: ResultsDocument, name: str, missing: str = "?") -> An
 
 
 def _identity_text(arm: Arm) -> str:
-    identity = ServerIdentityView.of(arm)
+    identity = ArmIdentity.of(arm)
     spec = identity.speculative or SpeculativeSettings()
     emulated = identity.is_reference()
     version = identity.version if identity.has("version") else "?"

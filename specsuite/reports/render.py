@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from specsuite.reports.html import KNOWN_VERDICTS, render_html
-
 from specsuite.reports.csv_export import render_csv
+from specsuite.reports.html import KNOWN_VERDICTS, render_html
 from specsuite.reports.markdown import render_markdown
 from specsuite.reports.overview import build_report
 from specsuite.reports.plots import render_plots

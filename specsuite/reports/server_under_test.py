@@ -9,8 +9,7 @@ written before the field existed are judged by their identities: a reference ser
 
 from __future__ import annotations
 
-from specsuite.reports.records import ServerIdentityView
-from specsuite.results.types import Document, ServerChoice
+from specsuite.results.types import ArmIdentity, Document, ServerChoice
 
 EMBEDDED_LINE = ("**Server under test: the embedded reference emulation** (CPU `refserver`, not a real SGLang "
                  "server; no server URL was given). These results say nothing about a real deployment.")
@@ -31,7 +30,7 @@ def _where(document: Document, choices: dict[str, ServerChoice]) -> str:
     parts = []
     for name, arm in document.arms.items():
         choice = choices.get(name) or ServerChoice()
-        identity = ServerIdentityView.of(arm)
+        identity = ArmIdentity.of(arm)
         if not choice.to_dict() and not identity.to_dict():  # its sessions never reached a server: say so, guess nothing
             parts.append(f"{name} (not reached)")
             continue
@@ -46,7 +45,7 @@ def server_under_test_line(document: Document) -> str:
     top = ServerChoice.from_dict(document.server_under_test) if isinstance(document.server_under_test, dict) else None
     choices = _arm_choices(document)
     if top is None and not choices:
-        identities = [ServerIdentityView.of(arm) for arm in document.arms.values() if isinstance(arm.identity, dict)]
+        identities = [ArmIdentity.of(arm) for arm in document.arms.values() if isinstance(arm.identity, dict)]
         if any(identity.is_reference() for identity in identities):
             return EMULATION_LINE.format(where=_where(document, choices))
         if identities:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from specsuite.reports.records import ServerIdentityView
-from specsuite.results.types import FALLBACK_COUNTER, NONFINITE_COUNTER, Document
+from specsuite.results.types import FALLBACK_COUNTER, NONFINITE_COUNTER, ArmIdentity, Document
 
 COLUMNS = ("arm", "case", "repeats", "tokens", "invalid ids", "fallback ids", "stray / 1200", "accept length (mean of requests)",
            "non-finite draft_probs", "sampler fallbacks")
@@ -76,7 +75,7 @@ def sampler_lines(results: Document) -> list[str]:
     """`sampler of ARM: LABEL on DEVICE, sha256 ...` for every arm whose identity reports one."""
     lines = []
     for name, arm in results.arms.items():
-        server_args = ServerIdentityView.of(arm).server_args
+        server_args = ArmIdentity.of(arm).server_args
         sampler = server_args.refserver_sampler if server_args is not None else None
         if sampler is not None:
             digest = f", sha256 {sampler.sha256}" if sampler.sha256 else ""

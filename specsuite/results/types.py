@@ -488,11 +488,6 @@ class Arm(Record):
         """How this arm's server was chosen, read typed (empty when no session reached it)."""
         return ServerChoice.from_dict(self.server_under_test or {})
 
-    def refserver_sampler(self) -> dict[str, Any] | None:
-        """The reference server's sampler description from its /server_info, when it reports one."""
-        args = ArmIdentity.from_dict(self.identity or {}).server_args
-        sampler = args.get("refserver_sampler") if isinstance(args, dict) else None  # server_args: the server's own, open-ended
-        return sampler if isinstance(sampler, dict) else None
 
 
 # ---------------------------------------------------------------- the kernel suite
@@ -911,9 +906,37 @@ class SpeculativeSettings(Record):
     speculative_use_rejection_sampling: bool | None = None
 
 
+# A /server_info key only the reference server reports: how a reader tells the reference emulation from a real server.
+REFERENCE_MARKER_KEY = "refserver_arm"
+
+
+@dataclass
+class SamplerDescription(Record):
+    """The reference server's sampler (`refserver_sampler` among its server args)."""
+
+    label: str | None = None
+    device: str | None = None
+    sha256: str | None = None
+
+
+@dataclass
+class ServerArgs(Record):
+    """A server's args as its /server_info reports them: open-ended, so every arg but the two the reference server
+    adds stays in ``extra`` (``to_dict`` gives them all back as written)."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"refserver_sampler": ("one", SamplerDescription)}
+
+    refserver_arm: Any = None  # REFERENCE_MARKER_KEY: written only by the reference server
+    refserver_sampler: SamplerDescription | None = None
+
+
 @dataclass
 class ArmIdentity(Record):
-    """An arm's ``identity`` (specsuite.server.identity.ServerIdentity.to_dict), read typed where the history places a run."""
+    """An arm's ``identity`` (specsuite.server.identity.ServerIdentity.to_dict), read typed: by the history, to place a
+    run in its configuration's trend, and by the reports."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"speculative": ("one", SpeculativeSettings),
+                                                             "server_args": ("one", ServerArgs)}
 
     base_url: str | None = None
     model_path: str | None = None
@@ -921,9 +944,18 @@ class ArmIdentity(Record):
     version: str | None = None
     tokenizer_length: int | None = None
     vocab_size: int | None = None
-    speculative: dict[str, Any] | None = None
-    cuda_graph: str | None = None
-    server_args: dict[str, Any] | None = None
+    speculative: SpeculativeSettings | None = None
+    cuda_graph: Any = None
+    server_args: ServerArgs | None = None
+
+    @classmethod
+    def of(cls, arm: Arm) -> ArmIdentity:
+        """The arm's identity; an empty one when the arm has none (or not an object)."""
+        return cls.from_dict(arm.identity if isinstance(arm.identity, dict) else {})
+
+    def is_reference(self) -> bool:
+        """Whether the reference server reported it (it names REFERENCE_MARKER_KEY among its server args)."""
+        return self.server_args is not None and self.server_args.has(REFERENCE_MARKER_KEY)
 
 
 @dataclass

@@ -36,8 +36,8 @@ def test_the_line_names_the_extra() -> None:
 
 def test_pytest_says_it_in_one_line_before_any_server() -> None:
     """Before: 174 lines of tracebacks, one per GSM8K test."""
-    code = (WITHOUT_DATASETS + "import sys, pytest; sys.exit(pytest.main(['-p', 'specsuite.pytest_plugin.plugin', '--pyargs', 'specsuite.suites', '-m', 'gsm8k', "
-            "'-p', 'no:cacheprovider', '-q', '--gsm8k-path', 'hf', '--server-url', 'http://127.0.0.1:9']))")
+    code = (WITHOUT_DATASETS + "import sys, pytest; sys.exit(pytest.main(['-p', 'specsuite.pytest_plugin.plugin', '--pyargs', 'specsuite.suites', "
+            "'-m', 'gsm8k', '-p', 'no:cacheprovider', '-q', '--gsm8k-path', 'hf', '--server-url', 'http://127.0.0.1:9']))")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     out = done.stdout + done.stderr
     assert done.returncode == 4, out

@@ -8,16 +8,15 @@ import gzip
 import json
 
 import pytest
-from specsuite.reports.html import render_html
 
 from specsuite.compare.verdicts import compare_arms
 from specsuite.reports.blocks import Bullets, Heading, Paragraph, Preformatted, Role, VerdictList
+from specsuite.reports.html import render_html
 from specsuite.reports.markdown import render_markdown
 from specsuite.reports.overview import EXPLAINED, build_report
-from specsuite.reports.records import ServerIdentityView
 from specsuite.reports.summary import run_verdict_lines, summary_document
 from specsuite.reports.trends import regressions_markdown
-from specsuite.results.types import ANALYSIS_KEY, Arm, Document, Trends, VersionChange
+from specsuite.results.types import ANALYSIS_KEY, Arm, ArmIdentity, Document, Trends, VersionChange
 from tests.helpers.main_job_report import MAIN_JOB
 
 
@@ -70,12 +69,12 @@ def test_markdown_and_html_draw_the_same_headings(analysed: dict) -> None:
 def test_the_identity_view_reads_the_reference_marker_and_the_sampler() -> None:
     reference = Arm.from_dict({"identity": {"version": "0.5", "server_args": {"refserver_arm": None,
                                                                               "refserver_sampler": {"label": "numpy", "device": "cpu"}}}})
-    view = ServerIdentityView.of(reference)
+    view = ArmIdentity.of(reference)
     assert view.is_reference() and view.server_args is not None and view.server_args.refserver_sampler is not None
     assert view.server_args.refserver_sampler.label == "numpy"
-    real = ServerIdentityView.of(Arm.from_dict({"identity": {"server_args": {"refserver_sampler": "not an object"}}}))
+    real = ArmIdentity.of(Arm.from_dict({"identity": {"server_args": {"refserver_sampler": "not an object"}}}))
     assert not real.is_reference() and real.server_args is not None and real.server_args.refserver_sampler is None
-    assert not ServerIdentityView.of(Arm.from_dict({"identity": None})).is_reference()
+    assert not ArmIdentity.of(Arm.from_dict({"identity": None})).is_reference()
 
 
 def test_a_repeats_failed_tests_are_typed() -> None:

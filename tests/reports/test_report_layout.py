@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from specsuite.reports.html import verdict_class
 
 from specsuite.compare.verdicts import compare_arms
 from specsuite.reports.document import ANALYSIS_KEY
+from specsuite.reports.html import verdict_class
 from specsuite.reports.overview import verdict_lines
 from specsuite.reports.render import render_report
 from specsuite.results.store import load_results

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from tests.session.test_session_config import cli_options
 
 from specsuite.cli.run import sessions_config
 from specsuite.session.config import GSM8KSettings
 from specsuite.session.config_file import config_from_json, config_to_json
 from specsuite.session.main_job_profiles import MAIN, MAIN_JOB_PROFILES
+from tests.session.test_session_config import cli_options
 
 
 def sessions_gsm8k(*run_argv: str) -> GSM8KSettings:

@@ -13,7 +13,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from tests.session.test_session_config import PYTEST_FLAGS, cli_options, getter, off_default, pytest_options
 
 from specsuite.cli.run import sessions_config
 from specsuite.compare.arms import ArmSpec
@@ -23,6 +22,7 @@ from specsuite.orchestration import runner
 from specsuite.pytest_plugin.core import SpecsuiteSession
 from specsuite.session.config import RunConfig, mapped_options, run_config_from_options
 from specsuite.session.config_file import config_from_json, config_to_json, read_config_file, write_config_file
+from tests.session.test_session_config import PYTEST_FLAGS, cli_options, getter, off_default, pytest_options
 
 ROOT = Path(__file__).resolve().parents[2]
 CANDIDATE = "http://candidate.example:30000"
