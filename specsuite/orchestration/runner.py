@@ -28,6 +28,7 @@ and session command used.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any
@@ -393,13 +394,17 @@ def _mark_killed(session: _Session, signum: int | None) -> None:
 
 class _InterruptWatch:
     """While sessions run: the first SIGINT or SIGTERM says at once what is being stopped, then interrupts the loop;
-    a second one interrupts at once, whatever is under way."""
+    a second one interrupts at once, whatever is under way. While a session starts (`deferred`), the first signal
+    waits until the session is in the running list: landing between its Popen and the list, it would leave the
+    session running, unstopped and unrecorded."""
 
     def __init__(self, running: list[_Session], on_progress: Callable[[str], None]) -> None:
         self.running = running
         self.on_progress = on_progress
         self.signum: int | None = None
         self.previous: dict[int, Any] = {}
+        self._deferring = False
+        self._pending = False
 
     def __enter__(self) -> _InterruptWatch:
         try:
@@ -413,6 +418,18 @@ class _InterruptWatch:
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
 
+    @contextlib.contextmanager
+    def deferred(self) -> Iterator[None]:
+        """A first signal inside the block interrupts when the block ends, not inside it."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self._pending:
+            self._pending = False
+            raise KeyboardInterrupt(f"received {signal.Signals(self.signum).name}" if self.signum else "interrupted")
+
     def _handle(self, signum: int, frame: Any) -> None:
         if self.signum is not None:
             raise KeyboardInterrupt(f"second {signal.Signals(signum).name}")
@@ -420,6 +437,9 @@ class _InterruptWatch:
         names = ", ".join(session.label for session in self.running if session.process.poll() is None) or "nothing"
         self.on_progress(f"interrupted ({signal.Signals(signum).name}): stopping {names} and the servers they launched "
                          f"(at most {STOP_GRACE_S:.0f} s), then writing the partial results and report")
+        if self._deferring:
+            self._pending = True
+            return
         raise KeyboardInterrupt(f"received {signal.Signals(signum).name}")
 
 
@@ -447,7 +467,8 @@ def run_sessions(plan: RunPlan, run_dir: RunDirectory, on_progress: Callable[[st
             with watch:
                 try:
                     for spec in round_:  # each one in `running` as soon as it starts, so an interrupt stops it
-                        running.append(_start(plan, spec, sessions_dir, config_dir))
+                        with watch.deferred():
+                            running.append(_start(plan, spec, sessions_dir, config_dir))
                     done = _run_round(running, merger, run_dir, merged, on_progress, bar, done, total)
                 except KeyboardInterrupt:
                     _stop(running, watch.signum)

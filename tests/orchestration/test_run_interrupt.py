@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.orchestration.runner import _InterruptWatch
+from specsuite.server.refserver_contract import MODULE
+
 ROOT = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 120  # not a timing check: only that the run ends at all
 
@@ -27,7 +30,7 @@ def _refservers_on(ports: set[str]) -> list[str]:
                 words = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
             except OSError:
                 continue
-            if "refserver" in words and any(words[i + 1] in ports for i, w in enumerate(words[:-1]) if w == "--port"):
+            if MODULE in words and any(words[i + 1] in ports for i, w in enumerate(words[:-1]) if w == "--port"):
                 found.append(" ".join(words))
     return found
 
@@ -90,3 +93,23 @@ def test_a_late_interrupt_writes_the_partial_report(tmp_path: Path) -> None:
     assert "**Run interrupted**" in summary.split("## Verdict")[0]
     assert (tmp_path / "r" / "report" / "report.html").is_file()
     assert not _refservers_on(_ports(results))
+
+
+def test_a_signal_while_a_session_starts_waits_until_the_session_is_listed() -> None:
+    """An interrupt between a session's Popen and its place in the running list would leave it running, unstopped and
+    unrecorded: inside `deferred` the first signal only says what it stops; the block's end raises."""
+    running: list[str] = []
+    notes: list[str] = []
+    watch = _InterruptWatch(running, notes.append)  # type: ignore[arg-type]
+    with watch:
+        with pytest.raises(KeyboardInterrupt, match="SIGINT"):
+            with watch.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler has run: nothing was raised inside the block
+                running.append("started")
+        assert running == ["started"] and watch.signum == signal.SIGINT
+        assert notes and notes[0].startswith("interrupted (SIGINT)")
+        with pytest.raises(KeyboardInterrupt, match="second SIGINT"):  # a second signal interrupts at once, deferred or not
+            with watch.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)
