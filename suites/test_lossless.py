@@ -17,9 +17,16 @@ from __future__ import annotations
 
 import pytest
 
-from specsuite.results.types import PitUniformity
+from specsuite.results.types import LosslessSetting, PitUniformity
 
 pytestmark = pytest.mark.lossless
+
+
+def _judged(setting: LosslessSetting, model_defaults: dict | None) -> str:
+    """The exact sampling parameters the requests sent, and the model defaults they overrode."""
+    sent = ", ".join(f"{name} {value}" for name, value in (setting.sampling_params or {}).items())
+    overridden = f"; overriding the model's generation defaults {model_defaults}" if model_defaults else ""
+    return f"sampling sent: {sent}{overridden}"
 
 
 def _top_bins(test: PitUniformity) -> str:
@@ -33,7 +40,7 @@ def test_pit_calibration(lossless, lossless_setting):
     summary = (f"PIT at {lossless_setting.key}: p={test.p_value:.3g} (KS p={test.ks_p:.3g}, chi-square p={test.chi2_p:.3g}) "
                f"over n={test.n} positions >= 2 from {result.requests} requests; {_top_bins(test)}; "
                f"{result.outside_support} tokens outside the nucleus; MDE (TV, 80% power) body {test.mde_tv_body:.4f}, "
-               f"tail {test.mde_tv_tail:.5f}")
+               f"tail {test.mde_tv_tail:.5f}; {_judged(result.setting, lossless.model_defaults)}")
     tail = result.tail
     if tail:
         summary += (f"; given the top-K (T != 1): {tail.draws} tail tokens drawn where the target gives "
@@ -48,7 +55,8 @@ def test_two_sample_homogeneity(lossless, lossless_setting):
     worst = min(range(len(homogeneity.positions)), key=lambda i: homogeneity.adjusted_p_values[i])
     summary = (f"two-sample chi-square at {lossless_setting.key}: smallest Holm-adjusted p={homogeneity.p_value:.3g} "
                f"at position {homogeneity.positions[worst]} ({result.prompts} prompts x {result.samples_per_prompt} "
-               f"samples per server; MDE of one token's probability {homogeneity.mde_token_probability})")
+               f"samples per server; MDE of one token's probability {homogeneity.mde_token_probability}); "
+               f"{_judged(result.setting, lossless.model_defaults)}")
     print(summary)
     assert homogeneity.passed, f"token distributions differ from the speculation-off reference: {summary}"
 
@@ -57,7 +65,8 @@ def test_loglik_calibration(lossless, lossless_setting):
     result = lossless.two_sample(lossless_setting)
     calibration = result.calibration
     summary = (f"log-likelihood calibration at {lossless_setting.key}: z={calibration.z:.2f} p={calibration.p_value:.3g}, "
-               f"mean shift {calibration.mean_difference_nats:+.3f} nats per sample (MDE {calibration.mde_nats:.3f})")
+               f"mean shift {calibration.mean_difference_nats:+.3f} nats per sample (MDE {calibration.mde_nats:.3f}); "
+               f"{_judged(result.setting, lossless.model_defaults)}")
     print(summary)
     assert calibration.passed, f"target log-likelihood differs from the reference's: {summary}"
 
@@ -100,4 +109,5 @@ def test_greedy_equality(lossless):
             if divergence.kind == "real":
                 lines.append(f"concurrency {run.concurrency} prompt {divergence.prompt_index} position {divergence.position}: "
                              f"{divergence.test_token} vs reference {divergence.reference_token} ({divergence.reason})")
-    assert result.passed, f"{len(lines)} real greedy divergences from the reference: " + "; ".join(lines[:5])
+    sent = ", ".join(f"{name} {value}" for name, value in (result.sampling_params or {}).items())
+    assert result.passed, f"{len(lines)} real greedy divergences from the reference (sampling sent: {sent}): " + "; ".join(lines[:5])

@@ -426,8 +426,9 @@ OPTIONS: tuple[Option, ...] = (
            "specsuite/session/config_file.py writes it); no other specsuite option may be given with it", ("pytest",), metavar="PATH",
            pytest_area="pytest_plugin"),
     # ---- integrity (specsuite/pytest_plugin/integrity.py)
-    Option("--assume-deterministic", "treat the server as honouring sampling_seed", ("pytest",), action="store_true",
-           default_text="only when /server_info reports enable_deterministic_inference, or for the reference server", pytest_area="integrity"),
+    Option("--assume-deterministic", "treat the server as honouring sampling_seed with batch-invariant numerics", ("pytest",),
+           action="store_true", default_text="only when the server reports a batch-invariance promise (SGLang "
+           "enable_deterministic_inference, vLLM VLLM_BATCH_INVARIANT), or for the reference server", pytest_area="integrity"),
     Option("--integrity-stop-offsets", "token offsets per prompt at which stop strings and stop ids are placed", ("pytest",), default=24,
            type=int, pytest_area="integrity", bounds=COUNT),
     Option("--integrity-batch-size", "requests in the canary isolation batch", ("pytest",), default=64, type=int, pytest_area="integrity", bounds=COUNT),

@@ -208,6 +208,24 @@ class IntegrityProbe:
         return False, ("SGLang ignores sampling_seed without --enable-deterministic-inference and /server_info reports it "
                        "off; pass --assume-deterministic if this server honours seeds anyway")
 
+    def batch_invariance(self) -> tuple[bool, str]:
+        """Whether a seeded answer may be compared byte for byte with the same request run in another batch (alone,
+        streamed, in a native batch, among concurrent requests), and why. That holds only where the seed is honoured
+        and the server promises batch-invariant numerics: on a GPU a correct server's logits move with the batch
+        (sigma 0.005 to 0.03), so a seeded 64-token answer differs in 12% to 45% of such comparisons without it."""
+        honoured, reason = self.seeds_honoured()
+        if not honoured or reason in ("--assume-deterministic", "the reference server always honours sampling_seed"):
+            return honoured, reason
+        kind = self.kind
+        promised = kind.batch_invariance(self.specsuite.server.identity.server_args) if kind.batch_invariance else None
+        if promised:
+            return True, f"{kind.display_name} reports batch-invariant numerics"
+        seen = "reports it off" if promised is False else "does not say"
+        return False, (f"{kind.display_name} does not promise batch-invariant numerics ({seen}: SGLang "
+                       f"--enable-deterministic-inference, vLLM VLLM_BATCH_INVARIANT=1 seen on VLLM_SERVER_DEV_MODE's "
+                       f"/server_info): a seeded answer may change with its batch on a correct server; pass "
+                       f"--assume-deterministic where it holds")
+
     def reference(self, prompt: str) -> Reference:
         """The prompt's T=0 answer (REFERENCE_LENGTH ids at most) and its prefix texts, cached."""
         if prompt not in self.references:

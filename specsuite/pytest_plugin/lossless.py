@@ -16,6 +16,8 @@ import pytest
 from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
+from specsuite.server import kinds
+from specsuite.server.sampling_pins import model_generation_defaults
 from specsuite.server.secrets import load_api_key
 from specsuite.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
 from specsuite.workloads.lossless.reference import ReferenceServer, open_reference
@@ -36,6 +38,19 @@ def run_config_of(config: pytest.Config) -> RunConfig:
     return specsuite_session(config).run_config
 
 
+def model_defaults_of(server: Any) -> dict[str, Any] | None:
+    """What the server under test would fill into a request that left its sampling fields out: the model folder's
+    generation_config.json values of its kind's list (None when the folder is not on this machine), with vLLM's
+    generation-config source where its development /server_info names it. The requests override every one."""
+    identity = server.identity
+    kind = kinds.kind_of_client(server.client)
+    defaults = model_generation_defaults((identity.tokenizer_path, identity.model_path), kind.model_sampling_defaults)
+    source = identity.server_args.get("generation_config")
+    if defaults is not None and source is not None:
+        defaults = {**defaults, "source": source}  # vLLM: "auto" (the model's), "vllm" (none) or a folder
+    return defaults
+
+
 def lossless_config(run_config: RunConfig) -> LosslessConfig:
     """The workload config from the run configuration's lossless section; bad values raise a one-line SpecsuiteError."""
     return run_config.lossless.workload_config(alpha=run_config.alpha, seed=run_config.seed)
@@ -53,8 +68,9 @@ class LosslessSession:
                                          draft_steps_of(server.identity), vocab_size=server.vocab.vocab_size)
         # The session's workloads map holds each section as results.json writes it; a section already there is kept.
         self.results = LosslessResults.from_dict(specsuite.workloads.get("lossless") or {})
+        self.model_defaults = model_defaults_of(server)
         self.results.update(config=_config_dict(config), reference=reference.description, draft_steps=self.workload.draft_steps,
-                            pit={}, two_sample={})
+                            model_sampling_defaults=self.model_defaults, pit={}, two_sample={})
         self._publish()
 
     def _publish(self) -> None:

@@ -1146,6 +1146,7 @@ class LosslessSetting(Record):
 
     temperature: float | None = None
     top_p: float = 1.0
+    sampling_params: dict[str, Any] | None = None  # what the generation requests sent, by SGLang's names (no seed)
 
 
 @dataclass
@@ -1359,6 +1360,7 @@ class LosslessGreedy(Record):
 
     prompts: int = 0
     max_new_tokens: int = 0
+    sampling_params: dict[str, Any] | None = None  # what the T=0 requests sent, by SGLang's names
     concurrencies: list[GreedyConcurrency] = field(default_factory=list)
     passed: bool = False
     near_tie: NearTieRule | None = None

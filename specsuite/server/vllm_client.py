@@ -39,6 +39,7 @@ from specsuite.server.transport import HttpServerClient, int_list, shorten
 
 SERVER_KIND = "vllm"
 COMPLETIONS_PATH = "/v1/completions"
+DEV_SERVER_INFO = "/server_info"
 TOKEN_AS_ID = re.compile(r"^token_id:(-?\d+)$")
 SPEC_PREFIX = "vllm:spec_decode_"
 BATCH_WORKERS = 8
@@ -221,6 +222,7 @@ class VLLMClient(HttpServerClient):
         which speculative method it runs over HTTP, only that it speculates and how many tokens
         it drafts (one `position` label per draft token)."""
         info: dict[str, Any] = {"version": self.version(), "server_kind": SERVER_KIND, "served_model_name": self.model_name()}
+        info.update(self.dev_facts())
         counters = self._spec_counters()
         positions = int(counters.pop("positions", 0))
         if positions:
@@ -230,6 +232,29 @@ class VLLMClient(HttpServerClient):
             if accept is not None:
                 info["internal_states"] = [{"avg_spec_accept_length": accept}]
         return info
+
+    def dev_facts(self) -> dict[str, Any]:
+        """What only vLLM's development /server_info tells (served with VLLM_SERVER_DEV_MODE=1, vLLM 0.32
+        entrypoints/serve/__init__.py:57-61): `batch_invariant` from its `vllm_env` (VLLM_BATCH_INVARIANT,
+        envs.py:636; dev/server_info/api_router.py:43-59) and the model config's `generation_config` source and
+        `override_generation_config` (config/model.py:354, :1862-1867). Empty when the route is not served."""
+        response = self._http.request("GET", DEV_SERVER_INFO, params={"config_format": "json"})
+        with response:
+            if not response.ok:
+                return {}
+            try:
+                body = response.json()
+            except ValueError:
+                return {}
+        env = body.get("vllm_env") if isinstance(body, dict) else None
+        config = body.get("vllm_config") if isinstance(body, dict) else None
+        model = config.get("model_config") if isinstance(config, dict) else None
+        facts: dict[str, Any] = {}
+        if isinstance(env, dict) and "VLLM_BATCH_INVARIANT" in env:
+            facts["batch_invariant"] = bool(env["VLLM_BATCH_INVARIANT"])
+        if isinstance(model, dict):
+            facts.update({name: model[name] for name in ("generation_config", "override_generation_config") if name in model})
+        return facts
 
     def _spec_counters(self) -> dict[str, float]:
         text = self.metrics_text()

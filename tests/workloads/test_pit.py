@@ -373,29 +373,44 @@ def test_workload_fails_a_biased_sampler_given_the_top_k():
     assert result.given_top_k and not result.passed, (result.test, result.tail)
 
 
-class DefaultTopKServer(SyntheticServer):
-    """A server whose own default narrows sampling to the top 5 when a request leaves top_k out (SGLang's
-    --sampling-defaults model on chat, vLLM's generation config): correct for what it was asked, so the
-    harness must ask for everything."""
+class ModelDefaultsServer(SyntheticServer):
+    """A server that fills the sampling fields a request leaves out from the model's generation_config.json, as vLLM
+    does (--generation-config auto): here top_k 5 and repetition_penalty 1.3, applied to every id already in the
+    context. Correct for what it was asked, and scoring still reports the model: the harness must ask for everything."""
+
+    DEFAULTS = {"top_k": 5, "repetition_penalty": 1.3}
 
     def generate(self, payload: dict) -> dict:
-        if payload["sampling_params"].get("max_new_tokens"):
-            self.sent = payload["sampling_params"]
-        if not payload["sampling_params"].get("max_new_tokens") or "top_k" in payload["sampling_params"]:
+        params = payload["sampling_params"]
+        if not params["max_new_tokens"]:
             return super().generate(payload)
-        model = self.logits  # the default narrows sampling only; scoring still reports the model
-        self.logits = np.where(model >= np.sort(model, axis=1)[:, -5:-4], model, -np.inf)
-        try:
-            return super().generate(payload)
-        finally:
-            self.logits = model
+        self.sent = params
+        top_k = params.get("top_k", self.DEFAULTS["top_k"])
+        penalty = params.get("repetition_penalty", self.DEFAULTS["repetition_penalty"])
+        rng = np.random.default_rng(params["sampling_seed"])
+        context, output = list(payload["input_ids"]), []
+        for _ in range(params["max_new_tokens"]):
+            logits = self.logits[(context + output)[-1]].copy()
+            seen = sorted(set(context + output))
+            logits[seen] = np.where(logits[seen] > 0, logits[seen] / penalty, logits[seen] * penalty)
+            if top_k > 0:
+                logits = np.where(logits >= np.sort(logits)[-top_k], logits, -np.inf)
+            weights = np.exp((logits - logits.max()) / params["temperature"])
+            output.append(int(rng.choice(VOCAB, p=_nucleus(weights / weights.sum(), params.get("top_p", 1.0)))))
+        return {"output_ids": output, "meta_info": {"spec_verify_ct": len(output) - 1, "spec_num_correct_drafts": 0}}
 
 
-def test_sampling_requests_name_top_k_and_min_p_so_no_server_default_applies(monkeypatch):
-    server = DefaultTopKServer()
-    result = _pit_workload(server, SamplingSetting(1.0), concurrency=1)  # one request at a time: the fake swaps its model
+def test_sampling_requests_leave_the_server_no_default_to_fill(monkeypatch):
+    """Every field a server could take from the model's generation config goes on the request (vLLM's list: the
+    penalties, top_k, min_p, top_p, temperature, the budget), so a correct server with model defaults passes."""
+    server = ModelDefaultsServer()
+    result = _pit_workload(server, SamplingSetting(1.0))
     assert result.passed, result.test
-    assert server.sent["top_k"] == -1 and server.sent["min_p"] == 0.0
-    # a request that leaves top_k out gets the server's narrower default, and the tests would blame the sampler
-    monkeypatch.setattr("specsuite.workloads.lossless.workload.TOP_K_OFF", None)
-    assert not _pit_workload(DefaultTopKServer(), SamplingSetting(1.0), concurrency=1).passed
+    assert {name: server.sent[name] for name in ("top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty")} == {
+        "top_k": -1, "min_p": 0.0, "frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0}
+    assert result.setting.sampling_params == {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "max_new_tokens": 12,
+                                              "frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0}
+    # the faulty arm: a request that sends only the setting's own fields gets the model's penalty and top-k, and the
+    # PIT blames a correct sampler
+    monkeypatch.setattr("specsuite.workloads.lossless.workload.pinned", lambda sampling: sampling)
+    assert not _pit_workload(ModelDefaultsServer(), SamplingSetting(1.0)).passed

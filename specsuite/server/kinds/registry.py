@@ -90,6 +90,10 @@ class ServerKind:
     earliest_stop_string_wins: bool = False  # the stop string completing earliest in the text wins, not the listed first
     ignore_eos_keeps_stop_token_ids: bool = False  # stop_token_ids still stop a request with ignore_eos
     auto_dtype_downcasts_float32: bool = False  # dtype auto serves a float32 model in a 16-bit type it picks
+    # The sampling fields (SGLang's names) the server fills from the model's generation_config.json when a request
+    # leaves them out: a test's request sends every one (specsuite.server.sampling_pins.pinned).
+    model_sampling_defaults: tuple[str, ...] = ()
+    batch_invariance: Callable[[Mapping[str, Any]], bool | None] | None = None  # from server_info(): promised, not, unknown
 
     @property
     def default_bench_backend(self) -> str:

@@ -10,6 +10,9 @@ Detection: SGLang answers `GET /model_info` (or the older `/get_model_info`) wit
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from specsuite.server import bench_formats
 from specsuite.server.kinds.registry import BenchBackend, ServerKind, get_json, register
 from specsuite.server.sglang_client import SGLangClient
@@ -29,6 +32,16 @@ def answers_model_info(http: HttpTransport) -> bool:
         if isinstance(info, dict) and info.get("model_path"):
             return True
     return False
+
+
+def deterministic_inference(server_info: Mapping[str, Any]) -> bool | None:
+    """SGLang's batch-invariance promise, --enable-deterministic-inference ("batch invariant ops",
+    srt/arg_groups/fields/exec_.py:1153-1155 in 0.5.23): /server_info carries every resolved server arg
+    (entrypoints/http_server.py:863-890, build_server_info -> server_args.resolved_dict(), utils/common.py:3584-3593).
+    None when the answer has no such key (a release without the flag, or not SGLang's /server_info)."""
+    if "enable_deterministic_inference" not in server_info:
+        return None
+    return bool(server_info["enable_deterministic_inference"])
 
 
 SGLANG = register(ServerKind(
@@ -59,4 +72,9 @@ SGLANG = register(ServerKind(
     scores_token_ids_logprob=True,  # managers/io_struct.py:237 (0.5.23)
     # A float32 or untyped model is served in float16, Gemma's in bfloat16 (configs/model_config.py:2284-2321).
     auto_dtype_downcasts_float32=True,
+    # --sampling-defaults model (the default): generation_config.json's values for these (configs/model_config.py:2210-2240)
+    # fill the OpenAI chat route's omitted fields (entrypoints/openai/serving_chat.py:416-417); /generate and
+    # /v1/completions keep SamplingParams' own defaults (srt/sampling/sampling_params.py:157-164).
+    model_sampling_defaults=("repetition_penalty", "temperature", "top_k", "top_p", "min_p"),
+    batch_invariance=deterministic_inference,
 ))

@@ -10,6 +10,9 @@ Detection: vLLM has no /model_info, answers `GET /version` with `{"version": ...
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from specsuite.server import bench_formats
 from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json, register
 from specsuite.server.transport import HttpTransport
@@ -30,6 +33,13 @@ def lists_a_vllm_model(http: HttpTransport) -> bool:
     models = get_json(http, "/v1/models")
     cards = models.get("data") if isinstance(models, dict) else None
     return OWNER in {card.get("owned_by") for card in cards or [] if isinstance(card, dict)}
+
+
+def batch_invariant_mode(server_info: Mapping[str, Any]) -> bool | None:
+    """vLLM's batch-invariance promise, VLLM_BATCH_INVARIANT=1 (envs.py:636). Seen from outside only on the development
+    /server_info (VLLM_SERVER_DEV_MODE=1), which VLLMClient.server_info reads as `batch_invariant`; None without it."""
+    value = server_info.get("batch_invariant")
+    return value if isinstance(value, bool) else None
 
 
 VLLM = register(ServerKind(
@@ -55,4 +65,9 @@ VLLM = register(ServerKind(
     sees_stop_strings_anywhere=True,  # the new text plus len(stop) - 1 characters before it: v1/engine/detokenizer.py:321-370
     earliest_stop_string_wins=True,  # check_stop_strings, ties by list order: v1/engine/detokenizer.py:321-370
     ignore_eos_keeps_stop_token_ids=True,  # ignore_eos drops only the EOS check: vllm/v1/core/sched/utils.py:104-112
+    # get_diff_sampling_param's list (vllm/config/model.py:1869-1878), filled into every completions request that omits
+    # them (entrypoints/openai/completion/protocol.py:351-359; serving.py:80 reads them once at start).
+    model_sampling_defaults=("repetition_penalty", "presence_penalty", "frequency_penalty", "temperature", "top_k", "top_p",
+                             "min_p", "max_new_tokens"),
+    batch_invariance=batch_invariant_mode,
 ))

@@ -29,6 +29,7 @@ from specsuite.server.faults import FaultGuard, Outcome, RunStopped, classify, f
 from specsuite.server.generation import Generation
 from specsuite.server.meta_info import MetaInfo
 from specsuite.server.protocol import GenerationRequest, Sampling, ServerClient, request_record
+from specsuite.server.sampling_pins import pinned
 from specsuite.server.vocab import VocabInfo
 from specsuite.workloads.correctness.acceptance import request_accept_length, server_accept_length
 from specsuite.workloads.correctness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
@@ -166,7 +167,8 @@ class CaseResult:
 
 def build_request(prompt: PromptItem, case: SamplingCase, max_new_tokens: int, sampling_seed: int) -> GenerationRequest:
     """One request that returns ids and logprobs together (so the two id sources can be cross-checked)."""
-    sampling = Sampling(temperature=case.temperature, top_p=case.top_p, max_new_tokens=max_new_tokens, seed=sampling_seed)
+    # Every field a server could default is sent: the padded-row and text judges compare with the plain softmax.
+    sampling = pinned(Sampling(temperature=case.temperature, top_p=case.top_p, max_new_tokens=max_new_tokens, seed=sampling_seed))
     return GenerationRequest(prompt=prompt.prompt, sampling=sampling, logprobs=True)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server.protocol import GenerationRequest, Sampling
+from specsuite.server.sampling_pins import pinned
 from specsuite.workloads.gsm8k.data import GSM8KItem
 
 __all__ = [
@@ -93,7 +94,8 @@ def build_request(
     max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
 ) -> GenerationRequest:
     """One question's request (not streamed), with logprobs so the detectors can cross-check ids."""
-    sampling = Sampling(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(STOP_SEQUENCES))
+    # Every field a server could default is sent: the answers judged are the plain softmax's, not a penalised one.
+    sampling = pinned(Sampling(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, stop=tuple(STOP_SEQUENCES)))
     return GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True)
 
 

@@ -31,6 +31,7 @@ from specsuite.server.generation import Generation
 from specsuite.server.identity import ServerIdentity
 from specsuite.server.meta_info import MetaInfo
 from specsuite.server.protocol import GenerationRequest, Sampling, ServerClient
+from specsuite.server.sampling_pins import pinned
 from specsuite.server.served_dtype import served_dtype_of
 from specsuite.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from specsuite.workloads.lossless.directed import DirectedPosition, directed_positions
@@ -41,11 +42,6 @@ from specsuite.workloads.lossless.tempering import TemperedPosition, tempered
 from specsuite.workloads.lossless.two_sample import homogeneity_test, loglik_calibration
 
 DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
-# Sent explicitly so that no server-side default (SGLang's --sampling-defaults model, vLLM's generation
-# config) narrows the distribution the tests take as the target: -1 is "no top-k" for SGLang and vLLM
-# alike, 0 "no min-p" (docs/logprob_semantics.md).
-TOP_K_OFF = -1
-MIN_P_OFF = 0.0
 
 
 @dataclass(frozen=True)
@@ -62,8 +58,15 @@ class SamplingSetting:
     def params(self) -> dict[str, float]:
         return {"temperature": self.temperature, "top_p": self.top_p}
 
-    def record(self) -> LosslessSetting:
-        return LosslessSetting.written(temperature=self.temperature, top_p=self.top_p)
+    def sampling(self, max_new_tokens: int, seed: int | None = None) -> Sampling:
+        """The generation request's sampling: every field a server could default is sent (sampling_pins), so the
+        distribution judged is this setting's, whatever the model's generation_config.json says."""
+        return pinned(Sampling(temperature=self.temperature, top_p=self.top_p, max_new_tokens=max_new_tokens, seed=seed))
+
+    def record(self, max_new_tokens: int) -> LosslessSetting:
+        """The setting with the exact sampling parameters its requests sent (the seed differs per request)."""
+        sent = {name: value for name, value in self.sampling(max_new_tokens).params().items() if name != "sampling_seed"}
+        return LosslessSetting.written(temperature=self.temperature, top_p=self.top_p, sampling_params=sent)
 
 
 @dataclass(frozen=True)
@@ -164,9 +167,7 @@ class LosslessWorkload:
         return self.reference
 
     def _sample(self, client: ServerClient, prompt: list[int], setting: SamplingSetting, max_new_tokens: int, seed: int) -> Generation:
-        sampling = Sampling(temperature=setting.temperature, top_p=setting.top_p, top_k=TOP_K_OFF, min_p=MIN_P_OFF,
-                            max_new_tokens=max_new_tokens, seed=seed)
-        return generate_one(client, GenerationRequest(prompt_ids=tuple(prompt), sampling=sampling))
+        return generate_one(client, GenerationRequest(prompt_ids=tuple(prompt), sampling=setting.sampling(max_new_tokens, seed)))
 
     def _score(self, client: ServerClient, prompt: list[int], output: list[int]) -> list[ScoredPosition | None]:
         """The raw (temperature 1) top-K at each generated position: what servers return for prompt positions."""
@@ -201,7 +202,7 @@ class LosslessWorkload:
         tail = tail_rate_test(values, config.alpha / split) if values.tail_positions else None
         p_value = min(1.0, split * min(test.p_value, 1.0 if tail is None else tail.p_value))
         return LosslessPit.written(
-            setting=setting.record(),
+            setting=setting.record(config.pit_max_new_tokens),
             requests=config.pit_requests,
             max_new_tokens=config.pit_max_new_tokens,
             top_k=config.top_k,
@@ -251,7 +252,7 @@ class LosslessWorkload:
         homogeneity = homogeneity_test(test_outputs, reference_outputs, positions, config.alpha)
         calibration = loglik_calibration(test_loglik, reference_loglik, config.alpha)
         return LosslessTwoSample.written(
-            setting=setting.record(),
+            setting=setting.record(max_new_tokens),
             prompts=len(chosen),
             samples_per_prompt=config.two_sample_size,
             positions=positions,
@@ -287,7 +288,7 @@ class LosslessWorkload:
         config, reference = self.config, self._reference()
         started = time.perf_counter()
         prompts = [self.prompt_ids[i % len(self.prompt_ids)] for i in range(config.greedy_prompts)]
-        greedy = Sampling(temperature=0.0, max_new_tokens=config.greedy_max_new_tokens)
+        greedy = pinned(Sampling(temperature=0.0, max_new_tokens=config.greedy_max_new_tokens))  # penalties act at T=0 too
 
         def reference_one(prompt: list[int]) -> ReferenceOutput:
             result = generate_one(reference, GenerationRequest(prompt_ids=tuple(prompt), sampling=greedy, logprobs=True,
@@ -306,6 +307,7 @@ class LosslessWorkload:
         return LosslessGreedy.written(
             prompts=len(prompts),
             max_new_tokens=config.greedy_max_new_tokens,
+            sampling_params=greedy.params(),
             concurrencies=by_concurrency,
             passed=all(c.passed for c in by_concurrency),
             near_tie=rule.record(),
