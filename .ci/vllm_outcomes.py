@@ -3,10 +3,10 @@
 The suites keep flagging a real vLLM bug (that is their job), so the job cannot simply require
 "all passed". It passes only when:
 - tests ran, and none errored;
-- every failing test matches a `may_fail` pattern of a documented finding (anything else is either a
-  harness defect or a new finding: both need a person);
-- every finding still fires at least one of its `must_fire_one_of` tests (a fixed vLLM, or a suite
-  that stopped catching the bug, must be noticed).
+- every failing test matches a `may_fail` entry of a documented finding, by its test id and by its message
+  (`reason_pattern`; anything else is either a harness defect or a new finding: both need a person);
+- every `must_fire` test still fails for its finding's reason, each one that stopped named (a fixed vLLM, in part
+  or whole, or a suite that stopped catching the bug, must be noticed).
 
     python .ci/vllm_outcomes.py RESULTS.xml [KNOWN.json]
 
@@ -25,11 +25,11 @@ from pathlib import Path
 
 # The known-failure judge is shared with the SGLang job (.ci/outcomes_judge.py, beside this file).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from outcomes_judge import failure_reasons, judge, outcomes  # noqa: E402
+from outcomes_judge import explained_by, failure_messages, failure_reasons, judge, outcomes  # noqa: E402
 from outcomes_judge import main as judge_main  # noqa: E402
 
 DEFAULT_KNOWN = Path(__file__).resolve().parents[1] / "docs" / "findings" / "vllm_known_failures.json"
-__all__ = ["DEFAULT_KNOWN", "judge", "judge_corrected", "main", "main_corrected", "outcomes"]
+__all__ = ["DEFAULT_KNOWN", "explained_by", "failure_messages", "judge", "judge_corrected", "main", "main_corrected", "outcomes"]
 
 
 def judge_corrected(results: dict[str, str], patch_problem: str | None, reasons: dict[str, str] | None = None) -> list[str]:
