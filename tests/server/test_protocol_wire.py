@@ -21,6 +21,7 @@ from specsuite.server.answer_shapes import PROMPT, SAMPLING
 from specsuite.server.generation import generations_from_sglang
 from specsuite.server.openai_client import OpenAICompletionsClient
 from specsuite.server.protocol import GenerationRequest, RawAnswer, Sampling, ServerClient, native_payload
+from specsuite.server.sampling_pins import pinned
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.transport import encode_json
 from specsuite.server.vllm_client import VLLMClient
@@ -133,10 +134,16 @@ def test_typed_streams_send_the_old_bytes_and_end_on_the_old_answer(case: str, k
 
 
 def test_the_workloads_build_the_requests_the_old_payloads_stood_for() -> None:
-    assert correctness_request(PromptItem("p1", "prose", "Once upon a time"), SamplingCase(0.7, 0.9), 32, 12345) == typed(OLD["correctness"]["payload"])[0]
-    assert correctness_request(PromptItem("p2", "math", "2+2="), SamplingCase(0.0, 1.0), 16, 0) == typed(OLD["correctness_greedy"]["payload"])[0]
-    assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.0, top_p=1.0, max_new_tokens=256) == typed(OLD["gsm8k"]["payload"])[0]
-    assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.6, top_p=0.95, max_new_tokens=128) == typed(OLD["gsm8k_sampled"]["payload"])[0]
+    # the recorded payloads left top_k, min_p and the penalties to the server; the requests now send them at their
+    # neutral values (specsuite.server.sampling_pins), so that no model default reaches the tests
+    def pins(request: GenerationRequest) -> GenerationRequest:
+        return dataclasses.replace(request, sampling=pinned(request.sampling))
+
+    prose = PromptItem("p1", "prose", "Once upon a time")
+    assert correctness_request(prose, SamplingCase(0.7, 0.9), 32, 12345) == pins(typed(OLD["correctness"]["payload"])[0])
+    assert correctness_request(PromptItem("p2", "math", "2+2="), SamplingCase(0.0, 1.0), 16, 0) == pins(typed(OLD["correctness_greedy"]["payload"])[0])
+    assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.0, top_p=1.0, max_new_tokens=256) == pins(typed(OLD["gsm8k"]["payload"])[0])
+    assert gsm8k_request("Question: 1+1?\nAnswer:", temperature=0.6, top_p=0.95, max_new_tokens=128) == pins(typed(OLD["gsm8k_sampled"]["payload"])[0])
     # the recorded scoring payload carried the generation's temperature (0.7); prompt logprobs are raw whatever
     # it says, so the request now names the temperature 1 it gets back
     old_score = typed(OLD["lossless_score"]["payload"])[0]

@@ -115,7 +115,9 @@ def test_workload_classifies_by_the_reference_gap(gap, passed, kind):
     result = LosslessWorkload(server, server, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
     assert result.passed is passed
     written = result.to_dict()
-    assert list(written) == ["prompts", "max_new_tokens", "concurrencies", "passed", "near_tie", "wall_time_s"]
+    assert list(written) == ["prompts", "max_new_tokens", "sampling_params", "concurrencies", "passed", "near_tie", "wall_time_s"]
+    assert written["sampling_params"] == {"temperature": 0.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "max_new_tokens": 3,
+                                          "frequency_penalty": 0.0, "presence_penalty": 0.0, "repetition_penalty": 1.0}
     assert list(written["concurrencies"][0]) == ["concurrency", "prompts", "equal", "numerics", "real", "passed", "numerics_gap",
                                                  "near_tie", "divergences"]
     assert list(written["concurrencies"][0]["divergences"][0]) == ["prompt_index", "position", "test_token", "reference_token", "top2_gap",

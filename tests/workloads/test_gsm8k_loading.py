@@ -132,8 +132,13 @@ def test_prompt_format_and_payload() -> None:
         "sampling_params": {
             "temperature": 0.0,
             "top_p": 1.0,
+            "top_k": -1,  # every field a server could default is sent at its neutral value (sampling_pins)
+            "min_p": 0.0,
             "max_new_tokens": 512,
             "stop": ["Question", "Assistant:", "<|separator|>"],
+            "frequency_penalty": 0.0,
+            "presence_penalty": 0.0,
+            "repetition_penalty": 1.0,
         },
         "return_logprob": True,
     }
