@@ -45,9 +45,11 @@ def model_defaults_of(server: Any) -> dict[str, Any] | None:
     identity = server.identity
     kind = kinds.kind_of_client(server.client)
     defaults = model_generation_defaults((identity.tokenizer_path, identity.model_path), kind.model_sampling_defaults)
-    source = identity.server_args.get("generation_config")
+    # Where the server says which defaults it uses: vLLM's development /server_info `generation_config` ("auto": the
+    # model's, "vllm": none, or a folder); SGLang's /server_info `sampling_defaults` ("model" or "openai").
+    source = next((identity.server_args[key] for key in ("generation_config", "sampling_defaults") if key in identity.server_args), None)
     if defaults is not None and source is not None:
-        defaults = {**defaults, "source": source}  # vLLM: "auto" (the model's), "vllm" (none) or a folder
+        defaults = {**defaults, "source": source}
     return defaults
 
 

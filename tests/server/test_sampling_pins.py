@@ -85,3 +85,20 @@ def test_vllms_development_server_info_tells_batch_invariance_and_the_generation
     assert client.dev_facts() == facts
     assert asked == [("/server_info", {"config_format": "json"})]
     assert kinds.get("vllm").batch_invariance(facts) is facts.get("batch_invariant")
+
+
+def test_the_lossless_record_names_the_defaults_the_requests_overrode(tmp_path):
+    """The model folder's values of the server kind's list, and the source the server names (vLLM: generation_config)."""
+    from types import SimpleNamespace
+
+    from specsuite.pytest_plugin.lossless import model_defaults_of
+
+    (tmp_path / "generation_config.json").write_text(json.dumps({"repetition_penalty": 1.3, "temperature": 1.0, "eos_token_id": 2}))
+    identity = SimpleNamespace(tokenizer_path=str(tmp_path), model_path=str(tmp_path), server_args={"generation_config": "auto"})
+    server = SimpleNamespace(identity=identity, client=VLLMClient("http://h:1", model="m"))
+    assert model_defaults_of(server) == {"repetition_penalty": 1.3, "temperature": 1.0, "source": "auto"}
+    identity.server_args = {"sampling_defaults": "model"}
+    server.client = SimpleNamespace()  # any other client is taken for SGLang, whose list has no presence penalty
+    assert model_defaults_of(server) == {"repetition_penalty": 1.3, "temperature": 1.0, "source": "model"}
+    identity.tokenizer_path = identity.model_path = str(tmp_path / "elsewhere")
+    assert model_defaults_of(server) is None
