@@ -8,9 +8,10 @@ cannot simply require "all passed". It passes only when:
   the JUnit `message` attribute: the exception's type and text, e.g. "AssertionError: not calibrated to the
   target: ..."). A listed test that fails for another reason (a KeyError in the harness, a refused request) is
   unexplained, with its message: both a harness defect and a new finding need a person;
-- every test a `must_fire` pattern matches, among those that ran, still fails for its finding's reason: each one
-  that no longer does is named (a partial fix upstream, or a suite that went blind there, must be noticed), and
-  a finding none of whose tests fires is said to be fixed or blind.
+- every test of the run that a `must_fire` pattern matches still fails for its finding's reason: each one that no
+  longer does is named (a partial fix upstream, or a suite that went blind there, must be noticed), and a finding
+  none of whose tests fires is said to be fixed or blind. A pattern that matches no test of the run (a job that
+  runs some markers only) is not judged there.
 
     python .ci/outcomes_judge.py JOB RESULTS.xml KNOWN.json     (JOB names the job in its messages)
 """
@@ -112,14 +113,12 @@ def _shown(message: str) -> str:
 
 
 def _silent(finding: dict, results: dict[str, str], messages: dict[str, str]) -> list[str]:
-    """One line per must_fire test that ran and no longer fails for this finding's reason, and one for the finding
-    when none does (or none of them ran)."""
+    """One line per must_fire test of this run that no longer fails for this finding's reason, and one for the finding
+    when none does. A pattern no test of this run matches is not judged here (a job may run some markers only: the
+    SGLang job's 0.5.20 run has no lossless suite)."""
     name, lines, fired = finding["finding"], [], 0
     for pattern in finding["must_fire"]:
-        tests = [test for test, state in results.items() if state in ("passed", "failed", "skipped") and re.fullmatch(pattern, test)]
-        if not tests:
-            lines.append(f"{name}: no test matching must_fire {pattern!r} was collected")
-        for test in tests:
+        for test in [test for test, state in results.items() if state in ("passed", "failed", "skipped") and re.fullmatch(pattern, test)]:
             if results[test] == "failed" and explained_by(test, messages.get(test, ""), finding):
                 fired += 1
                 continue

@@ -69,6 +69,12 @@ def test_the_log_likelihood_entry_excuses_only_a_higher_likelihood(tmp_path):
     assert any("unexplained failure" in p and LOGLIK in p for p in problems), problems
 
 
+def test_a_run_without_the_lossless_suite_judges_the_must_fire_tests_it_ran(tmp_path):
+    """The SGLang job's 0.5.20 run has correctness and integrity only: the two-sample test is not there to fire."""
+    assert run_judge(tmp_path, {SEEDS: "failed", GREEDY.replace("test_lossless", "test_integrity"): "passed"}) == []
+    assert any("no longer fires (none" in p for p in run_judge(tmp_path, {SEEDS: "passed"}))
+
+
 def test_an_undocumented_failure_goes_red(tmp_path):
     """Greedy equality at T=0 is exact on CPU: its failure is no part of the greedy-verify finding."""
     problems = run_judge(tmp_path, {SEEDS: "failed", TWO_SAMPLE: "failed", GREEDY: "failed"}, {**FIRING, GREEDY: "AssertionError: 1 real"})
