@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,10 @@ SEEDS = "suites/test_integrity.py::test_different_seeds_give_different_outputs"
 TWO_SAMPLE = "suites/test_lossless.py::test_two_sample_homogeneity[t=1-top_p=1]"
 GREEDY = "suites/test_lossless.py::test_greedy_equality"
 LOGLIK = "suites/test_lossless.py::test_loglik_calibration[t=1-top_p=1]"
-# The messages these tests emit for the greedy verify, as pytest writes them in the JUnit message attribute.
-SEEDS_MESSAGE = ("AssertionError: 3 of 6 cases broke the rule:\n  - seeds 11 and 12 gave the same 64 ids\n"
-                 "  - seeds 11 and 13 gave the same 64 ids\n  - seeds 12 and 13 gave the same 64 ids\nassert not ['3 of 6 ...']")
+# The messages these tests emit for the greedy verify, as pytest writes them in the JUnit message attribute (it indents
+# the lines after the first by two more spaces).
+SEEDS_MESSAGE = ("AssertionError: 3 of 6 cases broke the rule:\n    - seeds 11 and 12 gave the same 64 ids\n"
+                 "  - seeds 11 and 13 gave the same 64 ids\n    - seeds 12 and 13 gave the same 64 ids\nassert not ['3 of 6 ...']")
 TWO_SAMPLE_MESSAGE = ("AssertionError: token distributions differ from the speculation-off reference: two-sample chi-square at "
                       "t=1-top_p=1: smallest Holm-adjusted p=2.1e-31 at position 2 (4 prompts x 200 samples per server; MDE of one "
                       "token's probability 0.09)\nassert False")
@@ -139,3 +142,32 @@ def test_patterns_name_tests_that_exist(known_file):
             file_part, test_part = pattern.split("::")
             name = re.match(r"[a-z_]+", test_part.replace("\\", "")).group(0).rstrip("_")
             assert re.search(rf"def {name}", suites[Path(file_part).name]), pattern
+
+
+REAL_RUN = '''
+def _fail_on(failures):  # suites/test_integrity.py's way of failing: the first few broken cases, one per line
+    message = [f"{len(failures)} of 6 cases broke the rule:\\n" + "\\n".join(f"  - {f}" for f in failures)]
+    assert not message, "\\n".join(message)
+
+
+def test_different_seeds_give_different_outputs():
+    _fail_on(["seeds 11011 and 11012 gave the same 64 ids", "seeds 11011 and 11013 gave the same 64 ids"])
+
+
+def test_greedy_answers_stay_valid_among_sampled_neighbours():
+    {}["output_ids"]
+'''
+
+
+def test_the_reasons_match_the_junit_pytest_writes(tmp_path):
+    """The message attribute as pytest itself writes it (continuation lines indented, a KeyError's own text)."""
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "test_integrity.py").write_text(REAL_RUN)
+    xml = tmp_path / "run.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:specsuite.pytest_plugin.plugin", "-q",
+                    f"--junitxml={xml}", "suites/test_integrity.py"], cwd=tmp_path, capture_output=True, timeout=120, check=False)
+    results, messages = judge_module.outcomes(xml), judge_module.failure_messages(xml)
+    assert results == {SEEDS: "failed", "suites/test_integrity.py::test_greedy_answers_stay_valid_among_sampled_neighbours": "failed"}
+    problems = judge_module.judge(results, KNOWN, messages)
+    assert problems == ["unexplained failure (a harness defect or a new finding): suites/test_integrity.py::"
+                        "test_greedy_answers_stay_valid_among_sampled_neighbours (KeyError: 'output_ids')"]

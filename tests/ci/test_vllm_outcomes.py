@@ -30,8 +30,8 @@ def padded_message(case: str) -> str:
             f"example: ...\nassert not True")
 
 
-NEIGHBOURS_MESSAGE = ("AssertionError: 8 of 9 cases broke the rule:\n  - greedy request 0: position 3: 8097 where alone 559 (gap 4.1 "
-                      "nats above the tolerance); among neighbours [8097, 198, 8096, 198, 416]\n  - greedy request 1: 2 ids outside "
+NEIGHBOURS_MESSAGE = ("AssertionError: 8 of 9 cases broke the rule:\n    - greedy request 0: position 3: 8097 where alone 559 (gap 4.1 "
+                      "nats above the tolerance); among neighbours [8097, 198, 8096, 198, 416]\n    - greedy request 1: 2 ids outside "
                       "the tokenizer (8100), first 8101 at 7")
 FIRING = {PADDED: padded_message("t=1-top_p=0.95"), PADDED_06: padded_message("t=0.6-top_p=0.95"), NEIGHBOURS: NEIGHBOURS_MESSAGE}
 
@@ -99,9 +99,9 @@ EMITTED = {
          "AssertionError: stray characters at t=1-top_p=1: 31.0 per 1200 tokens exceeds the cap 12.0"),
         (NEIGHBOURS, NEIGHBOURS_MESSAGE),
         ("suites/test_integrity.py::test_stream_reassembles_with_seeded_sampling[t=1]",
-         "AssertionError: 2 of 12 cases broke the rule:\n  - request 3: stream vs non-stream: output_ids differ at 2"),
+         "AssertionError: 2 of 12 cases broke the rule:\n    - request 3: stream vs non-stream: output_ids differ at 2"),
         ("suites/test_integrity.py::test_seeded_request_same_alone_and_in_batch",
-         "AssertionError: 1 of 3 cases broke the rule:\n  - in a native batch: output_ids differ at 2"),
+         "AssertionError: 1 of 3 cases broke the rule:\n    - in a native batch: output_ids differ at 2"),
         ("suites/test_lossless.py::test_pit_calibration[t=0.7-top_p=0.9]",
          "AssertionError: not calibrated to the target: PIT at t=0.7-top_p=0.9: p=0 (KS p=1e-12, chi-square p=0) over n=2574 "
          "positions >= 2 from 120 requests; top bin [0.9969, 1] holds 165 vs 8.0 expected"),
@@ -120,7 +120,7 @@ EMITTED = {
     ],
     "sglang_known_failures.json": [
         ("suites/test_integrity.py::test_different_seeds_give_different_outputs",
-         "AssertionError: 3 of 6 cases broke the rule:\n  - seeds 11 and 12 gave the same 64 ids"),
+         "AssertionError: 3 of 6 cases broke the rule:\n    - seeds 11 and 12 gave the same 64 ids"),
         ("suites/test_lossless.py::test_pit_calibration[t=1-top_p=1]",
          "AssertionError: not calibrated to the target: PIT at t=1-top_p=1: p=1.2e-80 (KS p=3e-40, chi-square p=1.2e-80) over n=4247"),
         ("suites/test_lossless.py::test_two_sample_homogeneity[t=0.7-top_p=0.9]", TWO_SAMPLE_LINE.replace("t=1-top_p=1", "t=0.7-top_p=0.9")),
