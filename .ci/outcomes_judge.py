@@ -43,14 +43,24 @@ def outcomes(xml_path: Path) -> dict[str, str]:
     return found
 
 
+SHORTENED = "; full report in element text]"  # pytest's note on a message attribute it cut (_pytest/junitxml.py shorten_message)
+
+
 def failure_messages(xml_path: Path) -> dict[str, str]:
-    """test id -> its failure's or error's message attribute (the exception's type and text; pytest keeps whole
-    lines up to 500 characters there), else its element text: what the reason patterns are matched against."""
+    """test id -> its failure's or error's message: what the reason patterns are matched against. That is the message
+    attribute (the exception's type and text), unless pytest cut it (it keeps whole lines up to 500 characters): then
+    the exception's own lines of the element text, those pytest marks with "E" (never the traceback's source lines,
+    which quote the test's assertion messages whatever went wrong)."""
     messages = {}
     for case in ET.parse(xml_path).getroot().iter("testcase"):
         for child in case:
-            if child.tag in ("failure", "error"):
-                messages[_test_id(case)] = (child.get("message") if child.get("message") is not None else child.text or "").strip()
+            if child.tag not in ("failure", "error"):
+                continue
+            message = child.get("message")
+            if message is None or message.endswith(SHORTENED):
+                raised = [line[1:].strip() for line in (child.text or "").splitlines() if line.startswith("E ") or line == "E"]
+                message = "\n".join(raised) if raised else (message or child.text or "")
+            messages[_test_id(case)] = message.strip()
     return messages
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -166,3 +169,39 @@ def test_corrected_run_needs_zero_failures_and_the_activation_line(tmp_path, cap
     assert "not a corrected run" in capsys.readouterr().err
     assert outcomes_module.main(["--corrected", str(tmp_path / "none.log"), str(xml)]) == 1
     assert outcomes_module.main(["--corrected", str(log)]) == 2
+
+
+LONG_RUN = '''
+import pytest
+
+
+@pytest.mark.parametrize("temperature", [1.0], ids=["t=1"])
+def test_stream_reassembles_with_seeded_sampling(temperature):
+    difference = "text differs at character 3: " + "x" * 700  # a difference too long for the JUnit message attribute
+    message = ["1 of 12 cases broke the rule:\\n" + f"  - request 3: stream vs non-stream: {difference}"]
+    assert not message, "\\n".join(message)
+
+
+def test_seeded_request_same_alone_and_in_batch():
+    answer = {"meta_info": {}}
+    assert answer["meta_info"]["output_ids"], "1 of 3 cases broke the rule:\\n  - in a native batch: ..."
+'''
+
+
+def test_a_message_pytest_cut_is_read_from_the_exception_lines(tmp_path):
+    """pytest keeps whole lines up to 500 characters in the message attribute: a long failure line is then read from
+    the report's "E" lines, never from the quoted source (where a crashing test still shows its assertion message)."""
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "test_integrity.py").write_text(LONG_RUN)
+    xml = tmp_path / "run.xml"
+    subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:specsuite.pytest_plugin.plugin", "-q",
+                    f"--junitxml={xml}", "suites/test_integrity.py"], cwd=tmp_path, capture_output=True, timeout=120, check=False)
+    messages = outcomes_module.failure_messages(xml)
+    cut = [f.get("message") for f in ET.parse(xml).getroot().iter("failure") if "stream vs" in (f.text or "")]
+    assert cut and cut[0].endswith("; full report in element text]") and "stream vs" not in cut[0]  # the attribute lost the line
+    stream = "suites/test_integrity.py::test_stream_reassembles_with_seeded_sampling[t=1]"
+    batch = "suites/test_integrity.py::test_seeded_request_same_alone_and_in_batch"
+    (finding,) = KNOWN["findings"]
+    assert outcomes_module.explained_by(stream, messages[stream], finding), messages[stream][:200]
+    assert messages[batch].startswith("KeyError: 'output_ids'")
+    assert not outcomes_module.explained_by(batch, messages[batch], finding)
