@@ -85,7 +85,7 @@ class ServerKind:
     flushes_cache: bool = False  # POST /flush_cache resets the accept-length counters
     scores_token_ids_logprob: bool = False  # logprobs of chosen ids at every position (token_ids_logprob)
     answers_over_completions: bool = False  # the suites' native payloads go over /v1/completions and its own rules
-    seeds_each_request: bool = False  # a seeded request gets its own generator: seeds always honoured
+    seeds_each_request: bool = False  # a seeded request gets its own generator: seeds always honoured (not batch invariance)
     sees_stop_strings_anywhere: bool = False  # a stop string is found however many ids spelled it
     earliest_stop_string_wins: bool = False  # the stop string completing earliest in the text wins, not the listed first
     ignore_eos_keeps_stop_token_ids: bool = False  # stop_token_ids still stop a request with ignore_eos
