@@ -1349,6 +1349,8 @@ class GreedyConcurrency(Record):
     numerics_gap: float | None = None
     near_tie: NearTieRule | None = None
     divergences: list[GreedyDivergence] = field(default_factory=list)
+    near_tie_test: str | None = None  # the near-tie flip count's tests, stated (greedy.NearTieExcess.describe)
+    near_tie_excess: bool | None = None
 
 
 @dataclass
