@@ -211,9 +211,9 @@ def judge_output(prompt_index: int, test: Sequence[int], scored: Sequence[Scored
         near = sum(top[0] - value <= rule.tolerance for value in top)
         if near >= 2:
             bounds.append((near - 1) / near)
-        if position.token_id == position.top_ids[0]:
-            continue
         below = _below_top(position)
+        if position.token_id == position.top_ids[0] or (below is not None and below <= 0.0):
+            continue  # the top, or exactly tied with it (which of equal tokens is listed first is the server's choice)
         if below is None:
             reason = f"not one of the reference's {len(top)} best tokens and no logprob of its own ({rule.describe()})"
             kind: DivergenceKind = "real"
