@@ -335,6 +335,7 @@ class Gsm8kRun(Record):
     per_question: Any = None
     warnings: list[str] = field(default_factory=list)
     detectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    padded_rows: dict[str, Any] = field(default_factory=dict)  # correctness.padded_rows.PaddedRowJudgement.to_dict()
     source: str | None = None  # the GSM8K file, or the synthetic set's marker
 
     def scoring(self, definition: str) -> Gsm8kScoring:

@@ -10,9 +10,10 @@ divergence goes unjudged, and a server that takes the runner-up at every near ti
 
 The test passes when there is no real flip and the near-tie flips are not too many
 (`near_tie_excess`), by two exact one-sided tests, each at `alpha`:
-- the noise model: rounding noise is symmetric, so where the reference's top leads by g >= 0 a
-  correct server's own noisy logits put another token first with probability at most (m-1)/m
-  for the m tokens within the tolerance of the top (1/2 for a two-way tie); the flip count is
+- the noise model: the gap noise between two forwards is symmetric, Gaussian with sd half the
+  tolerance (the tolerance is its two-sigma point), so a token g nats below the reference's top
+  comes first on a correct server with probability at most Phi(-g / sd), and no more than
+  (m-k)/m for m tokens within the tolerance, k tied at the top (`flip_bound`); the flip count is
   then at most Poisson-binomial with those probabilities, whose upper tail is computed exactly.
 - the speculation-off control: the reference's own greedy outputs scored the same way (decode
   against prefill numerics on the same node); Fisher's exact test, flips per near-tie position.
@@ -93,8 +94,10 @@ def near_tie_rule(dtype: str | None, source: str = "", override: float | None = 
         return NearTie(None, float(override), "--lossless-numerics-gap")
     if dtype is None:
         dtype, source = UNKNOWN_FALLBACK, source or "dtype unknown: assumed bfloat16"
-    tolerance = max(ROUNDINGS * dtype_step(dtype), DEFAULT_NUMERICS_GAP)
-    rule = f"{ROUNDINGS} {dtype} steps at |logit| {LOGIT_MAGNITUDE:g}"
+    steps = ROUNDINGS * dtype_step(dtype)
+    tolerance = max(steps, DEFAULT_NUMERICS_GAP)
+    rule = f"{ROUNDINGS} {dtype} steps at |logit| {LOGIT_MAGNITUDE:g}" if steps >= DEFAULT_NUMERICS_GAP else (
+        f"the floor {DEFAULT_NUMERICS_GAP:g} nats, above {ROUNDINGS} {dtype} steps: reduction order differs between batch shapes")
     return NearTie(dtype, tolerance, f"{source or dtype}; {rule}")
 
 
@@ -189,8 +192,8 @@ class OutputJudgement:
     """One output scored on the reference: its flips, and how many of its positions were near ties."""
 
     divergences: list[Divergence]
-    near_tie_positions: int  # positions whose reference top-2 gap is within the tolerance
-    flip_bounds: list[float]  # per near-tie position, the noise model's bound of a flip there: (m-1)/m
+    near_tie_positions: int  # positions with a token strictly below the reference's top and within the tolerance
+    flip_bounds: list[float]  # per near-tie position, the noise model's bound of a flip there (flip_bound)
 
     @property
     def near_tie_flips(self) -> int:
@@ -208,9 +211,9 @@ def judge_output(prompt_index: int, test: Sequence[int], scored: Sequence[Scored
     for index, position in enumerate(scored):
         top = position.top_logprobs
         gap = top[0] - top[1] if len(top) >= 2 else None
-        near = sum(top[0] - value <= rule.tolerance for value in top)
-        if near >= 2:
-            bounds.append((near - 1) / near)
+        bound = flip_bound(top, rule.tolerance)
+        if bound > 0.0:
+            bounds.append(bound)
         below = _below_top(position)
         if position.token_id == position.top_ids[0] or (below is not None and below <= 0.0):
             continue  # the top, or exactly tied with it (which of equal tokens is listed first is the server's choice)
@@ -224,6 +227,20 @@ def judge_output(prompt_index: int, test: Sequence[int], scored: Sequence[Scored
         divergences.append(Divergence(prompt_index, len(test) + 1, None, reference.output_ids[len(test)], None, "real",
                                       "one output ended early"))
     return OutputJudgement(divergences, len(bounds), bounds)
+
+
+def flip_bound(top: Sequence[float], tolerance: float) -> float:
+    """The noise model's bound of the chance that a correct server puts a token strictly below the reference's top
+    first, at a position whose best logprobs are `top` (best first): the gap noise between two forwards is taken as
+    Gaussian with sd tolerance / 2 (the tolerance is its two-sigma point), so a token g below flips with probability
+    at most Phi(-g / sd), summed over the tokens within the tolerance; and never above (m - k) / m for m tokens within the
+    tolerance, k of them tied at the top (symmetric noise: no token below the top wins more often than the top)."""
+    below = [top[0] - value for value in top if 0.0 < top[0] - value <= tolerance]
+    if not below:
+        return 0.0
+    within = sum(top[0] - value <= tolerance for value in top)
+    tied = within - len(below)
+    return min((within - tied) / within, float(stats.norm.sf(np.array(below) / (tolerance / 2)).sum()))
 
 
 def _below_top(position: ScoredPosition) -> float | None:
@@ -279,8 +296,8 @@ class NearTieExcess:
         return rejected and (self.control_p is None or self.control_p < self.alpha)
 
     def describe(self) -> str:
-        text = (f"{self.flips} near-tie flips of {self.positions} near-tie positions; noise model (symmetric rounding noise, "
-                f"flip at most (m-1)/m of m tied tokens, Poisson-binomial upper tail): at most {self.model_bound:.1f} expected, "
+        text = (f"{self.flips} near-tie flips of {self.positions} near-tie positions; noise model (gap noise with sd half the "
+                f"tolerance, a flip g below the top at most Phi(-g/sd), Poisson-binomial upper tail): at most {self.model_bound:.1f} expected, "
                 f"p={self.model_p:.3g}")
         if self.control_p is not None:
             text += (f"; speculation-off control {self.control_flips} of {self.control_positions}, Fisher's exact "
@@ -297,6 +314,12 @@ def near_tie_excess(candidate: NearTieCounts, control: NearTieCounts | None, alp
         control_p = 1.0 if candidate.flips == 0 else float(stats.fisher_exact(table, alternative="greater").pvalue)
     return NearTieExcess(candidate.flips, candidate.positions, float(sum(candidate.bounds)), model_p,
                          None if control is None else control.flips, None if control is None else control.positions, control_p, alpha)
+
+
+def control_rule(rule: NearTie, control: Sequence[OutputJudgement]) -> NearTie:
+    """The rule widened to the speculation-off control's own furthest flip (decode against prefill on this node)."""
+    reach = max((d.below_top or 0.0 for j in control for d in j.divergences), default=0.0)
+    return rule.widened(reach, "the speculation-off control's own outputs flip that far, scored against themselves")
 
 
 @dataclass

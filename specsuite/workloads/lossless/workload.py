@@ -40,6 +40,7 @@ from specsuite.workloads.lossless.greedy import (
     NearTieCounts,
     ReferenceOutput,
     compare_greedy,
+    control_rule,
     judge_output,
     near_tie_of,
     top_entries,
@@ -326,13 +327,10 @@ class LosslessWorkload:
                 scored[key] = positions
             return [scored[k] for k in keys]
 
-        control_judgements = [judge_output(i, r.output_ids, positions, None, rule)
-                              for i, (r, positions) in enumerate(zip(references, score_all([r.output_ids for r in references]), strict=True))]
+        control_scored = score_all([r.output_ids for r in references])
         # Decode against prefill on the reference itself: a flip of it beyond the tolerance is this node's numerics.
-        reach = max((d.below_top or 0.0 for j in control_judgements for d in j.divergences), default=0.0)
-        rule = rule.widened(reach, "the speculation-off control's own outputs flip that far, scored against themselves")
-        control = NearTieCounts.of([judge_output(i, r.output_ids, s, None, rule) for i, (r, s) in
-                                    enumerate(zip(references, score_all([r.output_ids for r in references]), strict=True))])
+        rule = control_rule(rule, [judge_output(i, r.output_ids, s, None, rule) for i, (r, s) in enumerate(zip(references, control_scored, strict=True))])
+        control = NearTieCounts.of([judge_output(i, r.output_ids, s, None, rule) for i, (r, s) in enumerate(zip(references, control_scored, strict=True))])
         by_concurrency = []
         for concurrency in config.greedy_concurrencies:
             outputs = parallel_map(lambda p: output_ids_of(generate_one(self.test, GenerationRequest(prompt_ids=tuple(p), sampling=greedy))),
