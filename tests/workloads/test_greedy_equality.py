@@ -14,6 +14,7 @@ from specsuite.workloads.lossless.greedy import (
     ReferenceOutput,
     classify,
     compare_greedy,
+    control_rule,
     dtype_step,
     first_divergence,
     judge_output,
@@ -299,3 +300,18 @@ def test_workload_compares_at_the_coarser_of_two_dtypes():
     config = LosslessConfig(greedy_prompts=3, greedy_max_new_tokens=3, greedy_concurrencies=(1,))
     result = LosslessWorkload(test, reference, ["abc", "bcd", "cde"], config).greedy()  # type: ignore[arg-type]
     assert result.passed and result.near_tie.dtype == "bfloat16"
+
+
+def test_the_control_widens_the_tolerance_with_headroom():
+    """A node whose speculation-off control flips 0.2 nats against itself (decode against prefill) judges at twice
+    that, so the candidate's own furthest flip at the same noise is not called real; a control within half the
+    tolerance leaves it as it is."""
+    rule = near_tie_rule("bfloat16")
+    reference = _reference([1, 2, 3], {1: (0.2, 7)})
+    control = [judge_output(0, [1, 7, 3], _scored(reference, [1, 7, 3]), None, rule)]
+    widened = control_rule(rule, control)
+    assert widened.tolerance == pytest.approx(0.4) and "2 x 0.2 nats" in widened.source
+    assert control_rule(rule, [judge_output(0, [1, 2, 3], _scored(reference, [1, 2, 3]), None, rule)]) is rule
+    far = _reference([1, 2, 3], {1: (0.35, 7)})
+    assert judge_output(0, [1, 7, 3], _scored(far, [1, 7, 3]), far, rule).divergences[0].kind == "real"
+    assert judge_output(0, [1, 7, 3], _scored(far, [1, 7, 3]), far, widened).divergences[0].kind == "numerics"

@@ -28,8 +28,8 @@ each side for logits below 32 (float16: 0.031 nats, bfloat16: 0.25; live H100 ru
 at 0.0078 nats in float16 and 0.0625 and 0.125 in bfloat16, logits in [8, 16)). float32 keeps the
 suite's long-standing 1e-3 nats, above its own step: reduction order still differs between batch
 shapes. An fp8 KV cache or fp8 weights do not round the logits (specsuite.server.served_dtype).
-Where the control's own flips reach further than the tolerance (decode against prefill on this
-node), the tolerance widens to them, and the result says so. `--lossless-numerics-gap` overrides
+Where twice the control's own furthest flip (decode against prefill on this node) is further than
+the tolerance, the tolerance widens to it, and the result says so. `--lossless-numerics-gap` overrides
 the table.
 """
 
@@ -52,6 +52,7 @@ DEFAULT_NUMERICS_GAP = 1e-3  # the float32 floor
 LOGIT_MAGNITUDE = 16.0  # logits below 32: the type's step in [16, 32) is the largest they see
 ROUNDINGS = 2  # verify and decode each round once
 TOP_CANDIDATES = 5  # top logprobs a reference answer carries: a three-way tie can flip to the third
+CONTROL_MARGIN = 2.0  # the tolerance covers twice the control's own furthest flip (tools/calibration/greedy_near_ties.py)
 NEAR_TIE_ALPHA = 0.001  # each of the two near-tie count tests, per concurrency (the suite's per-test alpha)
 
 DivergenceKind = Literal["numerics", "real"]
@@ -317,9 +318,12 @@ def near_tie_excess(candidate: NearTieCounts, control: NearTieCounts | None, alp
 
 
 def control_rule(rule: NearTie, control: Sequence[OutputJudgement]) -> NearTie:
-    """The rule widened to the speculation-off control's own furthest flip (decode against prefill on this node)."""
+    """The rule widened to CONTROL_MARGIN times the speculation-off control's own furthest flip (decode against prefill
+    on this node): the candidate's furthest flip is as likely as not to pass the control's at equal noise, and every
+    position is judged, so the tolerance needs headroom over the node's own reach."""
     reach = max((d.below_top or 0.0 for j in control for d in j.divergences), default=0.0)
-    return rule.widened(reach, "the speculation-off control's own outputs flip that far, scored against themselves")
+    return rule.widened(CONTROL_MARGIN * reach, f"{CONTROL_MARGIN:g} x {reach:.3g} nats, the furthest the speculation-off "
+                                                "control's own outputs flip, scored against themselves")
 
 
 @dataclass
