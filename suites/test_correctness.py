@@ -1,7 +1,7 @@
 """Correctness suite: token validity, stray characters, special fragments and acceptance anomalies
 at every point of the sampling grid.
 
-Zero tolerance for ids outside [0, vocab_size) and for the sampler's fallback `vocab_size - 1`; the
+Zero tolerance for ids outside [0, vocab_size) and for the sampler's fallback `vocab_size - 1` where it is a padded row; the
 other padded rows get a little mass from the model itself and are judged against it, one-sided.  Text symptoms that a
 healthy model can also produce now and then (stray `!`, special fragments out of structure,
 U+FFFD, loops) are compared with the same
@@ -31,9 +31,7 @@ from specsuite.workloads.correctness.padded_rows import (
     PaddedRowJudgement,
     judge_by_model_mass,
     judge_by_reference_rate,
-    judged_padded_ids,
-    padded_scoring_request,
-    parse_padded_scoring,
+    score_padded,
 )
 from specsuite.workloads.correctness.workload import CaseResult, SamplingCase
 
@@ -94,7 +92,7 @@ def _judge_padded_rows(specsuite, case: SamplingCase, result: CaseResult) -> Pad
     scores = kind.scores_token_ids_logprob
     if scores:
         try:
-            return judge_by_model_mass(result.generations, vocab, lambda g: _score_padded(client, vocab, g),
+            return judge_by_model_mass(result.generations, vocab, lambda g: score_padded(client, vocab, g),
                                        temperature=case.temperature, top_p=case.top_p, alpha=alpha)
         except SpecsuiteError as exc:
             why = str(exc)
@@ -108,15 +106,9 @@ def _judge_padded_rows(specsuite, case: SamplingCase, result: CaseResult) -> Pad
     return judge_by_reference_rate(observed, tokens, totals.count, totals.total, alpha=alpha)
 
 
-def _score_padded(client, vocab, generation) -> list:
-    prompt_ids = generation.prompt_ids if generation.prompt_ids is not None else client.tokenize(generation.prompt or "")
-    output_ids = generation.output_ids or []
-    answer = client.generate_request(padded_scoring_request(prompt_ids, output_ids, judged_padded_ids(vocab)))
-    return parse_padded_scoring(answer.generations[0].meta_info, len(output_ids))
-
-
 def test_no_fallback_ids(specsuite, sampling_case):
-    """No vocab_size-1, the sampler's fallback when its residual search fails."""
+    """No vocab_size-1, the sampler's fallback when its residual search fails, where that id is a padded row (the
+    detector counts none on a checkpoint without padded rows: there it is an ordinary token, judged like any other)."""
     _assert_zero(specsuite.case_result(sampling_case), "fallback_id", "token validity: sampler fallback ids")
 
 

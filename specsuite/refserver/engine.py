@@ -40,6 +40,7 @@ from specsuite.refserver.sampling import (
     SamplerGuards,
     chain_rejection_sample,
     greedy_verify,
+    lossy_greedy_argmax,
     renormalize_top_k_top_p,
     sample_from,
 )
@@ -67,6 +68,7 @@ class EngineConfig:
     step_time_ms: float = 0.0
     extra_step_us: float = 0.0
     bias_accept: float = 0.0
+    lossy_greedy_gap: float = 0.0  # TEST KNOB: greedy verify takes the runner-up where the top-2 gap is below this (nats)
     sampler: str = NUMPY_SAMPLER  # or a kernel source for specsuite.kernel_loading.loader (kernel_sampler.py)
     eos_ids: tuple[int, ...] = ()
     decode_log_interval: int = 40
@@ -442,7 +444,7 @@ class Engine:
         fallback = np.zeros(batch, dtype=bool)
         greedy_rows = np.flatnonzero(~sampled_mask)
         if greedy_rows.size:
-            argmax = target_probs[greedy_rows].argmax(axis=2)
+            argmax = lossy_greedy_argmax(target_probs[greedy_rows], config.lossy_greedy_gap)
             accepted[greedy_rows], finals[greedy_rows] = greedy_verify(argmax, drafts[greedy_rows])
         sampled_rows = np.flatnonzero(sampled_mask)
         if sampled_rows.size:

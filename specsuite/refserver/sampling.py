@@ -189,3 +189,15 @@ def greedy_verify(target_argmax: np.ndarray, draft_ids: np.ndarray) -> tuple[np.
     accepted = np.where(match.all(axis=1), steps, np.argmin(match, axis=1))
     final = target_argmax[np.arange(len(accepted)), accepted]
     return accepted, final
+
+
+def lossy_greedy_argmax(target_probs: np.ndarray, gap: float) -> np.ndarray:
+    """The argmax over the last axis, except where the top-2 log-gap is below `gap` nats: there the
+    runner-up (a lossy verify, the test knob --lossy-greedy-gap; 0 leaves the argmax)."""
+    if gap <= 0:
+        return target_probs.argmax(axis=-1)
+    order = np.argsort(-target_probs, axis=-1, kind="stable")[..., :2]
+    best = np.take_along_axis(target_probs, order, axis=-1)
+    with np.errstate(divide="ignore"):
+        log_gap = np.log(best[..., 0]) - np.log(best[..., 1])
+    return np.where(log_gap < gap, order[..., 1], order[..., 0])

@@ -335,6 +335,7 @@ class Gsm8kRun(Record):
     per_question: Any = None
     warnings: list[str] = field(default_factory=list)
     detectors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    padded_rows: dict[str, Any] = field(default_factory=dict)  # correctness.padded_rows.PaddedRowJudgement.to_dict()
     source: str | None = None  # the GSM8K file, or the synthetic set's marker
 
     def scoring(self, definition: str) -> Gsm8kScoring:
@@ -1350,6 +1351,8 @@ class GreedyConcurrency(Record):
     numerics_gap: float | None = None
     near_tie: NearTieRule | None = None
     divergences: list[GreedyDivergence] = field(default_factory=list)
+    near_tie_test: str | None = None  # the near-tie flip count's tests, stated (greedy.NearTieExcess.describe)
+    near_tie_excess: bool | None = None
 
 
 @dataclass

@@ -168,6 +168,7 @@ class RunSession:
                     self.server.client, self.server.vocab, items, temperature=temperature, num_questions=settings.num_questions,
                     num_shots=settings.num_shots, parallel=settings.parallel, seed=self.config.seed, shots_from_eval=settings.shots_from_eval,
                     progress=progress, record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
+                    alpha=self.config.alpha,
                 )
                 runs[key]["source"] = settings.path  # the report says when it was the synthetic set
             self.workloads["gsm8k"] = list(runs.values())  # one result per temperature

@@ -90,9 +90,9 @@ def test_padded_row_ids_only_between_tokenizer_length_and_vocab_size():
 
 
 def test_fallback_ids_equal_vocab_size_minus_one():
-    result = fallback_ids([1, VOCAB_SIZE - 1, 2, VOCAB_SIZE - 1], VOCAB_SIZE)
+    result = fallback_ids([1, VOCAB_SIZE - 1, 2, VOCAB_SIZE - 1], VOCAB_SIZE, TOKENIZER_LENGTH)
     assert (result.count, result.positions) == (2, [1, 3])
-    assert fallback_ids([VOCAB_SIZE - 2, VOCAB_SIZE], VOCAB_SIZE).count == 0
+    assert fallback_ids([VOCAB_SIZE - 2, VOCAB_SIZE], VOCAB_SIZE, TOKENIZER_LENGTH).count == 0
 
 
 def test_empty_decoding_ids():

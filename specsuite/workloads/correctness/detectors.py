@@ -94,10 +94,12 @@ def model_padded_row_ids(ids: Sequence[int], tokenizer_length: int, vocab_size: 
     return _id_hits("model_padded_row_id", ids, lambda t: tokenizer_length <= t < vocab_size - 1)
 
 
-def fallback_ids(ids: Sequence[int], vocab_size: int) -> DetectorResult:
-    """Ids equal to vocab_size − 1, the sampler's fallback. When the checkpoint has no padded rows
-    this is also a real token, so a hit is a lead, not a verdict."""
-    return _id_hits("fallback_id", ids, lambda t: t == vocab_size - 1)
+def fallback_ids(ids: Sequence[int], vocab_size: int, tokenizer_length: int) -> DetectorResult:
+    """Ids equal to vocab_size − 1, the sampler's fallback, where that id is a padded row (tokenizer_length <
+    vocab_size). On a checkpoint without padded rows (Llama-2 at 32,000, Mistral at 32,768) it is an ordinary token,
+    judged like any other id: none counts here."""
+    padded = tokenizer_length < vocab_size
+    return _id_hits("fallback_id", ids, lambda t: padded and t == vocab_size - 1)
 
 
 def empty_decoding_ids(ids: Sequence[int], empty_ids: frozenset[int]) -> DetectorResult:
@@ -350,7 +352,7 @@ def scan_generation(gen: Generation, vocab: VocabInfo, config: DetectorConfig | 
             padded_row_ids(ids, vocab.tokenizer_length, vocab.vocab_size),
             model_padded_row_ids(ids, vocab.tokenizer_length, vocab.vocab_size),
             out_of_vocab_ids(ids, vocab.vocab_size),
-            fallback_ids(ids, vocab.vocab_size),
+            fallback_ids(ids, vocab.vocab_size, vocab.tokenizer_length),
             empty_decoding_ids(ids, vocab.empty_decoding_ids),
             id_fragments(ids, vocab.fragment_ids, config.fragment_rules),
             repetition_loop(ids, config.loop_max_period, config.loop_min_repeats, config.loop_min_span),

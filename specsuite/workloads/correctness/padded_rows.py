@@ -2,8 +2,10 @@
 
 A checkpoint's padded rows, ids in [tokenizer length, vocab_size), are untrained but not -inf: the model gives them a
 little mass, so a correct sampler emits one now and then (SGLang 0.5.17 with speculation off: 1 in 38,400 tokens at
-T=1 on the fixture model). Zero tolerance stays for `vocab_size - 1` (the sampler's fallback) and ids outside
-[0, vocab_size); the other padded rows, [tokenizer length, vocab_size - 1), are judged here, one-sided.
+T=1 on the fixture model). Zero tolerance stays for `vocab_size - 1` (the sampler's fallback, where it is a padded
+row: on a checkpoint without padded rows it is an ordinary token) and ids outside [0, vocab_size); the other padded
+rows, [tokenizer length, vocab_size - 1), are judged here, one-sided, by every family that counts them (the correctness
+suite per sampling case, GSM8K per temperature: `judge_answers`).
 
 The model's own mass comes from a scoring request on the server under test: the prompt and the generated ids as
 input, `max_new_tokens` 0 (prefill: no speculation, the target's own distribution), `return_logprob` from the last
@@ -33,9 +35,10 @@ from typing import Any
 from scipy import stats
 
 from specsuite.errors import SpecsuiteError
+from specsuite.server import kinds
 from specsuite.server.generation import Generation
 from specsuite.server.meta_info import MetaInfo
-from specsuite.server.protocol import GenerationRequest, Sampling
+from specsuite.server.protocol import GenerationRequest, Sampling, ServerClient
 from specsuite.server.transport import shorten
 from specsuite.server.vocab import VocabInfo
 
@@ -184,3 +187,30 @@ def judge_by_reference_rate(observed: int, tokens: int, reference_count: int, re
     test = rate_ratio_test(observed, tokens, reference_count, reference_tokens, alternative="greater")
     return PaddedRowJudgement(observed, tokens, "reference rate", reference_count=reference_count, reference_tokens=reference_tokens,
                               p_value=test.p_value, alpha=alpha)
+
+
+def score_padded(client: ServerClient, vocab: VocabInfo, generation: Generation) -> list[PositionLogprobs]:
+    """One generation's padded-row scoring on `client` (its prompt ids, or the prompt tokenized there)."""
+    prompt_ids = generation.prompt_ids if generation.prompt_ids is not None else client.tokenize(generation.prompt or "")
+    output_ids = generation.output_ids or []
+    answer = client.generate_request(padded_scoring_request(prompt_ids, output_ids, judged_padded_ids(vocab)))
+    return parse_padded_scoring(answer.generations[0].meta_info, len(output_ids))
+
+
+def judge_answers(client: ServerClient, vocab: VocabInfo, generations: Sequence[Generation], *, temperature: float, top_p: float,
+                  alpha: float) -> PaddedRowJudgement:
+    """A family's answers against the model's own mass for the judged padded rows. Scoring is needed only when some
+    were drawn (P(X >= 0) = 1); a server that cannot score per-id logprobs leaves them not judged, with the reason."""
+    observed = sum(judged_hits(g.output_ids or [], vocab) for g in generations)
+    tokens = sum(len(g.output_ids or []) for g in generations)
+    if observed == 0:
+        return PaddedRowJudgement(0, tokens, "not judged", p_value=1.0, alpha=alpha, reason="none drawn")
+    kind = kinds.kind_of_client(client)
+    if not kind.scores_token_ids_logprob:
+        return PaddedRowJudgement(observed, tokens, "not judged", alpha=alpha,
+                                  reason=f"the server cannot score per-id logprobs ({kind.display_name} has no token_ids_logprob)")
+    try:
+        return judge_by_model_mass(generations, vocab, lambda g: score_padded(client, vocab, g), temperature=temperature, top_p=top_p,
+                                   alpha=alpha)
+    except SpecsuiteError as exc:
+        return PaddedRowJudgement(observed, tokens, "not judged", alpha=alpha, reason=str(exc))

@@ -2,7 +2,8 @@
 
 `run_gsm8k` scores answers; this wrapper gives it the server's typed generation (any server kind
 behind `specsuite.server.protocol`), scans each answer
-for the garbage a corrupted sampler emits (invalid and fallback ids, stray `!`, fragments) as it arrives, flushes the
+for the garbage a corrupted sampler emits (invalid and fallback ids, stray `!`, fragments) as it arrives, judges the
+padded rows other than the fallback against the model's own mass (correctness.padded_rows.judge_answers), flushes the
 server first so the server-wide accept length covers this run only (a refused flush leaves that
 value out and adds a line to the result's `warnings`), and returns one JSON-friendly dict per
 temperature for results.json (one entry of the list `workloads.gsm8k`; callers key their runs by
@@ -23,6 +24,7 @@ from specsuite.server.protocol import GenerationRequest, ServerClient
 from specsuite.server.vocab import VocabInfo
 from specsuite.workloads.correctness.acceptance import server_accept_length
 from specsuite.workloads.correctness.detectors import DetectorHits, aggregate, scan_generation
+from specsuite.workloads.correctness.padded_rows import judge_answers
 from specsuite.workloads.gsm8k import GSM8KItem, run_gsm8k
 
 FLUSH_RETRY_S = 5.0  # earlier requests have returned; SGLang may still be retiring them
@@ -47,11 +49,13 @@ def run_gsm8k_on_server(
     record_sink: Callable[[dict[str, Any]], None] | None = None,
     progress: bool = False,
     guard: FaultGuard | None = None,
+    alpha: float = 0.001,
 ) -> dict[str, Any]:
     """One GSM8K run at one temperature; the result dict carries scores and detector totals.
     `guard` carries the fault policy across runs (a fresh default one when None)."""
     guard = guard if guard is not None else FaultGuard()
     hits: list[DetectorHits] = []
+    answers: list[Generation] = []  # for the padded-row judgement (scored only when a judged padded id was drawn)
     lock = threading.Lock()
 
     def generate_and_scan(request: GenerationRequest) -> Generation:
@@ -60,6 +64,7 @@ def run_gsm8k_on_server(
         found = scan_generation(generation, vocab)
         with lock:
             hits.append(found)
+            answers.append(generation)
         return generation
 
     guard.check()
@@ -78,6 +83,8 @@ def run_gsm8k_on_server(
     result["warnings"] = [] if flush.flushed else [
         f"GSM8K {temperature_key(temperature)}: {flush.warning('server-wide accept length after flush not measured for this run')}"]
     result["detectors"] = {name: total.to_dict() for name, total in aggregate(hits).items()}
+    # Padded rows other than the fallback carry a little model mass: judged against it, as the correctness suite does.
+    result["padded_rows"] = judge_answers(client, vocab, answers, temperature=temperature, top_p=top_p, alpha=alpha).to_dict()
     return result
 
 

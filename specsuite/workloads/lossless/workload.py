@@ -35,7 +35,17 @@ from specsuite.server.sampling_pins import pinned
 from specsuite.server.served_dtype import served_dtype_of
 from specsuite.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from specsuite.workloads.lossless.directed import DirectedPosition, directed_positions
-from specsuite.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, ReferenceOutput, compare_greedy, near_tie_of, top_entries
+from specsuite.workloads.lossless.greedy import (
+    TOP_CANDIDATES,
+    NearTie,
+    NearTieCounts,
+    ReferenceOutput,
+    compare_greedy,
+    control_rule,
+    judge_output,
+    near_tie_of,
+    top_entries,
+)
 from specsuite.workloads.lossless.pit import pit_values, tail_rate_test, uniformity_test
 from specsuite.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from specsuite.workloads.lossless.tempering import TemperedPosition, tempered
@@ -173,6 +183,14 @@ class LosslessWorkload:
         """The raw (temperature 1) top-K at each generated position: what servers return for prompt positions."""
         return parse_scoring(generate_one(client, scoring_request(prompt, output, self.config.top_k)), output)
 
+    def _teacher_forced(self, client: ServerClient, prompt: Sequence[int], output: Sequence[int]) -> list[ScoredPosition]:
+        """`output` scored on `client` at every position, the first included (scoring from the prompt's last id on)."""
+        if not output:
+            return []
+        forced = [prompt[-1], *output]
+        answer = generate_one(client, scoring_request(list(prompt[:-1]), forced, TOP_CANDIDATES))
+        return [p for p in parse_scoring(answer, forced)[1:] if p is not None]
+
     def _tempered(self, scored: Sequence[ScoredPosition | None], setting: SamplingSetting) -> list[TemperedPosition | None]:
         return [None if p is None else tempered(p, setting.temperature, self.vocab_size) for p in scored]
 
@@ -284,7 +302,8 @@ class LosslessWorkload:
     # -- greedy ------------------------------------------------------------------------------
 
     def greedy(self) -> LosslessGreedy:
-        """T=0 outputs of the server under test at each concurrency against the reference's."""
+        """T=0 outputs of the server under test at each concurrency, each scored teacher-forced on the reference,
+        against the reference's own outputs scored the same way (the speculation-off control)."""
         config, reference = self.config, self._reference()
         started = time.perf_counter()
         prompts = [self.prompt_ids[i % len(self.prompt_ids)] for i in range(config.greedy_prompts)]
@@ -299,11 +318,25 @@ class LosslessWorkload:
         references = parallel_map(reference_one, prompts, config.concurrency)
         served = [] if config.numerics_gap is not None else [served_dtype_of(self.test), served_dtype_of(reference)]
         rule = self.near_tie or near_tie_of(served, config.numerics_gap)
+        scored: dict[tuple[tuple[int, ...], tuple[int, ...]], list[ScoredPosition]] = {}
+
+        def score_all(outputs: Sequence[list[int]]) -> list[list[ScoredPosition]]:
+            keys = [(tuple(p), tuple(o)) for p, o in zip(prompts, outputs, strict=True)]
+            missing = list(dict.fromkeys(k for k in keys if k not in scored))
+            for key, positions in zip(missing, parallel_map(lambda k: self._teacher_forced(reference, *k), missing, config.concurrency),
+                                      strict=True):
+                scored[key] = positions
+            return [scored[k] for k in keys]
+
+        control_scored = score_all([r.output_ids for r in references])
+        # Decode against prefill on the reference itself: a flip of it beyond the tolerance is this node's numerics.
+        rule = control_rule(rule, [judge_output(i, r.output_ids, s, None, rule) for i, (r, s) in enumerate(zip(references, control_scored, strict=True))])
+        control = NearTieCounts.of([judge_output(i, r.output_ids, s, None, rule) for i, (r, s) in enumerate(zip(references, control_scored, strict=True))])
         by_concurrency = []
         for concurrency in config.greedy_concurrencies:
             outputs = parallel_map(lambda p: output_ids_of(generate_one(self.test, GenerationRequest(prompt_ids=tuple(p), sampling=greedy))),
                                    prompts, concurrency)
-            by_concurrency.append(compare_greedy(concurrency, outputs, references, rule).record())
+            by_concurrency.append(compare_greedy(concurrency, outputs, references, score_all(outputs), rule, control).record())
         return LosslessGreedy.written(
             prompts=len(prompts),
             max_new_tokens=config.greedy_max_new_tokens,
