@@ -3,7 +3,8 @@ analysis, `summary.md` and the report, and the exit code (the exit policy below)
 
 Exit policy: 0 done; 1 when a `--fail-on` rule fires, or with `--profile nightly` when a candidate's
 verdict on a correctness metric (a `corruption_sign` metric of specsuite/families/correctness.py, or
-accept length) is "worse" or "suspect" (no `--fail-on` needed); 2 when a session tested nothing
+accept length) is "worse" or "suspect" (no `--fail-on` needed), or when any arm's session failed a test or had
+requests fail or time out (specsuite/orchestration/failures.py; listed under every profile); 2 when a session tested nothing
 (its own one-line reason is printed, and no report is written when no session reached a server);
 130 interrupted.  The README's demo run (the embedded reference arms, profile smoke) exits 0 even
 though its nofix arm is worse: it demonstrates the detectors, it does not gate anything.
@@ -15,6 +16,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
@@ -33,6 +35,7 @@ def command_run(args: argparse.Namespace) -> int:
     from specsuite.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from specsuite.compare.verdicts import compare_arms
+    from specsuite.orchestration.failures import run_failures
     from specsuite.orchestration.runner import RunPlan, run_sessions
     from specsuite.reports.render import render_report
     from specsuite.reports.server_under_test import server_under_test_line
@@ -90,11 +93,13 @@ def command_run(args: argparse.Namespace) -> int:
     absolute = judge_absolute(merged) if args.profile == "nightly" else None
     if absolute is not None:
         merged.put("absolute_gate", absolute.to_dict())
+    # Failed tests, failed and timed-out requests: listed whatever the profile; --profile nightly exits 1 on them.
+    merged.put("failures", [failure.to_dict() for failure in run_failures(merged, config.server.request_timeout_s)])
     merged.put("sessions_wall_time_s", time.perf_counter() - started)
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
-    policy = exit_policy_line(args, outcome, absolute, embedded)
+    policy = exit_policy_line(args, outcome, absolute, embedded, failed_checks=[f.arm for f in written.failures])
     summary = summary_document(written, policy, gate_lines(outcome, absolute))
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
@@ -111,7 +116,8 @@ def command_run(args: argparse.Namespace) -> int:
     for line in gate_lines(outcome, absolute):
         print(f"specsuite: {line}")
     print(f"specsuite: {policy}")
-    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed)
+    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed) or (
+        args.profile == "nightly" and bool(written.failures))
     return EXIT_CHECKS_FAILED if gated else EXIT_OK
 
 
@@ -171,18 +177,21 @@ def gate_lines(outcome, absolute) -> list[str]:
     return lines
 
 
-def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False) -> str:
+def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False, failed_checks: Sequence[str] = ()) -> str:
     """Why the run exits as it does: which rules judged it, and what they found.  The demo's wording (its nofix arm
-    is meant to be worse) only for the demo: the embedded reference arms with no server option."""
+    is meant to be worse) only for the demo: the embedded reference arms with no server option.  `failed_checks`: the
+    arm of each failure the run listed (failed tests, failed or timed-out requests), which fail a nightly."""
     reasons = [trigger.rule for trigger in (outcome.triggered if outcome is not None else [])]
     reasons += list(dict.fromkeys(f"absolute {finding.rule} ({finding.arm})" for finding in (absolute.findings if absolute else [])))
+    if args.profile == "nightly":
+        reasons += [f"failed checks ({arm})" for arm in dict.fromkeys(failed_checks)]
     if reasons:
         return f"exit 1: {', '.join(reasons)} fired" + (
-            " (--profile nightly fails an absolute correctness rule, or a worse or suspect correctness verdict)"
-            if args.profile == "nightly" else "")
+            " (--profile nightly fails an absolute correctness rule, a worse or suspect correctness verdict, a failed test, "
+            "or a failed or timed-out request)" if args.profile == "nightly" else "")
     if args.profile == "nightly":
-        return ("exit 0: no absolute correctness rule broken and no worse or suspect correctness verdict (the --profile nightly gate)"
-                + (" and no --fail-on rule fired" if args.fail_on else ""))
+        return ("exit 0: no absolute correctness rule broken, no worse or suspect correctness verdict, no failed test and no "
+                "failed or timed-out request (the --profile nightly gate)" + (" and no --fail-on rule fired" if args.fail_on else ""))
     if args.fail_on:
         return "exit 0: no --fail-on rule fired"
     if demo:

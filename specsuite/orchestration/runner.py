@@ -242,6 +242,8 @@ class _Merger:
             elif session.killed:
                 entry.put("error", f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written")
         entry.put("wall_time_s", time.perf_counter() - session.started)
+        if exit_code is not None:  # the load the session ended under: what a harness timeout is read against
+            entry.put("load_average", round(os.getloadavg()[0], 2))
         entry.put("command", session.command)
         entry.put("markers", spec.markers)
         parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
@@ -283,6 +285,9 @@ def _combine(sessions: list[Arm]) -> Arm:
     outcomes = combine_junit([e.tests for e in entries])
     if outcomes is not None:
         combined.put("tests", outcomes)
+    loads = [e.load_average for e in entries if e.load_average is not None]
+    if loads:
+        combined.put("load_average", max(loads))
     reasons = list(dict.fromkeys(e.reason for e in entries if e.reason))
     if reasons:
         combined.put("reason", "; ".join(reasons))

@@ -246,6 +246,8 @@ def _verdict_section(report: Report, document: ResultsDocument) -> None:
         report.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
     else:
         report.paragraph(NO_ANALYSIS)
+    for failure in document.failures:  # failed tests, failed and timed-out requests: each with its reason
+        report.paragraph(f"**failed** · {failure.line}", role=Role.FAILURES)
     shown = {verdict for line in lines for verdict in line.verdicts}
     report.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
     caveat = side_by_side_note(document)
