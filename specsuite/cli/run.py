@@ -46,7 +46,7 @@ def command_run(args: argparse.Namespace) -> int:
     from specsuite.results.store import RunDirectory, load_results
     from specsuite.server.secrets import load_secrets
     from specsuite.server.session import check_server_given
-    from specsuite.session.dependencies import missing_for_gsm8k
+    from specsuite.session.dependencies import preflight
     from specsuite.session.main_job_profiles import MAIN
 
     started = time.perf_counter()
@@ -62,8 +62,9 @@ def command_run(args: argparse.Namespace) -> int:
     embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
     markers = args.markers or MAIN.markers
     config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
-    missing = missing_for_gsm8k(config.gsm8k.path) if selects(markers, "gsm8k") else None
-    if missing:  # an optional package the settings need: one line naming the extra, before any session
+    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=selects(markers, "gsm8k"), tokenizer=config.server.tokenizer,
+                        results_dir=args.results_dir)
+    if missing:  # an optional package or a local path the settings need: one line, before any session
         raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, config=config, pytest_options=extra,

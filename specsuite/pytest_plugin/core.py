@@ -41,7 +41,7 @@ from specsuite.server.secrets import load_admin_api_key, load_api_key
 from specsuite.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
 from specsuite.session.config import RunConfig, run_config_from_options
 from specsuite.session.config_file import CONFIG_FILE_OPTION, read_config_file
-from specsuite.session.dependencies import missing_for_gsm8k
+from specsuite.session.dependencies import missing_for_results_db, preflight
 from specsuite.session.run_session import RunSession
 from specsuite.workloads.correctness.prompts import PromptItem, load_prompts
 from specsuite.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
@@ -281,6 +281,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # Every option of the table, before anything is collected or any server starts: one line naming it (exit 4).
         check_values(vars(session.config.option), "pytest")
         check_config_file_alone(session.config)
+        # The results database's driver, before the first test: a night that cannot be stored must not run green.
+        missing = missing_for_results_db(state.run_config.history.results_db)
+        if missing:
+            raise SpecsuiteError(missing)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
 
@@ -307,8 +311,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     try:
         if not state.targets_suites() or not needs_server(items):
             return
-        missing = missing_for_gsm8k(state.run_config.gsm8k.path) if any(item.get_closest_marker("gsm8k") for item in items) else None
-        if missing:  # one line naming the extra, before any server starts (not a traceback per GSM8K test)
+        config = state.run_config
+        missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=any(item.get_closest_marker("gsm8k") for item in items),
+                            tokenizer=config.server.tokenizer, results_dir=config.results_dir)
+        if missing:  # one line naming the extra or the path, before any server starts (not a traceback per test)
             raise SpecsuiteError(missing)
         state.start()
     except SpecsuiteError as exc:

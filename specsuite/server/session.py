@@ -200,6 +200,8 @@ def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerU
         model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
         tokenizer_dir = options.tokenizer or tokenizer_folder(model_info)
+        if options.tokenizer and not Path(options.tokenizer).is_dir():
+            raise SpecsuiteError(f"--tokenizer {options.tokenizer}: no such folder on this machine (it must hold the model's tokenizer files)")
         if not tokenizer_dir or not Path(tokenizer_dir).is_dir():
             raise SpecsuiteError(f"the server's tokenizer {tokenizer_dir!r} is not a folder on this machine: pass --tokenizer <local folder>")
         vocab = load_vocab_info(tokenizer_dir, options.vocab_size)
