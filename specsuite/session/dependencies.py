@@ -64,7 +64,7 @@ def missing_local_paths(*, tokenizer: str | None = None, gsm8k_path: str | None 
     if tokenizer and not Path(tokenizer).expanduser().is_dir():
         return f"--tokenizer {tokenizer}: no such folder on this machine (it must hold the model's tokenizer files)"
     if gsm8k_path and gsm8k_path not in ("synthetic", "hf") and not Path(gsm8k_path).expanduser().is_file():
-        return f"--gsm8k-path {gsm8k_path}: no such file (give a .jsonl or .parquet file, synthetic or hf)"
+        return f"GSM8K file not found: {gsm8k_path} (--gsm8k-path takes a .jsonl or .parquet file, synthetic or hf)"
     if results_dir:
         folder = Path(results_dir).expanduser()
         existing = next((p for p in (folder, *folder.parents) if p.exists()), None)

@@ -36,7 +36,7 @@ def test_missing_local_paths_are_named(tmp_path: Path) -> None:
     from specsuite.session.dependencies import missing_local_paths
 
     assert "--tokenizer /nonexistent: no such folder" in (missing_local_paths(tokenizer="/nonexistent") or "")
-    assert "--gsm8k-path" in (missing_local_paths(gsm8k_path=str(tmp_path / "gsm8k.jsonl")) or "")
+    assert "GSM8K file not found" in (missing_local_paths(gsm8k_path=str(tmp_path / "gsm8k.jsonl")) or "")
     blocker = tmp_path / "file"
     blocker.write_text("")
     assert "is a file, not a folder" in (missing_local_paths(results_dir=str(blocker / "out")) or "")
