@@ -245,14 +245,15 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
 
 
 def sessions_error(merged: Document) -> str:
-    """`sessions without results: nofix r1, fix r1: <the sessions' own reason>`, one reason once."""
+    """`sessions that did not finish: nofix r1, fix r1: <the sessions' own reason>`, one reason once (a session stopped
+    by the fault policy has partial results; one stopped by a bad option none)."""
     by_reason: dict[str, list[str]] = {}
     for name, arm in merged.arms.items():
         for r in arm.repeats:
             if r.exit_code not in (0, 1):
                 reason = r.reason or r.error or f"pytest exit {r.exit_code}"
                 by_reason.setdefault(reason, []).append(f"{name} r{r.repeat}")
-    return "sessions without results: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+    return "sessions that did not finish: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
 def mark_reference_emulation(merged: Document, embedded: bool) -> None:

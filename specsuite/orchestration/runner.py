@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -543,17 +544,21 @@ def _outcome(exit_code: int, reason: str | None = None) -> str:
 
 
 USAGE_ERROR_PREFIX = "ERROR: "  # how pytest prints a UsageError (the plugins' one-line reasons) on stderr
+INTERRUPTED = re.compile(r"^!+ Interrupted: (.*?) !+$")  # how pytest prints session.shouldstop (the fault policy's stop)
 
 
 def session_reason(log_path: Path) -> str | None:
     """The session's own one-line reason for stopping: the last `ERROR: ...` line pytest printed
-    (a bad option, a server that is not reachable or not an LLM server), without pytest's and
-    specsuite's prefixes; None when the log has none."""
+    (a bad option, a server that is not reachable or not an LLM server), else the reason of pytest's
+    `! Interrupted: ... !` line (the fault policy stopped the session), without pytest's and
+    specsuite's prefixes; None when the log has neither."""
     try:
         text = log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    errors = [line.strip()[len(USAGE_ERROR_PREFIX):] for line in text.splitlines() if line.strip().startswith(USAGE_ERROR_PREFIX)]
+    lines = [line.strip() for line in text.splitlines()]
+    errors = [line[len(USAGE_ERROR_PREFIX):] for line in lines if line.startswith(USAGE_ERROR_PREFIX)]
+    errors = errors or [match.group(1) for match in map(INTERRUPTED.match, lines) if match]
     if not errors:
         return None
     reason = errors[-1]
