@@ -101,7 +101,8 @@ def command_run(args: argparse.Namespace) -> int:
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
     policy = exit_policy_line(args, outcome, absolute, embedded, failed_checks=[f.arm for f in written.failures])
-    summary = summary_document(written, policy, gate_lines(outcome, absolute))
+    gates = gate_lines(outcome, absolute, given_rules=bool(args.fail_on))
+    summary = summary_document(written, policy, gates)
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
@@ -114,7 +115,7 @@ def command_run(args: argparse.Namespace) -> int:
     if failed:
         print(f"specsuite: error: {merged.error} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
-    for line in gate_lines(outcome, absolute):
+    for line in gates:
         print(f"specsuite: {line}")
     print(f"specsuite: {policy}")
     gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed) or (
@@ -163,9 +164,10 @@ def plain(markdown: str) -> str:
     return markdown.replace("**", "")
 
 
-def gate_lines(outcome, absolute) -> list[str]:
+def gate_lines(outcome, absolute, given_rules: bool = True) -> list[str]:
     """What the gates found, one line each: fired `--fail-on` rules, the absolute rules' findings, and one line for
-    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead)."""
+    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead).
+    `given_rules`: the user gave --fail-on (its rules are named); else the rules are the nightly gate's own, counted."""
     from specsuite.compare.absolute import RULES
 
     lines = [f"fail-on {trigger.rule}: {trigger.reason}" for trigger in (outcome.triggered if outcome else [])]
@@ -174,7 +176,9 @@ def gate_lines(outcome, absolute) -> list[str]:
     if unevaluated:
         judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(RULES)})"
                   if absolute is not None else "no absolute rules judged instead (they come with --profile nightly)")
-        lines.append(f"fail-on: no comparison in these results for {', '.join(unevaluated)}; {judged}")
+        which = (f"no comparison in these results for {', '.join(unevaluated)}" if given_rules else
+                 f"{len(unevaluated)} of the nightly gate's comparison rules had nothing to compare (no baseline arm, or their families did not run)")
+        lines.append(f"fail-on: {which}; {judged}")
     return lines
 
 

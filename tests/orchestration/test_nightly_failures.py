@@ -93,3 +93,13 @@ def test_a_clean_arm_has_no_failures(fix_arm: dict[str, Any]) -> None:
 
     document = Document(arms={"fix": Arm.from_dict(copy.deepcopy(fix_arm))}, arm_order=["fix"])
     assert run_failures(document, 120.0) == []
+
+
+def test_the_nightly_gates_own_rules_get_a_short_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                                      fix_arm: dict[str, Any]) -> None:
+    """Before: with no --fail-on given, a one-server nightly printed every implicit rule ("fail-on: no comparison in these
+    results for invalid_ids:worse, fallback_ids:worse, ..."), rules the user never wrote."""
+    code, out, summary, _ = _run(tmp_path, capsys, monkeypatch, fix_arm, "--profile", "nightly")
+    (line,) = [line for line in out.splitlines() if line.startswith("specsuite: fail-on:")]
+    assert code == 0 and "invalid_ids:worse" not in line and "of the nightly gate's comparison rules had nothing to compare" in line, line
+    assert "the absolute rules judged candidate instead" in line
