@@ -31,8 +31,28 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from specsuite.compare.absolute import judge_absolute
     from specsuite.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
+    from specsuite.server.session import check_server_given
+    from specsuite.session.dependencies import preflight
+    from specsuite.session.main_job_profiles import MAIN
+
+    started = time.perf_counter()
+    if args.repeats < 1:
+        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
+    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
+    why = "--require-server-url" if args.require_server_url else "--profile nightly"
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
+    # The default arms run side by side, so each needs its own port.
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
+    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
+    markers = args.markers or MAIN.markers
+    config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
+    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=selects(markers, "gsm8k"), tokenizer=config.server.tokenizer,
+                        results_dir=args.results_dir)
+    if missing:  # an optional package or a local path the settings need: one line, before any session (and the imports below)
+        raise SpecsuiteError(missing)
+
+    from specsuite.compare.absolute import judge_absolute
     from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from specsuite.compare.verdicts import compare_arms
     from specsuite.orchestration.failures import run_failures
@@ -45,27 +65,9 @@ def command_run(args: argparse.Namespace) -> int:
     from specsuite.results.model import ANALYSIS_KEY, FAIL_ON_KEY
     from specsuite.results.store import RunDirectory, load_results
     from specsuite.server.secrets import load_secrets
-    from specsuite.server.session import check_server_given
-    from specsuite.session.dependencies import preflight
-    from specsuite.session.main_job_profiles import MAIN
 
-    started = time.perf_counter()
-    if args.repeats < 1:
-        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
     rules_text = with_nightly_gate(args.fail_on, args.profile)
     rules = parse_fail_on(rules_text) if rules_text else None  # a bad rule fails before any server starts
-    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
-    why = "--require-server-url" if args.require_server_url else "--profile nightly"
-    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
-    # The default arms run side by side, so each needs its own port.
-    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
-    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
-    markers = args.markers or MAIN.markers
-    config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
-    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=selects(markers, "gsm8k"), tokenizer=config.server.tokenizer,
-                        results_dir=args.results_dir)
-    if missing:  # an optional package or a local path the settings need: one line, before any session
-        raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, config=config, pytest_options=extra,
                    parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
