@@ -24,18 +24,20 @@ HARNESS_GAVE_UP = frozenset({"timeout", "connect_timeout"})
 SHOWN_TESTS = 3
 
 
-def run_failures(document: Document, request_timeout_s: float, cores: int | None = None) -> list[RunFailure]:
-    """Every arm's failures, in run order (module docstring)."""
+def run_failures(document: Document, request_timeout_s: float, cores: int | None = None, load_now: bool = False) -> list[RunFailure]:
+    """Every arm's failures, in run order (module docstring).  `load_now`: a repeat without a recorded load (a pytest
+    session's own document) is read against the load average now."""
     cores = cores or os.cpu_count() or 1
+    now = os.getloadavg()[0] if load_now else None
     found: list[RunFailure] = []
     for name in document.ordered_arms():
         arm = document.arms.get(name)
         if arm is not None:
-            found += _arm_failures(name, arm, request_timeout_s, cores)
+            found += _arm_failures(name, arm, request_timeout_s, cores, now)
     return found
 
 
-def _arm_failures(name: str, arm: Arm, request_timeout_s: float, cores: int) -> list[RunFailure]:
+def _arm_failures(name: str, arm: Arm, request_timeout_s: float, cores: int, load_now: float | None = None) -> list[RunFailure]:
     found: list[RunFailure] = []
     tests = [test for repeat in arm.repeats for test in (repeat.tests.failed if repeat.tests is not None else [])]
     if tests:
@@ -48,7 +50,7 @@ def _arm_failures(name: str, arm: Arm, request_timeout_s: float, cores: int) -> 
                                 reason=f"the server failed {count} of {total} requests ({classes}){_at(where['server'])}"))
     if gave_up:
         count = sum(gave_up.values())
-        loads = [r.load_average for r in arm.repeats if r.load_average is not None]
+        loads = [r.load_average for r in arm.repeats if r.load_average is not None] or ([load_now] if load_now is not None else [])
         load = f"1-minute load average {max(loads):.1f} on {cores} cores when the session ended" if loads else "load not recorded"
         found.append(RunFailure(arm=name, kind="harness_timeouts", count=count,
                                 reason=f"the harness gave up waiting on {count} of {total} requests: no answer within its "

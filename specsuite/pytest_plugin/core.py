@@ -32,6 +32,7 @@ import pytest
 
 from specsuite.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
 from specsuite.results.store import RunDirectory
@@ -210,6 +211,10 @@ class SpecsuiteSession:
         if self.run_dir is not None:
             self.core.write_results(status)
 
+    def document_now(self) -> Document:
+        """The session's results as they stand (what its results.json holds)."""
+        return self._document("running")
+
     def _document(self, status: str) -> Document:
         seed = self.run_config.seed
         arms = {} if self.server is None else {  # a kernel-only session has no server
@@ -359,6 +364,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("specsuite", sep="=", yellow=bool(emulation), bold=True)
     for line in state.warnings():
         terminalreporter.write_line(f"specsuite {line}", yellow=True)
+    # Failed and timed-out requests, told apart (pytest lists the failed tests itself).
+    requests = [f for f in run_failures(state.document_now(), state.run_config.server.request_timeout_s, load_now=True) if f.kind != "tests"]
+    for failure in requests:
+        terminalreporter.write_line(f"specsuite failed: {failure.line}", red=True)
     terminalreporter.write_line(f"specsuite {describe_server_under_test(under_test)}", yellow=bool(emulation), bold=bool(emulation))
 
 
