@@ -68,6 +68,10 @@ def command_list(args: argparse.Namespace) -> int:
 
     with HistoryStore.open(args.results_db) as store:
         runs = store.runs(arm=args.arm, accelerator=args.accelerator, config_key=args.config_key, latest=args.latest)
+        where = store.url
+    if not runs:  # one line, not a table header over nothing
+        print(f"specsuite: no stored runs match in {where}")
+        return EXIT_OK
     print("| id | date | arm | build | server | outcome | accelerator | profile | config | results run |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for run in runs:

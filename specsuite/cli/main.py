@@ -87,10 +87,14 @@ def command_gsm8k(args: argparse.Namespace) -> int:
     from specsuite.server.secrets import load_admin_api_key, load_api_key
     from specsuite.server.session import describe_server_under_test
     from specsuite.session.config import run_config_from_options
+    from specsuite.session.dependencies import preflight
     from specsuite.session.run_session import RunSession
 
     config = run_config_from_options(lambda name: getattr(args, name, None), front_end="gsm8k", api_key=load_api_key(),
                                      admin_api_key=load_admin_api_key())
+    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=True, tokenizer=config.server.tokenizer, results_dir=config.results_dir)
+    if missing:  # a package or a local path it needs: one line before any server starts
+        raise SpecsuiteError(missing)
     session = RunSession(config)
     session.gsm8k_items()  # a bad --gsm8k-path fails here, before any server starts
     server = session.start()

@@ -3,7 +3,8 @@ analysis, `summary.md` and the report, and the exit code (the exit policy below)
 
 Exit policy: 0 done; 1 when a `--fail-on` rule fires, or with `--profile nightly` when a candidate's
 verdict on a correctness metric (a `corruption_sign` metric of specsuite/families/correctness.py, or
-accept length) is "worse" or "suspect" (no `--fail-on` needed); 2 when a session tested nothing
+accept length) is "worse" or "suspect" (no `--fail-on` needed), or when any arm's session failed a test or had
+requests fail or time out (specsuite/orchestration/failures.py; listed under every profile); 2 when a session tested nothing
 (its own one-line reason is printed, and no report is written when no session reached a server);
 130 interrupted.  The README's demo run (the embedded reference arms, profile smoke) exits 0 even
 though its nofix arm is worse: it demonstrates the detectors, it does not gate anything.
@@ -15,6 +16,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
@@ -29,10 +31,31 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from specsuite.compare.absolute import judge_absolute
     from specsuite.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
+    from specsuite.server.session import check_server_given
+    from specsuite.session.dependencies import preflight
+    from specsuite.session.main_job_profiles import MAIN
+
+    started = time.perf_counter()
+    if args.repeats < 1:
+        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
+    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
+    why = "--require-server-url" if args.require_server_url else "--profile nightly"
+    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
+    # The default arms run side by side, so each needs its own port.
+    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
+    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
+    markers = args.markers or MAIN.markers
+    config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
+    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=selects(markers, "gsm8k"), tokenizer=config.server.tokenizer,
+                        results_dir=args.results_dir)
+    if missing:  # an optional package or a local path the settings need: one line, before any session (and the imports below)
+        raise SpecsuiteError(missing)
+
+    from specsuite.compare.absolute import judge_absolute
     from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from specsuite.compare.verdicts import compare_arms
+    from specsuite.orchestration.failures import run_failures
     from specsuite.orchestration.runner import RunPlan, run_sessions
     from specsuite.reports.render import render_report
     from specsuite.reports.server_under_test import server_under_test_line
@@ -42,26 +65,9 @@ def command_run(args: argparse.Namespace) -> int:
     from specsuite.results.model import ANALYSIS_KEY, FAIL_ON_KEY
     from specsuite.results.store import RunDirectory, load_results
     from specsuite.server.secrets import load_secrets
-    from specsuite.server.session import check_server_given
-    from specsuite.session.dependencies import missing_for_gsm8k
-    from specsuite.session.main_job_profiles import MAIN
 
-    started = time.perf_counter()
-    if args.repeats < 1:
-        raise SpecsuiteError(f"--repeats must be at least 1, got {args.repeats}")
     rules_text = with_nightly_gate(args.fail_on, args.profile)
     rules = parse_fail_on(rules_text) if rules_text else None  # a bad rule fails before any server starts
-    given = args.server_url or args.baseline_url or (args.arm[0] if args.arm else None)
-    why = "--require-server-url" if args.require_server_url else "--profile nightly"
-    check_server_given(given, None, args.require_server_url or args.profile == "nightly", why, how=RUN_GIVE_A_SERVER)
-    # The default arms run side by side, so each needs its own port.
-    arms = resolve_arms(args.server_url, args.baseline_url, args.arm, free_ports(len(DEFAULT_REFERENCE_ARMS)), args.reference_sampler)
-    embedded = given is None  # resolve_arms fell back to the reference server's nofix and fix arms
-    markers = args.markers or MAIN.markers
-    config, extra = sessions_config(args)  # a bad --pytest-arg value fails here, in one line, not in every session
-    missing = missing_for_gsm8k(config.gsm8k.path) if selects(markers, "gsm8k") else None
-    if missing:  # an optional package the settings need: one line naming the extra, before any session
-        raise SpecsuiteError(missing)
     # The main job's reference arms run as parts, each on a server of its own; a -m of the user's runs whole.
     plan = RunPlan(arms=arms, repeats=args.repeats, seed=args.seed, markers=markers, config=config, pytest_options=extra,
                    parts=MAIN.parts if args.markers is None else (), side_by_side=side_by_side(args.arm_schedule, embedded))
@@ -90,12 +96,15 @@ def command_run(args: argparse.Namespace) -> int:
     absolute = judge_absolute(merged) if args.profile == "nightly" else None
     if absolute is not None:
         merged.put("absolute_gate", absolute.to_dict())
+    # Failed tests, failed and timed-out requests: listed whatever the profile; --profile nightly exits 1 on them.
+    merged.put("failures", [failure.to_dict() for failure in run_failures(merged, config.server.request_timeout_s)])
     merged.put("sessions_wall_time_s", time.perf_counter() - started)
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
     verdicts = run_verdict_lines(written)
-    policy = exit_policy_line(args, outcome, absolute, embedded)
-    summary = summary_document(written, policy, gate_lines(outcome, absolute))
+    policy = exit_policy_line(args, outcome, absolute, embedded, failed_checks=[f.arm for f in written.failures])
+    gates = gate_lines(outcome, absolute, given_rules=bool(args.fail_on))
+    summary = summary_document(written, policy, gates)
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
@@ -108,10 +117,11 @@ def command_run(args: argparse.Namespace) -> int:
     if failed:
         print(f"specsuite: error: {merged.error} (see the session logs under {run_dir.path / 'sessions'})", file=sys.stderr)
         return EXIT_ERROR
-    for line in gate_lines(outcome, absolute):
+    for line in gates:
         print(f"specsuite: {line}")
     print(f"specsuite: {policy}")
-    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed)
+    gated = (outcome is not None and outcome.failed) or (absolute is not None and absolute.failed) or (
+        args.profile == "nightly" and bool(written.failures))
     return EXIT_CHECKS_FAILED if gated else EXIT_OK
 
 
@@ -156,9 +166,10 @@ def plain(markdown: str) -> str:
     return markdown.replace("**", "")
 
 
-def gate_lines(outcome, absolute) -> list[str]:
+def gate_lines(outcome, absolute, given_rules: bool = True) -> list[str]:
     """What the gates found, one line each: fired `--fail-on` rules, the absolute rules' findings, and one line for
-    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead)."""
+    the rules that need a comparison the results do not hold (naming the absolute rules that judged instead).
+    `given_rules`: the user gave --fail-on (its rules are named); else the rules are the nightly gate's own, counted."""
     from specsuite.compare.absolute import RULES
 
     lines = [f"fail-on {trigger.rule}: {trigger.reason}" for trigger in (outcome.triggered if outcome else [])]
@@ -167,22 +178,27 @@ def gate_lines(outcome, absolute) -> list[str]:
     if unevaluated:
         judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(RULES)})"
                   if absolute is not None else "no absolute rules judged instead (they come with --profile nightly)")
-        lines.append(f"fail-on: no comparison in these results for {', '.join(unevaluated)}; {judged}")
+        which = (f"no comparison in these results for {', '.join(unevaluated)}" if given_rules else
+                 f"{len(unevaluated)} of the nightly gate's comparison rules had nothing to compare (no baseline arm, or their families did not run)")
+        lines.append(f"fail-on: {which}; {judged}")
     return lines
 
 
-def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False) -> str:
+def exit_policy_line(args: argparse.Namespace, outcome, absolute=None, demo: bool = False, failed_checks: Sequence[str] = ()) -> str:
     """Why the run exits as it does: which rules judged it, and what they found.  The demo's wording (its nofix arm
-    is meant to be worse) only for the demo: the embedded reference arms with no server option."""
+    is meant to be worse) only for the demo: the embedded reference arms with no server option.  `failed_checks`: the
+    arm of each failure the run listed (failed tests, failed or timed-out requests), which fail a nightly."""
     reasons = [trigger.rule for trigger in (outcome.triggered if outcome is not None else [])]
     reasons += list(dict.fromkeys(f"absolute {finding.rule} ({finding.arm})" for finding in (absolute.findings if absolute else [])))
+    if args.profile == "nightly":
+        reasons += [f"failed checks ({arm})" for arm in dict.fromkeys(failed_checks)]
     if reasons:
         return f"exit 1: {', '.join(reasons)} fired" + (
-            " (--profile nightly fails an absolute correctness rule, or a worse or suspect correctness verdict)"
-            if args.profile == "nightly" else "")
+            " (--profile nightly fails an absolute correctness rule, a worse or suspect correctness verdict, a failed test, "
+            "or a failed or timed-out request)" if args.profile == "nightly" else "")
     if args.profile == "nightly":
-        return ("exit 0: no absolute correctness rule broken and no worse or suspect correctness verdict (the --profile nightly gate)"
-                + (" and no --fail-on rule fired" if args.fail_on else ""))
+        return ("exit 0: no absolute correctness rule broken, no worse or suspect correctness verdict, no failed test and no "
+                "failed or timed-out request (the --profile nightly gate)" + (" and no --fail-on rule fired" if args.fail_on else ""))
     if args.fail_on:
         return "exit 0: no --fail-on rule fired"
     if demo:
@@ -235,14 +251,15 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
 
 
 def sessions_error(merged: Document) -> str:
-    """`sessions without results: nofix r1, fix r1: <the sessions' own reason>`, one reason once."""
+    """`sessions that did not finish: nofix r1, fix r1: <the sessions' own reason>`, one reason once (a session stopped
+    by the fault policy has partial results; one stopped by a bad option none)."""
     by_reason: dict[str, list[str]] = {}
     for name, arm in merged.arms.items():
         for r in arm.repeats:
             if r.exit_code not in (0, 1):
                 reason = r.reason or r.error or f"pytest exit {r.exit_code}"
                 by_reason.setdefault(reason, []).append(f"{name} r{r.repeat}")
-    return "sessions without results: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
+    return "sessions that did not finish: " + "; ".join(f"{', '.join(names)}: {reason}" for reason, names in by_reason.items())
 
 
 def mark_reference_emulation(merged: Document, embedded: bool) -> None:

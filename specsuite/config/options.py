@@ -360,6 +360,9 @@ OPTIONS: tuple[Option, ...] = (
            default_text="parsed from its --host/--port, else http://127.0.0.1:30000", pytest_area="plugin", cli_group="server", server_field="launch_url"),
     Option("--launch-timeout", "seconds to wait for a launched server", ("pytest",), default=600.0, type=float, pytest_area="plugin",
            bounds=SECONDS, server_field="ready_timeout_s"),
+    Option("--request-timeout", "seconds the harness waits for one answer (or between two stream chunks) before it gives up on "
+           "the request; results name such requests 'timed out', apart from requests the server failed", ("pytest", "gsm8k"),
+           default=120.0, type=float, pytest_area="plugin", bounds=SECONDS, server_field="request_timeout_s"),
     Option("--server-kind", "SGLang or vLLM; auto asks the server (/model_info for SGLang, /version and /v1/models for vLLM)",
            ("pytest", "gsm8k"), default=kinds.AUTO, choices=kinds.choices(), pytest_area="plugin", cli_group="server", server_field="server_kind"),
     Option("--arm-name", "label for this server in results and A/B reports", ("pytest", "gsm8k"),

@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -242,6 +243,8 @@ class _Merger:
             elif session.killed:
                 entry.put("error", f"interrupted; killed {STOP_GRACE_S:.0f} s later with the partial results it had written")
         entry.put("wall_time_s", time.perf_counter() - session.started)
+        if exit_code is not None:  # the load the session ended under: what a harness timeout is read against
+            entry.put("load_average", round(os.getloadavg()[0], 2))
         entry.put("command", session.command)
         entry.put("markers", spec.markers)
         parts = self.parts.setdefault((spec.arm.name, spec.repeat), {})
@@ -283,6 +286,9 @@ def _combine(sessions: list[Arm]) -> Arm:
     outcomes = combine_junit([e.tests for e in entries])
     if outcomes is not None:
         combined.put("tests", outcomes)
+    loads = [e.load_average for e in entries if e.load_average is not None]
+    if loads:
+        combined.put("load_average", max(loads))
     reasons = list(dict.fromkeys(e.reason for e in entries if e.reason))
     if reasons:
         combined.put("reason", "; ".join(reasons))
@@ -538,17 +544,21 @@ def _outcome(exit_code: int, reason: str | None = None) -> str:
 
 
 USAGE_ERROR_PREFIX = "ERROR: "  # how pytest prints a UsageError (the plugins' one-line reasons) on stderr
+INTERRUPTED = re.compile(r"^!+ Interrupted: (.*?) !+$")  # how pytest prints session.shouldstop (the fault policy's stop)
 
 
 def session_reason(log_path: Path) -> str | None:
     """The session's own one-line reason for stopping: the last `ERROR: ...` line pytest printed
-    (a bad option, a server that is not reachable or not an LLM server), without pytest's and
-    specsuite's prefixes; None when the log has none."""
+    (a bad option, a server that is not reachable or not an LLM server), else the reason of pytest's
+    `! Interrupted: ... !` line (the fault policy stopped the session), without pytest's and
+    specsuite's prefixes; None when the log has neither."""
     try:
         text = log_path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    errors = [line.strip()[len(USAGE_ERROR_PREFIX):] for line in text.splitlines() if line.strip().startswith(USAGE_ERROR_PREFIX)]
+    lines = [line.strip() for line in text.splitlines()]
+    errors = [line[len(USAGE_ERROR_PREFIX):] for line in lines if line.startswith(USAGE_ERROR_PREFIX)]
+    errors = errors or [match.group(1) for match in map(INTERRUPTED.match, lines) if match]
     if not errors:
         return None
     reason = errors[-1]

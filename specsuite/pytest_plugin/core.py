@@ -32,6 +32,7 @@ import pytest
 
 from specsuite.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
 from specsuite.results.store import RunDirectory
@@ -41,7 +42,7 @@ from specsuite.server.secrets import load_admin_api_key, load_api_key
 from specsuite.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
 from specsuite.session.config import RunConfig, run_config_from_options
 from specsuite.session.config_file import CONFIG_FILE_OPTION, read_config_file
-from specsuite.session.dependencies import missing_for_gsm8k
+from specsuite.session.dependencies import missing_for_results_db, preflight
 from specsuite.session.run_session import RunSession
 from specsuite.workloads.correctness.prompts import PromptItem, load_prompts
 from specsuite.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
@@ -210,6 +211,10 @@ class SpecsuiteSession:
         if self.run_dir is not None:
             self.core.write_results(status)
 
+    def document_now(self) -> Document:
+        """The session's results as they stand (what its results.json holds)."""
+        return self._document("running")
+
     def _document(self, status: str) -> Document:
         seed = self.run_config.seed
         arms = {} if self.server is None else {  # a kernel-only session has no server
@@ -281,6 +286,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         # Every option of the table, before anything is collected or any server starts: one line naming it (exit 4).
         check_values(vars(session.config.option), "pytest")
         check_config_file_alone(session.config)
+        # The results database's driver, before the first test: a night that cannot be stored must not run green.
+        missing = missing_for_results_db(state.run_config.history.results_db)
+        if missing:
+            raise SpecsuiteError(missing)
     except SpecsuiteError as exc:
         raise pytest.UsageError(f"specsuite: {exc}") from None
 
@@ -307,8 +316,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     try:
         if not state.targets_suites() or not needs_server(items):
             return
-        missing = missing_for_gsm8k(state.run_config.gsm8k.path) if any(item.get_closest_marker("gsm8k") for item in items) else None
-        if missing:  # one line naming the extra, before any server starts (not a traceback per GSM8K test)
+        config = state.run_config
+        missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=any(item.get_closest_marker("gsm8k") for item in items),
+                            tokenizer=config.server.tokenizer, results_dir=config.results_dir)
+        if missing:  # one line naming the extra or the path, before any server starts (not a traceback per test)
             raise SpecsuiteError(missing)
         state.start()
     except SpecsuiteError as exc:
@@ -353,6 +364,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     terminalreporter.section("specsuite", sep="=", yellow=bool(emulation), bold=True)
     for line in state.warnings():
         terminalreporter.write_line(f"specsuite {line}", yellow=True)
+    # Failed and timed-out requests, told apart (pytest lists the failed tests itself).
+    requests = [f for f in run_failures(state.document_now(), state.run_config.server.request_timeout_s, load_now=True) if f.kind != "tests"]
+    for failure in requests:
+        terminalreporter.write_line(f"specsuite failed: {failure.line}", red=True)
     terminalreporter.write_line(f"specsuite {describe_server_under_test(under_test)}", yellow=bool(emulation), bold=bool(emulation))
 
 

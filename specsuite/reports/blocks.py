@@ -25,6 +25,7 @@ class Role(Enum):
     BODY = "body"  # anything no selection asks for by name
     SERVER_UNDER_TEST = "server under test"
     VERDICT_LINES = "verdict lines"
+    FAILURES = "what failed"
     SIDE_BY_SIDE = "side-by-side caveat"
     GSM8K_SOURCE = "synthetic GSM8K note"
     NOT_RUN = "not run"

@@ -123,7 +123,10 @@ def _candidate_line(analysis: Comparison, arm: str, family: str, rows: list[Comp
         where = _where([r for _, hits in groups[verdict] for r in hits], total_cases) if facts.where_in_line else ""
         parts.append(f"**{verdict}** on {', '.join(items)}" + (f" ({where})" if where else ""))
     calm = [v for v in CALM if v in groups]
-    if calm:
+    if calm == [NONE_IN_EITHER] and not parts:  # the whole line: "none in either arm on every row" said it twice
+        parts.append(f"**{NONE_IN_EITHER}**")
+        named += calm
+    elif calm:
         rest = "the rest" if parts else "every row"
         parts.append(f"{' or '.join(f'**{v}**' for v in calm)} on {rest}")
         named += calm
@@ -246,6 +249,8 @@ def _verdict_section(report: Report, document: ResultsDocument) -> None:
         report.paragraph("No A/B verdicts: the results hold fewer than two arms with data.")
     else:
         report.paragraph(NO_ANALYSIS)
+    for failure in document.failures:  # failed tests, failed and timed-out requests: each with its reason
+        report.paragraph(f"**failed** · {failure.line}", role=Role.FAILURES)
     shown = {verdict for line in lines for verdict in line.verdicts}
     report.bullets([text for verdict, text in EXPLAINED.items() if verdict in shown])
     caveat = side_by_side_note(document)

@@ -15,7 +15,7 @@ a value of an unexpected shape (a list where a record was expected) is kept as i
 The levels (the writers are named in specsuite.results.builder):
 
 - `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
-  `Comparison` (``ab_compare``) and the ``fail_on`` outcome;
+  `Comparison` (``ab_compare``), the ``fail_on`` outcome and, from ``specsuite run``, what failed (`RunFailure`);
 - `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list,
   its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`)
   and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
@@ -464,6 +464,7 @@ class Repeat(Record):
     tests: JunitOutcome | None = None  # `specsuite run`: the session's JUnit outcome
     reason: str | None = None  # `specsuite run`: a session that tested nothing, its own one-line reason
     interrupted: bool | None = None  # `specsuite run`: the session was stopped by an interrupt
+    load_average: float | None = None  # `specsuite run`: the test machine's 1-minute load average when the session ended
 
 
 @dataclass
@@ -800,6 +801,23 @@ class Comparison(Record):
         return self.workloads.get(workload) == "run"
 
 
+@dataclass
+class RunFailure(Record):
+    """Something that failed in one arm of a `specsuite run` (specsuite.orchestration.failures), with its one-line reason.
+
+    kind: `tests` (tests failed or errored, from the sessions' JUnit), `server_errors` (requests the server failed),
+    `harness_timeouts` (requests the harness gave up waiting for), `benchmark_errors` (benchmark requests that failed)."""
+
+    arm: str = ""
+    kind: str = ""
+    count: int = 0
+    reason: str = ""
+
+    @property
+    def line(self) -> str:
+        return f"{self.arm}: {self.reason}"
+
+
 # ---------------------------------------------------------------- the document
 
 
@@ -808,7 +826,7 @@ class Document(Record):
     """A whole results.json. The first five keys are always there (specsuite.results.store writes them)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "arms": ("map", Arm), "kernel": ("one", KernelSection), ANALYSIS_KEY: ("one", Comparison)}
+        "arms": ("map", Arm), "kernel": ("one", KernelSection), ANALYSIS_KEY: ("one", Comparison), "failures": ("list", RunFailure)}
 
     schema_version: int = SCHEMA_VERSION
     created_utc: str | None = None
@@ -836,6 +854,7 @@ class Document(Record):
     kernel: KernelSection | None = None
     ab_compare: Comparison | None = None  # ANALYSIS_KEY
     fail_on: dict[str, Any] | None = None  # FAIL_ON_KEY
+    failures: list[RunFailure] = field(default_factory=list)  # `specsuite run`: what failed, arm by arm
 
     def option(self, flag: str) -> str | None:
         """The last value ``specsuite run`` gave its sessions for ``flag`` (``--flag V`` or ``--flag=V``)."""

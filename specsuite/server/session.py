@@ -131,6 +131,7 @@ class ServerOptions:
     launch: str | None = None
     launch_url: str | None = None  # where a launched command serves, when its --host/--port do not say
     ready_timeout_s: float = 600.0
+    request_timeout_s: float = 120.0  # the client's read timeout: how long the harness waits for one answer
     arm: str | None = None
     reference_arm: str = "fix"
     tokenizer: str | None = None
@@ -194,10 +195,13 @@ def identify_server(endpoint: ServerEndpoint, options: ServerOptions) -> ServerU
     url, launched = endpoint.url, endpoint.launched
     arm = options.arm or (options.reference_arm if endpoint.embedded_reference else "candidate")
     try:
-        client = kinds.make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key)
+        client = kinds.make_client(options.server_kind, url, api_key=options.api_key, admin_api_key=options.admin_api_key,
+                                   timeout_s=options.request_timeout_s)
         model_info = _check_connection(client, options.server_kind)
         server_info = client.server_info()
         tokenizer_dir = options.tokenizer or tokenizer_folder(model_info)
+        if options.tokenizer and not Path(options.tokenizer).is_dir():
+            raise SpecsuiteError(f"--tokenizer {options.tokenizer}: no such folder on this machine (it must hold the model's tokenizer files)")
         if not tokenizer_dir or not Path(tokenizer_dir).is_dir():
             raise SpecsuiteError(f"the server's tokenizer {tokenizer_dir!r} is not a folder on this machine: pass --tokenizer <local folder>")
         vocab = load_vocab_info(tokenizer_dir, options.vocab_size)

@@ -1,9 +1,10 @@
 """The history store on a real PostgreSQL server: the same runs, metrics, baselines and steps as on
 SQLite, several nodes writing at once, and migrations racing on a fresh database.
 
-The server comes from env SPECSUITE_TEST_POSTGRES_URL, else .ci/postgres.url (written by
-.ci/start-postgres, which .ci/run calls), else this module runs `.ci/start-postgres --no-install`
-when Debian's server binaries are present.  Without any of these every test skips, saying why.
+The server comes from env SPECSUITE_TEST_POSTGRES_URL (.ci/run starts one with .ci/start-postgres and exports its
+URL), else this module starts a cluster of its own with `.ci/start-postgres --no-install` when Debian's server
+binaries are present, in a temporary folder (its data and its URL file; nothing in the checkout), and stops it and
+removes the folder when the module ends.  Without any of these every test skips, saying why.
 Each run of the module works in a database of its own, dropped at the end.
 """
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import threading
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,8 +33,8 @@ psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed: pip i
 
 REPO = Path(__file__).resolve().parents[2]
 URL_ENV = "SPECSUITE_TEST_POSTGRES_URL"
-URL_FILE = REPO / ".ci" / "postgres.url"
 START_SCRIPT = REPO / ".ci" / "start-postgres"
+START_TIMEOUT_S = 120  # the script's own budget is 110 s
 IDENTITY = {"base_url": "http://node:30000", "model_path": "/models/m", "version": "0.5.23", "tokenizer_length": 8100, "vocab_size": 8128,
             "cuda_graph": "on", "speculative": {"speculative_algorithm": "EAGLE", "speculative_num_draft_tokens": 6}, "server_args": {}}
 
@@ -46,28 +49,41 @@ def _answers(url: str) -> str | None:
         return " ".join(str(exc).split())
 
 
-def _server_url() -> str:
-    """A reachable server URL, or pytest.skip with the reason none could be had."""
+def start_own_cluster(state_dir: Path) -> str:
+    """Start a cluster in `state_dir` (which must not exist: the script makes it, owned by the server's account);
+    its URL, or pytest.skip with the reason none could start."""
+    has_binaries = any(Path("/usr/lib/postgresql").glob("*/bin/initdb")) or shutil.which("initdb")
+    if not has_binaries:
+        pytest.skip(f"no PostgreSQL: set {URL_ENV}, run .ci/start-postgres, or install Debian's postgresql")
+    env = {**os.environ, "SPECSUITE_PG_DIR": str(state_dir)}
+    started = subprocess.run([str(START_SCRIPT), "--no-install"], capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False, env=env)
+    if started.returncode != 0 or not started.stdout.strip():
+        pytest.skip(f"PostgreSQL binaries are here but no server could start: {started.stderr.strip() or started.returncode}")
+    return started.stdout.strip().splitlines()[-1]
+
+
+def stop_own_cluster(state_dir: Path) -> None:
+    env = {**os.environ, "SPECSUITE_PG_DIR": str(state_dir)}
+    subprocess.run([str(START_SCRIPT), "--stop"], capture_output=True, text=True, timeout=START_TIMEOUT_S, check=False, env=env)
+    shutil.rmtree(state_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    """The environment's server, else a cluster of this module's own, stopped (and its folder removed) at the end."""
     if os.environ.get(URL_ENV):
         url = os.environ[URL_ENV]
         problem = _answers(url)
         if problem:
             pytest.skip(f"{URL_ENV} is set but the server does not answer: {problem}")
-        return url
-    if URL_FILE.is_file() and _answers(URL_FILE.read_text().strip()) is None:
-        return URL_FILE.read_text().strip()
-    has_binaries = any(Path("/usr/lib/postgresql").glob("*/bin/initdb")) or shutil.which("initdb")
-    if not has_binaries:
-        pytest.skip(f"no PostgreSQL: set {URL_ENV}, run .ci/start-postgres, or install Debian's postgresql")
-    started = subprocess.run([str(START_SCRIPT), "--no-install"], capture_output=True, text=True, timeout=120, check=False)
-    if started.returncode != 0 or not URL_FILE.is_file():
-        pytest.skip(f"PostgreSQL binaries are here but no server could start: {started.stderr.strip() or started.returncode}")
-    return URL_FILE.read_text().strip()
-
-
-@pytest.fixture(scope="module")
-def server_url() -> str:
-    return _server_url()
+        yield url
+        return
+    # Not under tmp_path: pytest's base folder is private to this user, and the server runs as its own account.
+    state_dir = Path(tempfile.gettempdir()) / f"specsuite-postgres-test-{uuid.uuid4().hex[:12]}"
+    try:
+        yield start_own_cluster(state_dir)
+    finally:
+        stop_own_cluster(state_dir)
 
 
 @pytest.fixture(scope="module")

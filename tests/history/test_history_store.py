@@ -351,3 +351,10 @@ def test_history_command_errors_are_one_line(tmp_path, argv, message):
     with pytest.raises(SpecsuiteError, match=message):
         _cli(*(arg.replace("{tmp}", str(tmp_path)) for arg in argv))
 
+
+
+def test_history_list_of_nothing_says_so_in_one_line(tmp_path, capsys):
+    """Before: an empty table's header, right after `specsuite history` said no stored runs match."""
+    assert _cli("history", "list", "--results-db", f"sqlite:///{tmp_path / 'h.sqlite'}", "--arm", "candidate") == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("specsuite: no stored runs match in ") and "| id |" not in out[0], out

@@ -12,7 +12,7 @@ import pytest
 
 from specsuite.reports.server_under_test import server_under_test_line
 from specsuite.results.types import Document
-from tests.helpers.kernel_suite_runs import run_kernel_suite, run_kernel_suite_env
+from tests.helpers.kernel_suite_runs import hang_guard_s, run_kernel_suite, run_kernel_suite_env
 
 # What 0.5.20 breaks, per invariant, at the default shapes and seed 0.  The NaN classes are not
 # here: 0.5.20's `q_val == q_val` guard and its NaN-false accept test handle NaN correctly.
@@ -123,7 +123,8 @@ def test_the_skip_line_is_printed_only_when_the_kernel_suite_is_asked_for(tmp_pa
     assert "specsuite kernel: skipped (no --kernel given" in asked.stdout
     command = [sys.executable, "-m", "pytest", "suites/", "-k", "test_kernel or test_ab", "-q", "-rs", "-p", "no:cacheprovider",
                "--results-dir", str(tmp_path / "mixed")]
-    mixed = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=180, check=False)
+    mixed = subprocess.run(command, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=hang_guard_s(180),
+                           check=False)
     assert mixed.returncode == 0, mixed.stdout[-2000:] + mixed.stderr[-2000:]
     assert "specsuite kernel: skipped" not in mixed.stdout
     assert "no --kernel given and no SGLang installed" in mixed.stdout  # still said, in the skip report

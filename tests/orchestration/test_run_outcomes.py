@@ -128,3 +128,12 @@ def test_a_session_that_wrote_null_cases_and_workloads_still_merges(tmp_path: Pa
     entries = [_session_entry(tmp_path / part, arm, 1, 0, 0, tmp_path / part / "log") for part in ("a", "b")]
     merged = _combine(entries).repeats[0].to_dict()
     assert merged["cases"] == [] and merged["workloads"] == {} and merged["exit_code"] == 0
+
+
+def test_a_session_stopped_by_the_fault_policy_gives_its_reason(tmp_path: Path) -> None:
+    """Before: such a session's reason was lost ("sessions without results: candidate r1: pytest exit 2")."""
+    log = tmp_path / "candidate-r1.log"
+    log.write_text("..F\n! Interrupted: specsuite fault policy stopped the run: 3 connection failures in a row (last timeout: "
+                   "POST /generate on http://h:1 timed out: no response within 6 s) !\n", encoding="utf-8")
+    assert session_reason(log) == ("specsuite fault policy stopped the run: 3 connection failures in a row (last timeout: "
+                                   "POST /generate on http://h:1 timed out: no response within 6 s)")

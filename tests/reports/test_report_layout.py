@@ -109,7 +109,8 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     families = [(line.arm, line.family) for line in verdict_lines(Document.from_dict(main_job))]
     # The recorded run checked every answer's integrity, so the integrity family has its line too (specsuite/families/).
     assert families == [(arm, family) for arm in ("nofix", "fix") for family in ("cases", "gsm8k", "bench", "integrity")]
-    assert "**nofix** · integrity: **none in either arm** on every row — 0 violations in 400 checked answers" in head
+    # Changed deliberately: "**none in either arm** on every row" said nothing the verdict did not.
+    assert "**nofix** · integrity: **none in either arm** — 0 violations in 400 checked answers" in head
     assert "## Integrity" in tables and "| all checks | 0 in 400 answers | 0 in 400 answers | **none in either arm** |" in tables
     assert re.search(r"\*\*nofix\*\* · GSM8K: \*\*worse\*\* on accuracy −\d+ pt \(T=1\)", head)
     assert re.search(r"\*\*nofix\*\* · correctness: \*\*worse\*\* on invalid ids, fallback ids.*; \*\*(better|suspect)\*\* on acceptance",

@@ -12,7 +12,7 @@ freshly launched reference server, with `--results-db` (the plugin stores the ni
 each night has its own seed, so healthy nights differ as real ones do.
 
 Then the same results.json files are ingested into PostgreSQL (the URL from --postgres-url,
-env SPECSUITE_TEST_POSTGRES_URL, or .ci/postgres.url; a fresh database is created on that
+env SPECSUITE_TEST_POSTGRES_URL, or the URL file .ci/start-postgres wrote; a fresh database is created on that
 server), trends are rendered from both stores, and the detected steps are printed.  Exit 0 when
 both stores flag a practical step at `--regress-from` and nowhere else, and agree; 1 otherwise.
 """
@@ -25,6 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,7 @@ def postgres_url(explicit: str | None) -> str | None:
         return None if explicit == "none" else explicit
     if os.environ.get("SPECSUITE_TEST_POSTGRES_URL"):
         return os.environ["SPECSUITE_TEST_POSTGRES_URL"]
-    url_file = REPO / ".ci" / "postgres.url"
+    url_file = Path(os.environ.get("SPECSUITE_PG_DIR") or Path(tempfile.gettempdir()) / "specsuite-postgres") / "postgres.url"
     return url_file.read_text().strip() if url_file.is_file() else None
 
 
@@ -138,7 +139,7 @@ def main() -> int:
     parser.add_argument("--nights", type=int, default=10)
     parser.add_argument("--regress-from", type=int, default=7, help="first night on the nofix arm (default 7)")
     parser.add_argument("--out", default="/tmp/specsuite-nightly-sim", help="working folder (emptied first)")
-    parser.add_argument("--postgres-url", default=None, help="a PostgreSQL server URL, or 'none' (default: env or .ci/postgres.url)")
+    parser.add_argument("--postgres-url", default=None, help="a PostgreSQL server URL, or 'none' (default: env or .ci/start-postgres's URL file)")
     parser.add_argument("--temperatures", default="0,1.0")
     parser.add_argument("--top-p", default="0.95")
     args = parser.parse_args()
@@ -157,7 +158,7 @@ def main() -> int:
         stores["postgres"] = fresh_postgres_database(pg)
         ingest_postgres(stores["postgres"], nights)
     else:
-        print("PostgreSQL: no server URL (env SPECSUITE_TEST_POSTGRES_URL, .ci/postgres.url, or --postgres-url); SQLite only")
+        print("PostgreSQL: no server URL (env SPECSUITE_TEST_POSTGRES_URL, .ci/start-postgres's URL file, or --postgres-url); SQLite only")
 
     analyses = {label: render(url, out, label) for label, url in stores.items()}
     problems = [f"[{label}] {line}" for label, trends in analyses.items() for line in verdict(trends, args.regress_from)]

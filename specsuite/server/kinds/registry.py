@@ -104,8 +104,8 @@ class ServerKind:
         """The rules module's file, relative to the repository root."""
         return self.integrity_rules.__name__.replace(".", "/") + ".py"
 
-    def client(self, base_url: str, api_key: str | None = None, admin_api_key: str | None = None) -> ServerClient:
-        return self.client_class(base_url, api_key=api_key, admin_api_key=admin_api_key)
+    def client(self, base_url: str, api_key: str | None = None, admin_api_key: str | None = None, timeout_s: float = 120.0) -> ServerClient:
+        return self.client_class(base_url, api_key=api_key, admin_api_key=admin_api_key, timeout_s=timeout_s)
 
 
 _KINDS: dict[str, ServerKind] = {}
@@ -184,10 +184,11 @@ def detect(base_url: str, api_key: str | None = None) -> ServerKind:
         http.close()
 
 
-def make_client(name: str, base_url: str, api_key: str | None = None, admin_api_key: str | None = None) -> ServerClient:
-    """The client for a server kind (`auto` probes the server first)."""
+def make_client(name: str, base_url: str, api_key: str | None = None, admin_api_key: str | None = None,
+                timeout_s: float = 120.0) -> ServerClient:
+    """The client for a server kind (`auto` probes the server first); `timeout_s`: how long it waits for one answer."""
     kind = detect(base_url, api_key) if name == AUTO else get(name)
-    return kind.client(base_url, api_key=api_key, admin_api_key=admin_api_key)
+    return kind.client(base_url, api_key=api_key, admin_api_key=admin_api_key, timeout_s=timeout_s)
 
 
 def kind_of_client(client: Any) -> ServerKind:
