@@ -40,6 +40,8 @@ def build_parser(prog: str = "python -m specsuite.refserver") -> argparse.Argume
         help="run decode steps on a clock of this many ms, releasing each step's tokens at its end (imitates a GPU server's ITL)")
     add("--extra-step-us", type=float, default=0.0, help="add a fixed cost per decode step (imitates the fix's copy)")
     add("--bias-accept", type=float, default=0.0, help="TEST KNOB: accept drafts with probability min(1, p/q + delta)")
+    add("--accept-inflation", type=float, default=1.0,
+        help="TEST KNOB: accept drafts with probability min(1, c * p/q), c >= 1 (an over-accepting sampler; 1: correct)")
     add("--padded-row-logit-gap", type=float, default=None,
         help="TEST KNOB: padded rows other than the fallback sit this many nats below the smallest real logit (default: "
              "the model's 25, as the fallback's); lower it to give them mass of their own, as a real checkpoint's untrained rows have")
@@ -71,6 +73,10 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser, eo
         parser.error("--max-running-requests must be at least 1")
     if args.sampler != NUMPY_SAMPLER and args.bias_accept:
         parser.error(f"--bias-accept is a knob of the numpy sampler; it cannot be combined with --sampler {args.sampler}")
+    if not 1.0 <= args.accept_inflation < float("inf"):
+        parser.error(f"--accept-inflation must be a number >= 1, got {args.accept_inflation}")
+    if args.sampler != NUMPY_SAMPLER and args.accept_inflation != 1.0:
+        parser.error(f"--accept-inflation is a knob of the numpy sampler; it cannot be combined with --sampler {args.sampler}")
     if args.sampler != NUMPY_SAMPLER and args.arm == "guards-only":
         parser.error(f"--arm guards-only switches on the numpy sampler's guards; with --sampler {args.sampler} "
                      "the kernel's own code guards or not (use --arm nofix)")
@@ -86,6 +92,7 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser, eo
         step_time_ms=args.step_time_ms,
         extra_step_us=args.extra_step_us,
         bias_accept=args.bias_accept,
+        accept_inflation=args.accept_inflation,
         sampler=args.sampler,
         eos_ids=eos_ids,
     )
@@ -131,6 +138,7 @@ def server_args_dict(args: argparse.Namespace, config: EngineConfig, model_path:
         "refserver_step_time_ms": config.step_time_ms,
         "refserver_extra_step_us": config.extra_step_us,
         "refserver_bias_accept": config.bias_accept,
+        "refserver_accept_inflation": config.accept_inflation,
         "refserver_padded_row_logit_gap": args.padded_row_logit_gap,
         # Which sampler decided: label, version, sha256 of the kernel file, device.
         "refserver_sampler": sampler_identity,
