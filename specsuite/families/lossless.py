@@ -97,7 +97,7 @@ TESTS = (
                  lambda record: record.two_sample.homogeneity if record.two_sample else None),
     LosslessTest("lossless_loglik", "log-likelihood calibration", "log-likelihood",
                  lambda record: record.two_sample.calibration if record.two_sample else None),
-    LosslessTest("lossless_mode_rate", "mode not over-drawn", "mode rate",
+    LosslessTest("lossless_mode_rate", "mode drawn at the target's rate", "mode rate",
                  lambda record: record.directed.top_token_rate if record.directed else None),
     LosslessTest("lossless_acceptance_betting", "draft acceptance calibrated", "acceptance betting", _applicable_betting),
     LosslessTest("lossless_greedy", "greedy equality", "greedy equality", lambda record: record.greedy),
