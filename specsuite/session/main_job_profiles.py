@@ -40,13 +40,14 @@ class MainJobProfile:
 # The embedded arms' reference is launched speculation-off (specsuite/workloads/lossless/reference.py); a candidate given
 # with --baseline-url is compared with the baseline server (specsuite/orchestration/runner.py); a launched server of
 # another model runs the PIT and the directed tests alone (they need no second server).  T=1 because the mode-rate
-# test is exact there (the scoring is raw logprobs) and acceptance moves most at high temperature.  900 PIT generations
-# (3x the suite's default; with the two-sample draws about 18,000 mode-rate positions): the reference server's
-# --accept-inflation 1.25 arm fails the two-sided mode-rate test at alpha 0.001 in every measured run at this size, and
-# in about half at the suite's default size (tools/calibration/README.md, "The main job's lossless check").
+# test is exact there (the scoring is raw logprobs) and acceptance moves most at high temperature.  Sizes: the PIT at
+# the suite's default (300 generations: at 900 it failed the correct fix arm once in 6 runs, p 3e-5), the two-sample
+# draws at 4 x 600 (3x the default), so that the mode-rate test pools about 18,000 positions: there the reference
+# server's --accept-inflation 1.25 arm fails it at alpha 0.001 in every measured run, at the suite's default sizes
+# (about 9,000) in half of them (tools/calibration/README.md, "The main job's lossless check").
 MAIN_LOSSLESS_MARKERS = "lossless and not greedy_equality"
 MAIN = MainJobProfile("main", markers=f"correctness or gsm8k or perf or ({MAIN_LOSSLESS_MARKERS})",
                       parts=("correctness", "gsm8k or perf", MAIN_LOSSLESS_MARKERS),
                       gsm8k=GSM8KSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0)),
-                      lossless_options=(("--lossless-temperatures", "1.0"), ("--lossless-samples", 900)))
+                      lossless_options=(("--lossless-temperatures", "1.0"), ("--lossless-two-sample-size", 600)))
 MAIN_JOB_PROFILES = {profile.name: profile for profile in (MAIN,)}

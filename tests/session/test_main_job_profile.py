@@ -47,6 +47,6 @@ def test_the_main_job() -> None:
 def test_the_main_job_runs_its_lossless_check_at_t1_unless_a_pytest_arg_says_otherwise() -> None:
     config, _ = sessions_config(cli_options(["run"]))
     lossless = config_from_json(config_to_json(config)).lossless
-    assert [setting.key for setting in lossless.settings] == ["t=1-top_p=1"] and lossless.pit_requests == 900
+    assert [setting.key for setting in lossless.settings] == ["t=1-top_p=1"] and lossless.two_sample_size == 600
     config, _ = sessions_config(cli_options(["run", "--pytest-arg=--lossless-temperatures=0.7:0.9"]))
     assert [setting.key for setting in config.lossless.settings] == ["t=0.7-top_p=0.9"]
