@@ -3,14 +3,17 @@
 Both servers run the same cases with the same seeds; `specsuite.compare.verdicts` applies the exact tests
 (rate ratio for event rates, Mann-Whitney/Hodges-Lehmann for accept length) with Holm's correction
 across the case's metrics, and "worse" needs significance and a practical effect (asv style).  A
-"suspect" accept length (higher, in a candidate worse on invalid ids) is quoted with the failure.
+"suspect" accept length (higher, in a candidate worse on invalid ids) is quoted with the failure.  A higher accept
+length with no corruption sign reads "unverified" here: this session does not run the baseline's lossless tests, so
+it cannot tell a better draft from a sampler that accepts too often (`specsuite run` runs both arms' and judges it);
+it is printed, not failed.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.compare.verdicts import UNVERIFIED, compare_arms
 from specsuite.results.builder import comparison_of
 from specsuite.results.types import Case, Document, Repeat
 
@@ -35,4 +38,7 @@ def test_not_worse_than_baseline(specsuite, sampling_case):
              f"effect {row.effect.name} {row.effect.value} CI {row.effect.ci}, p_adj={row.p_adjusted}, MDE {row.mde.to_dict()}"
              + (f" ({row.note})" if row.verdict == "suspect" else "")
              for row in quoted]
+    for row in analysis.comparisons:
+        if row.verdict == UNVERIFIED:
+            print(f"{row.metric} unverified at {sampling_case.case_id}: {row.candidate_value} vs baseline {row.baseline_value} ({row.note})")
     assert not worse, f"worse than baseline at {sampling_case.case_id}: " + "; ".join(lines)

@@ -247,6 +247,7 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     run_options = {"--profile": args.profile, "--temperatures": args.temperatures, "--top-p": args.top_p,
                    "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size}
     config = with_options(config, {flag: value for flag, value in run_options.items() if value})
+    config = with_options(config, dict(MAIN.lossless_options))  # the main job's lossless check; --pytest-arg wins below
     return with_options(config, given), extra
 
 

@@ -45,9 +45,13 @@ counts (and a drop to zero from a non-zero baseline is a full drop).  GSM8K thre
 absolute proportion (0.02 = 2 points), the rest relative (0.02 = 2 %).  One more verdict,
 "suspect": an accept-length row that would be "better" for a candidate arm that is "worse", in
 any case, on a corruption sign (invalid, fallback or padded-row ids, stray rate, sampler
-fallbacks) is the founding bug's signature, not a speed-up (`_mark_suspect`).  A verdict a rule
-decides without a test (`Pending.ruled`: the lossless pass flags, a violation over a clean baseline)
-stays out of Holm.
+fallbacks) is the founding bug's signature, not a speed-up (`_mark_suspect`).  A higher accept length
+with no corruption sign is a speed-up only where the candidate's losslessness was checked
+(`_guard_acceptance`): "worse" when the candidate fails a lossless test its baseline passes (an
+over-accepting sampler: acceptance bought by leaving the target distribution), "better" when every
+lossless comparison of the arm is "equivalent" or "better", and "unverified" when no lossless test
+compared the two arms (or both failed it).  A verdict a rule decides without a test (`Pending.ruled`:
+the lossless pass flags, a violation over a clean baseline) stays out of Holm.
 """
 
 from __future__ import annotations
@@ -78,6 +82,14 @@ from specsuite.results.types import (
 from specsuite.stats import holm, verdict
 
 SUSPECT = "suspect"
+UNVERIFIED = "unverified"
+LOSSLESS_FAMILY = "lossless"
+# A lossless comparison that vouches for the candidate: it passed every repeat of a test its baseline passed too (or failed).
+LOSSLESS_VOUCHES = ("equivalent", "better")
+OVER_ACCEPTING_NOTE = ("higher accept length in an arm that fails lossless tests its baseline passes ({tests}): an "
+                       "over-accepting sampler (drafts accepted more often than p/q allows), not a speed-up")
+UNVERIFIED_NOTE = ("higher accept length whose losslessness was not checked ({why}): a sampler that accepts too often "
+                   "looks the same; run the lossless suite in both arms (-m lossless)")
 
 
 def _base_row(entry: Metric, case_id: str, candidate: str, baseline: str, runs: CaseRuns) -> ComparisonRow:
@@ -143,7 +155,7 @@ def compare_arms(document: Document, *, alpha: float = 0.05, thresholds: dict[st
                 elif row.effect is not None:  # both arms have data but no test applies
                     untested.append(row)
 
-    comparisons = _mark_suspect(_decide(pending, alpha) + [_undecided(row) for row in untested])
+    comparisons = _guard_acceptance(_mark_suspect(_decide(pending, alpha) + [_undecided(row) for row in untested]))
     names = [entry.name for entry in registered_metrics()]
     comparisons.sort(key=lambda r: (names.index(r.metric), setting_order(r.temperature, r.top_p), order.index(r.candidate)))
     table = metric_table(described)
@@ -206,6 +218,35 @@ def _mark_suspect(rows: list[ComparisonRow]) -> list[ComparisonRow]:
             row.verdict, row.suspect_because = SUSPECT, found
             row.note = f"{note}; {row.note}" if row.note else note
     return rows
+
+
+def _guard_acceptance(rows: list[ComparisonRow]) -> list[ComparisonRow]:
+    """A "better" accept length (no corruption sign: `_mark_suspect` left it) is judged by the candidate's lossless
+    comparisons against the same baseline: any "worse" makes it "worse" (over-acceptance), all of them "equivalent"
+    or "better" keep it "better", none (or only undecided ones) make it "unverified"."""
+    lossless: dict[str, list[ComparisonRow]] = {}
+    for row in rows:
+        if metric(row.metric).source == LOSSLESS_FAMILY:
+            lossless.setdefault(row.candidate, []).append(row)
+    for row in rows:
+        if row.verdict != "better" or not metric(row.metric).suspect_when_better:
+            continue
+        checks = lossless.get(row.candidate, [])
+        failed = [check for check in checks if check.verdict == "worse"]
+        if failed:
+            tests = ", ".join(dict.fromkeys(f"{metric(check.metric).short or check.metric} {check.case_id}" for check in failed))
+            row.verdict, row.note = "worse", _noted(OVER_ACCEPTING_NOTE.format(tests=tests), row.note)
+        elif not checks or any(check.verdict not in LOSSLESS_VOUCHES for check in checks):
+            why = ("no lossless test ran in both arms" if not checks else
+                   "undecided lossless comparisons: " + ", ".join(dict.fromkeys(
+                       f"{metric(check.metric).short or check.metric} {check.case_id} {check.verdict}"
+                       for check in checks if check.verdict not in LOSSLESS_VOUCHES)))
+            row.verdict, row.note = UNVERIFIED, _noted(UNVERIFIED_NOTE.format(why=why), row.note)
+    return rows
+
+
+def _noted(note: str, earlier: str | None) -> str:
+    return f"{note}; {earlier}" if earlier else note
 
 
 # ---------------------------------------------------------------- run values outside a results dict

@@ -531,7 +531,8 @@ OPTIONS: tuple[Option, ...] = (
            "host's CPUs, memory bandwidth and, for launched servers, its GPUs unless each arm's CUDA_VISIBLE_DEVICES differs)",
            ("run",), choices=("sequential", "side-by-side"),
            default_text="sequential; side-by-side for the embedded demo arms (CPU emulations; their timing gates nothing)"),
-    Option("--markers", "pytest marker expression that narrows the run (default: the main job, correctness or gsm8k or perf)", ("run",),
+    Option("--markers", "pytest marker expression that narrows the run "
+           "(default: the main job, correctness or gsm8k or perf or (lossless and not greedy_equality))", ("run",),
            default=None, short="-m"),
     Option("--pytest-arg", "extra argument passed to every pytest session (repeatable)", ("run",), action="append", default_factory=list,
            metavar="ARG"),

@@ -73,6 +73,7 @@ class LosslessTest:
     label: str
     short: str
     pick: Callable[[LosslessRecord], TestResult | None]
+    version: int = 1  # the metric's version (specsuite/compare/metric.py): bumped when the test's definition changes
 
     def result(self, record: LosslessRecord) -> TestResult | None:
         """The test's result in a record, when it ran there and holds its `passed` flag."""
@@ -97,8 +98,8 @@ TESTS = (
                  lambda record: record.two_sample.homogeneity if record.two_sample else None),
     LosslessTest("lossless_loglik", "log-likelihood calibration", "log-likelihood",
                  lambda record: record.two_sample.calibration if record.two_sample else None),
-    LosslessTest("lossless_mode_rate", "mode not over-drawn", "mode rate",
-                 lambda record: record.directed.top_token_rate if record.directed else None),
+    LosslessTest("lossless_mode_rate", "mode drawn at the target's rate", "mode rate",
+                 lambda record: record.directed.top_token_rate if record.directed else None, version=2),  # 2: two-sided
     LosslessTest("lossless_acceptance_betting", "draft acceptance calibrated", "acceptance betting", _applicable_betting),
     LosslessTest("lossless_greedy", "greedy equality", "greedy equality", lambda record: record.greedy),
 )
@@ -106,7 +107,7 @@ BY_NAME = {test.name: test for test in TESTS}
 
 METRICS: tuple[Metric, ...] = tuple(
     Metric(test.name, test.label, "fraction of repeats passed", "higher", 0.0, "difference", "pass_flag", "lossless", "proportion",
-           test.passed, test.label, "proportion", short=test.short, axis_label="% of repeats passed")
+           test.passed, test.label, "proportion", short=test.short, axis_label="% of repeats passed", version=test.version)
     for test in TESTS)
 
 

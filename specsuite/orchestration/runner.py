@@ -55,7 +55,7 @@ from specsuite.results.store import RunDirectory, load_results, write_json_atomi
 from specsuite.results.types import Arm, Document, Repeat, Workloads
 from specsuite.server.interrupts import child_pids
 from specsuite.server.session import SERVER_URL_ENV
-from specsuite.session.config import RunConfig
+from specsuite.session.config import LosslessSettings, RunConfig
 from specsuite.session.config_file import CONFIG_FILE_OPTION, write_config_file
 
 SUITES_PLUGIN = "specsuite.pytest_plugin.plugin"  # their pytest plugin (the `pytest11` entry point of the same name)
@@ -128,8 +128,16 @@ class RunPlan:
         folder and run id, and its repeat's seed."""
         arm = session.arm
         server = replace(self.config.server, server_url=None if arm.launch else arm.url, launch=arm.launch, arm=arm.name)
-        return replace(self.config, server=server, results_dir=str(sessions_dir), run_id=session.run_id,
-                       seed=self.session_seed(session.repeat))
+        return replace(self.config, server=server, lossless=self._lossless_reference(arm), results_dir=str(sessions_dir),
+                       run_id=session.run_id, seed=self.session_seed(session.repeat))
+
+    def _lossless_reference(self, arm: ArmSpec) -> LosslessSettings:
+        """A candidate's lossless reference: the baseline server when it is given by URL (it is up while the candidate
+        runs) and no --lossless-reference-url was; otherwise the suite's own choice (specsuite/workloads/lossless/reference.py)."""
+        lossless, baseline = self.config.lossless, self.arms[-1]
+        if lossless.reference_url or baseline.url is None or arm.name == baseline.name:
+            return lossless
+        return replace(lossless, reference_url=baseline.url)
 
 
 def suites_location() -> Path:

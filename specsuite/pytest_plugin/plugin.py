@@ -32,6 +32,7 @@ MARKERS = (
     "gsm8k: GSM8K few-shot accuracy",
     "perf: serving benchmark comparisons",
     "lossless: distribution-preservation tests",
+    "greedy_equality: the lossless suite's T=0 comparison with the reference (the main job leaves it out)",
     "integrity: response accounting and streaming integrity",
     "ab: A/B comparisons against a baseline arm",
     "kernel: SGLang's sampler kernel on synthetic inputs (no server; --kernel SOURCE)",

@@ -42,6 +42,8 @@ def build_parser(prog: str = "python -m specsuite.refserver") -> argparse.Argume
     add("--bias-accept", type=float, default=0.0, help="TEST KNOB: accept drafts with probability min(1, p/q + delta)")
     add("--lossy-greedy-gap", type=float, default=0.0,
         help="TEST KNOB: a lossy greedy verify that commits the runner-up wherever the target's top-2 gap is below this many nats")
+    add("--accept-inflation", type=float, default=1.0,
+        help="TEST KNOB: accept drafts with probability min(1, c * p/q), c >= 1 (an over-accepting sampler; 1: correct)")
     add("--padded-row-logit-gap", type=float, default=None,
         help="TEST KNOB: padded rows other than the fallback sit this many nats below the smallest real logit (default: "
              "the model's 25, as the fallback's); lower it to give them mass of their own, as a real checkpoint's untrained rows have")
@@ -75,6 +77,10 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser, eo
         parser.error(f"--bias-accept is a knob of the numpy sampler; it cannot be combined with --sampler {args.sampler}")
     if args.lossy_greedy_gap < 0:
         parser.error("--lossy-greedy-gap must be >= 0 (nats)")
+    if not 1.0 <= args.accept_inflation < float("inf"):
+        parser.error(f"--accept-inflation must be a number >= 1, got {args.accept_inflation}")
+    if args.sampler != NUMPY_SAMPLER and args.accept_inflation != 1.0:
+        parser.error(f"--accept-inflation is a knob of the numpy sampler; it cannot be combined with --sampler {args.sampler}")
     if args.sampler != NUMPY_SAMPLER and args.arm == "guards-only":
         parser.error(f"--arm guards-only switches on the numpy sampler's guards; with --sampler {args.sampler} "
                      "the kernel's own code guards or not (use --arm nofix)")
@@ -91,6 +97,7 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser, eo
         extra_step_us=args.extra_step_us,
         bias_accept=args.bias_accept,
         lossy_greedy_gap=args.lossy_greedy_gap,
+        accept_inflation=args.accept_inflation,
         sampler=args.sampler,
         eos_ids=eos_ids,
     )
@@ -137,6 +144,7 @@ def server_args_dict(args: argparse.Namespace, config: EngineConfig, model_path:
         "refserver_extra_step_us": config.extra_step_us,
         "refserver_bias_accept": config.bias_accept,
         "refserver_lossy_greedy_gap": config.lossy_greedy_gap,
+        "refserver_accept_inflation": config.accept_inflation,
         "refserver_padded_row_logit_gap": args.padded_row_logit_gap,
         # Which sampler decided: label, version, sha256 of the kernel file, device.
         "refserver_sampler": sampler_identity,

@@ -69,6 +69,7 @@ class EngineConfig:
     extra_step_us: float = 0.0
     bias_accept: float = 0.0
     lossy_greedy_gap: float = 0.0  # TEST KNOB: greedy verify takes the runner-up where the top-2 gap is below this (nats)
+    accept_inflation: float = 1.0
     sampler: str = NUMPY_SAMPLER  # or a kernel source for specsuite.kernel_loading.loader (kernel_sampler.py)
     eos_ids: tuple[int, ...] = ()
     decode_log_interval: int = 40
@@ -488,7 +489,8 @@ class Engine:
         final_coins = np.array([coins[i][2 * steps] for i in rows])
         if self.kernel_sampler is not None:
             return self.kernel_sampler.sample(probs, q, drafts[rows], accept_coins, final_coins)
-        return chain_rejection_sample(probs, q, drafts[rows], accept_coins, final_coins, self.guards, self.config.bias_accept)
+        return chain_rejection_sample(probs, q, drafts[rows], accept_coins, final_coins, self.guards, self.config.bias_accept,
+                                      self.config.accept_inflation)
 
     def _fold_spec_statistics(self, accepted: np.ndarray, *, logged: int) -> None:
         """SGLang's spec statistics; `logged`: the batch's requests that count in sglang:spec_verify_calls_total (a

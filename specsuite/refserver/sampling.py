@@ -117,6 +117,7 @@ def chain_rejection_sample(
     final_coins: np.ndarray,
     guards: SamplerGuards,
     bias_accept: float = 0.0,
+    accept_inflation: float = 1.0,
 ) -> ChainResult:
     """Chain speculative sampling for B rows with k drafts each.
 
@@ -124,7 +125,9 @@ def chain_rejection_sample(
     draft_probs (B, k, V) the q rows as the sampler reads them (possibly corrupted), draft_ids
     (B, k) the proposals, accept_coins (B, k) and final_coins (B,) uniforms in [0, 1).
     `bias_accept` > 0 is a deliberately broken accept rule, coin < p/q + bias, for testing
-    that distribution tests catch a biased sampler.
+    that distribution tests catch a biased sampler.  `accept_inflation` c > 1 is another, coin < c * p/q: the
+    draft is accepted with min(1, c * p/q), an over-accepting sampler with no corruption sign (the bias adds the
+    same delta to every ratio; c scales it, so drafts the target already favours gain the most).
     """
     batch, steps, vocab = draft_probs.shape
     rows = np.arange(batch)
@@ -133,7 +136,8 @@ def chain_rejection_sample(
     with np.errstate(invalid="ignore", over="ignore"):
         # The bias term only when asked for: 0 * -inf is NaN, and p + NaN would reject a draft that
         # the kernel's plain `coin * q < p` accepts (-inf < p), which is the recycled-draft_probs bug's accept-site damage itself.
-        accept = accept_coins * q_at < (p_at + bias_accept * q_at if bias_accept else p_at)
+        target = p_at * accept_inflation if accept_inflation != 1.0 else p_at
+        accept = accept_coins * q_at < (target + bias_accept * q_at if bias_accept else target)
         if guards.enabled:
             accept &= (q_at > 0.0) & (q_at <= 1.0)
     rejected_any = ~accept.all(axis=1)

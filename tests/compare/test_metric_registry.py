@@ -64,9 +64,11 @@ def test_higher_accept_length_with_fallback_ids_is_suspect_not_better(fallback_a
     assert "founding bug's signature" in row.note and "fallback_ids" in row.note and row.note.count(". ") == 0
 
 
-def test_clean_candidate_with_higher_accept_length_is_still_better() -> None:
+def test_clean_candidate_with_higher_accept_length_is_unverified_not_suspect() -> None:
+    # No corruption sign: not suspect.  No lossless test in either arm: the rise is not shown to be a speed-up
+    # (tests/compare/test_acceptance_guard.py has the arms whose losslessness was checked).
     analysis = compare_arms(Document.from_dict(_results(0.0)))
-    assert {row.verdict for row in _rows(analysis, "accept_length").values()} == {"better"}
+    assert {row.verdict for row in _rows(analysis, "accept_length").values()} == {"unverified"}
     assert all(not row.suspect_because for row in analysis.comparisons)
 
 

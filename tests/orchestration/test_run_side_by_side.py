@@ -92,16 +92,18 @@ def test_reference_arms_run_their_parts_at_once_each_on_its_own_server(tmp_path:
     arms = resolve_arms(None, None, [], free_ports(2))
     plan = runner.RunPlan(arms=arms, repeats=1, seed=0, markers="m", pytest_options=[], parts=MAIN.parts)
     [round_] = plan.rounds()
+    lossless = "lossless and not greedy_equality"
     assert [(s.run_id, s.markers) for s in round_] == [("nofix-r1.1", "correctness"), ("nofix-r1.2", "gsm8k or perf"),
-                                                       ("fix-r1.1", "correctness"), ("fix-r1.2", "gsm8k or perf")]
+                                                       ("nofix-r1.3", lossless), ("fix-r1.1", "correctness"),
+                                                       ("fix-r1.2", "gsm8k or perf"), ("fix-r1.3", lossless)]
     ports = {re.search(r"--port (\d+)", s.arm.launch or "").group(1) for s in round_}
-    assert len(ports) == 4  # four servers, four ports
+    assert len(ports) == 6  # six servers, six ports
     merged, wall, _ = _run(tmp_path, repeats=1, arms=arms, parts=MAIN.parts)
     assert wall < 3 * SESSION_S, wall
     for arm in ("nofix", "fix"):
-        [repeat] = merged["arms"][arm]["repeats"]  # one repeat, joined from its two parts
+        [repeat] = merged["arms"][arm]["repeats"]  # one repeat, joined from its parts
         assert repeat["cases"] and repeat["workloads"]["gsm8k"] and repeat["exit_code"] == 0
-        assert [p["markers"] for p in repeat["parts"]] == ["correctness", "gsm8k or perf"]
+        assert [p["markers"] for p in repeat["parts"]] == list(MAIN.parts)
 
 
 def test_default_reference_arms_get_distinct_ports() -> None:
@@ -117,7 +119,7 @@ def test_default_reference_arms_get_distinct_ports() -> None:
 
 
 def test_the_main_job_runs_every_family() -> None:
-    assert MAIN.markers == "correctness or gsm8k or perf"
+    assert MAIN.markers == "correctness or gsm8k or perf or (lossless and not greedy_equality)"
     assert (MAIN.gsm8k.path, MAIN.gsm8k.temperatures, MAIN.gsm8k.num_questions) == ("synthetic", (0.0, 1.0), 200)
 
 

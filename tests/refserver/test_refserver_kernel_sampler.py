@@ -95,6 +95,9 @@ def test_sampler_defaults_to_numpy_and_accepts_kernel_sources():
     (["--sampler", "refserver:nofix"], "use --sampler numpy"),
     (["--sampler", "sglang==0.5.23", "--bias-accept", "0.1"], "--bias-accept is a knob of the numpy sampler"),
     (["--sampler", "sglang==0.5.20", "--arm", "guards-only"], "--arm guards-only"),
+    (["--sampler", "sglang==0.5.23", "--accept-inflation", "1.25"], "--accept-inflation is a knob of the numpy sampler"),
+    (["--accept-inflation", "0.8"], "--accept-inflation must be a number >= 1"),
+    (["--accept-inflation", "nan"], "--accept-inflation must be a number >= 1"),
 ])
 def test_bad_sampler_options_are_refused_in_one_line(capsys, argv, named):
     with pytest.raises(SystemExit) as exited:
@@ -107,6 +110,11 @@ def test_bad_sampler_options_are_refused_in_one_line(capsys, argv, named):
 
 def test_bias_accept_still_works_with_the_numpy_sampler():
     assert _parse("--bias-accept", "0.1")[1].bias_accept == 0.1
+
+
+def test_accept_inflation_reaches_the_engine_and_defaults_to_the_exact_rule():
+    assert _parse()[1].accept_inflation == 1.0
+    assert _parse("--accept-inflation", "1.25")[1].accept_inflation == 1.25
 
 
 @pytest.mark.parametrize("emulated", [False, True], ids=["engine-in-process", "engine-process"])

@@ -74,9 +74,10 @@ def _chains(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.random.Ge
     return target, draft, ids, rng
 
 
-def _committed(target, draft_seen, ids, rng, guards: SamplerGuards, bias_accept: float = 0.0):
+def _committed(target, draft_seen, ids, rng, guards: SamplerGuards, bias_accept: float = 0.0, accept_inflation: float = 1.0):
     """Run the sampler; return (first committed id, second committed id or -1, result)."""
-    result = chain_rejection_sample(target, draft_seen, ids, rng.random((DRAWS, STEPS)), rng.random(DRAWS), guards, bias_accept)
+    result = chain_rejection_sample(target, draft_seen, ids, rng.random((DRAWS, STEPS)), rng.random(DRAWS), guards, bias_accept,
+                                    accept_inflation)
     accepted = result.accepted_drafts
     first = np.where(accepted >= 1, ids[:, 0], result.final_ids)
     second = np.full(DRAWS, -1, dtype=np.int64)
@@ -142,6 +143,20 @@ def test_biased_accept_rule_is_detected():
     """The test has power: the server's --bias-accept knob (coin < p/q + 0.3) must be caught."""
     target, draft, ids, rng = _chains(seed=2025)
     first, _, _ = _committed(target, draft, ids, rng, FIX_GUARDS, bias_accept=0.3)
+    assert _first_token_p_value(first) < MISFIT_P
+
+
+def test_inflated_accept_rule_accepts_more_and_is_detected():
+    """The --accept-inflation knob (coin < 1.25 p/q): more drafts accepted on the same coins, none fewer, no fallback
+    id and no guard at work (no corruption sign), and the committed tokens no longer follow the target."""
+    target, draft, ids, rng = _chains(seed=2027)
+    state = rng.bit_generator.state
+    _, _, exact = _committed(target, draft, ids, rng, FIX_GUARDS)
+    rng.bit_generator.state = state  # the same coins
+    first, _, inflated = _committed(target, draft, ids, rng, FIX_GUARDS, accept_inflation=1.25)
+    assert (inflated.accepted_drafts >= exact.accepted_drafts).all()
+    assert inflated.accepted_drafts.mean() > exact.accepted_drafts.mean()
+    assert not inflated.fallback.any() and not inflated.guard_replaced.any()
     assert _first_token_p_value(first) < MISFIT_P
 
 

@@ -40,4 +40,13 @@ def test_a_pytest_arg_wins_over_the_profile() -> None:
 
 def test_the_main_job() -> None:
     assert MAIN.gsm8k == GSM8KSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0))
-    assert MAIN.parts == ("correctness", "gsm8k or perf") and MAIN.markers == "correctness or gsm8k or perf"
+    assert MAIN.parts == ("correctness", "gsm8k or perf", "lossless and not greedy_equality")
+    assert MAIN.markers == "correctness or gsm8k or perf or (lossless and not greedy_equality)"
+
+
+def test_the_main_job_runs_its_lossless_check_at_t1_unless_a_pytest_arg_says_otherwise() -> None:
+    config, _ = sessions_config(cli_options(["run"]))
+    lossless = config_from_json(config_to_json(config)).lossless
+    assert [setting.key for setting in lossless.settings] == ["t=1-top_p=1"] and lossless.two_sample_size == 600
+    config, _ = sessions_config(cli_options(["run", "--pytest-arg=--lossless-temperatures=0.7:0.9"]))
+    assert [setting.key for setting in config.lossless.settings] == ["t=0.7-top_p=0.9"]

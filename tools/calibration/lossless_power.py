@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.server.identity import ServerIdentity  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
 from specsuite.server.sglang_client import SGLangClient  # noqa: E402
 from specsuite.server.vllm_client import VLLMClient  # noqa: E402
@@ -77,7 +78,8 @@ def one_run(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     reference = client_of(args.kind, args.reference_url or args.server_url)
     config = LosslessConfig(settings=(setting,), pit_requests=args.lossless_samples, two_sample_size=max(1, args.two_sample_size),
                             concurrency=8, alpha=args.alpha, seed=seed)
-    draft_steps = args.draft_steps if args.kind == "vllm" else draft_steps_of(test.server_info())
+    draft_steps = args.draft_steps if args.kind == "vllm" else draft_steps_of(
+        ServerIdentity.from_server(test.base_url, test.model_info(), test.server_info()))
     workload = LosslessWorkload(test, reference, [p.prompt for p in load_prompts()], config, draft_steps)
     started = time.perf_counter()
     pit = workload.pit(setting)
@@ -147,7 +149,7 @@ def curve(paths: list[str], scales: tuple[float, ...] = (0.125, 0.25, 0.5, 1, 2,
                 continue
             cells = []
             for test in (top_token_rate_test, acceptance_betting_test):
-                p_values = [test(sample, 0.001)["p_value"] for sample in samples]
+                p_values = [test(sample, 0.001).p_value for sample in samples]
                 cells += [f"{sum(p < a for p in p_values)}/{len(samples)}" for a in alphas]
             lines.append(f"| {label} | {scale:g} | {len(samples)} | {sum(map(len, samples)) / len(samples):.0f} | " + " | ".join(cells) + " |")
     return lines
