@@ -53,6 +53,7 @@ def command_run(args: argparse.Namespace) -> int:
         raise SpecsuiteError(missing)
 
     from specsuite.compare.absolute import judge_absolute
+    from specsuite.compare.absolute import verdict_lines as absolute_verdict_lines
     from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
     from specsuite.compare.verdicts import compare_arms
     from specsuite.orchestration.failures import run_failures
@@ -101,10 +102,10 @@ def command_run(args: argparse.Namespace) -> int:
     merged.put("sessions_wall_time_s", time.perf_counter() - started)
     run_dir.write_results(merged)
     written = load_results(run_dir.results_path)  # as a reader will see it: with created_utc, specsuite_version, run_id
-    verdicts = run_verdict_lines(written)
+    verdicts = run_verdict_lines(written) + absolute_verdict_lines(absolute)
     policy = exit_policy_line(args, outcome, absolute, embedded, failed_checks=[f.arm for f in written.failures])
     gates = gate_lines(outcome, absolute, given_rules=bool(args.fail_on))
-    summary = summary_document(written, policy, gates)
+    summary = summary_document(written, policy, gates, absolute_verdict_lines(absolute))
     (run_dir.path / "summary.md").write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:

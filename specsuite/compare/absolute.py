@@ -69,6 +69,16 @@ class AbsoluteOutcome:
         return {"arms": list(self.arms), "rules": dict(RULES), "findings": [f.to_dict() for f in self.findings]}
 
 
+def verdict_lines(outcome: AbsoluteOutcome | None) -> list[str]:
+    """One verdict line per arm the absolute rules failed, naming the rules, so that the verdict section itself says
+    what the gate found (a one-server run's family lines give counts, not the gate's judgement)."""
+    failed: dict[str, list[str]] = {}
+    for finding in outcome.findings if outcome is not None else []:
+        failed.setdefault(finding.arm, []).append(finding.rule)
+    return [f"**{arm}** · absolute gate: fails {', '.join(dict.fromkeys(rules))} (the gate's lines say why)"
+            for arm, rules in failed.items()]
+
+
 def candidate_arms(document: Document) -> list[str]:
     """Every arm but the baseline; the only arm when the results hold one."""
     order = [name for name in (document.arm_order or list(document.arms)) if name in document.arms]
@@ -118,9 +128,13 @@ def _count(case: Case, detector: str) -> int:
 
 
 def _where(hits: list[tuple[Case, int]], cases: list[Case], what: str) -> str:
-    tokens = sum(int(case.n_tokens or 0) for case in cases)
+    # Hits only in sampled cases are counted against the sampled tokens, the denominator the correctness
+    # family's report line uses for the same ids, so one count never appears over two denominators.
+    sampled_only = all(float(case.temperature or 0.0) > 0 for case, _ in hits)
+    counted = [case for case in cases if float(case.temperature or 0.0) > 0] if sampled_only else cases
+    tokens = sum(int(case.n_tokens or 0) for case in counted)
     shown = ", ".join(f"{case.case_id}: {k}" for case, k in hits[:4]) + (", ..." if len(hits) > 4 else "")
-    return f"{sum(k for _, k in hits):,} {what} in {tokens:,} tokens ({shown})"
+    return f"{sum(k for _, k in hits):,} {what} in {tokens:,} {'sampled ' if sampled_only else ''}tokens ({shown})"
 
 
 def _tests(hits: list[FailedTest]) -> str:

@@ -38,16 +38,16 @@ def unfinished_arms(document: Document) -> list[str]:
     return [name for name in document.ordered_arms() if name not in finished]
 
 
-def summary_document(document: Document, policy: str, gates: Sequence[str] = ()) -> str:
-    """summary.md: the server under test, the verdict lines, what the gates found and the exit policy, then the
-    per-case counts."""
+def summary_document(document: Document, policy: str, gates: Sequence[str] = (), gate_verdicts: Sequence[str] = ()) -> str:
+    """summary.md: the server under test, the verdict lines (`gate_verdicts`: the absolute gate's, after the
+    families'), what the gates found and the exit policy, then the per-case counts."""
     report = build_report(document, [], [])
     lines = [block_markdown(block) for block in report.with_role(Role.SERVER_UNDER_TEST)] + [""]
     unfinished = document.status not in (None, "complete")
     if unfinished:  # an interrupted or failed run says so before any verdict
         why = document.stopped_at or document.error or ""
         lines += [f"**Run {document.status}**" + (f" ({why})" if why else "") + ": the verdicts cover what finished.", ""]
-    lines += ["## Verdict", "", bullet_list(_verdict_texts(report) or [NO_VERDICTS])]
+    lines += ["## Verdict", "", bullet_list(_verdict_texts(report) + list(gate_verdicts) or [NO_VERDICTS])]
     if unfinished:  # an arm that had nothing yet is named, not dropped
         lines += [f"- **{name}**: no results: it had finished nothing when the run stopped" for name in unfinished_arms(document)]
     if gates:

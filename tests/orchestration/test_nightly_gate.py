@@ -116,3 +116,28 @@ def test_out_of_range_ids_fail_and_fallback_needs_padded_rows(recorded: dict[str
     assert [f.rule for f in judge_absolute(Document.from_dict(results)).findings] == ["fallback_ids"]
     arm["vocab"]["padded_row_count"] = 0  # vocab_size-1 is then a real token
     assert not judge_absolute(Document.from_dict(results)).failed
+
+
+def test_the_gate_counts_sampled_ids_against_the_sampled_tokens_as_the_report_does(recorded: dict[str, Any]) -> None:
+    """The same fallback ids were once counted "in 59,680 tokens" by the gate and "in 42,881 sampled tokens" by the
+    correctness line: ids found only at T > 0 are now counted against the sampled tokens in both places."""
+    arm = Arm.from_dict(copy.deepcopy(recorded["arms"]["nofix"]))
+    results = Document.from_dict({"arm_order": ["candidate"], "arms": {"candidate": copy.deepcopy(recorded["arms"]["nofix"])}})
+    [finding] = [f for f in judge_absolute(results).findings if f.rule == "fallback_ids"]
+    cases = arm.cases()
+    sampled = sum(int(case.n_tokens or 0) for case in cases if float(case.temperature or 0) > 0)
+    every = sum(int(case.n_tokens or 0) for case in cases)
+    assert sampled < every
+    assert f"in {sampled:,} sampled tokens" in finding.reason, finding.reason
+
+
+def test_the_verdict_lines_name_what_the_absolute_gate_failed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              monkeypatch: pytest.MonkeyPatch, recorded: dict[str, Any]) -> None:
+    """A one-server nightly's correctness line gives counts only; the verdict section must also say the gate failed."""
+    _fake_sessions(monkeypatch, {"candidate": recorded["arms"]["nofix"]})
+    code, out, summary = _run(tmp_path, capsys, "--profile", "nightly", "--server-url", "http://127.0.0.1:9")
+    assert code == 1
+    line = "candidate · absolute gate: fails fallback_ids"
+    assert any(row.startswith(f"specsuite: verdict: {line}") for row in out.splitlines()), out
+    verdict_section = summary.split("## Verdict", 1)[1].split("## Gate", 1)[0]
+    assert "- **candidate** · absolute gate: fails fallback_ids" in verdict_section, verdict_section
