@@ -53,6 +53,7 @@ DRAFT_STEPS = 5
 PROMPTS = 4
 BANK_ROWS = 512
 NUCLEUS_SEARCH = 128
+EXTRAS = ("outside", "kept", "share")  # per-run counts reported as means, not tests
 CHUNK = 1024  # samples per numpy block: bounds memory at vocab x CHUNK doubles
 
 
@@ -227,6 +228,7 @@ def one_run(job: dict[str, Any]) -> dict[str, float]:
             decision = pit_decision(values, args["alpha"])
             results[f"pit {key}"] = decision.p_value
             results[f"pit {key} outside"] = values.outside_support
+            results[f"pit {key} kept"] = len(values.values)
             if temperature == 1.0 and top_p == 1.0:
                 mode_positions += [mode_of(r, t) for r, t in zip(rows[:, 1:].ravel(), tokens[:, 1:].ravel(), strict=True)]
         if "two-sample" in args["suites"]:
@@ -274,7 +276,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--two-sample-size", type=int, default=200, help="two-sample draws per prompt and arm (CI 200; 10x: 2000)")
     parser.add_argument("--vocab", type=int, default=1024)
     parser.add_argument("--bank-rows", type=int, default=BANK_ROWS, help="distinct next-token distributions")
-    parser.add_argument("--zipf", type=float, default=1.1, help="the bank's Zipf exponent (its sharpness is x0.5 .. x2 of it per row)")
+    parser.add_argument("--zipf", type=float, default=2.2, help="the bank's Zipf exponent (its sharpness is x0.5 .. x2 of it per row)")
     parser.add_argument("--bias", type=float, default=1.0, help="acceptance bias c of the server under test (1: correct)")
     parser.add_argument("--tail-factor", type=float, default=1.0, help="scale of the tail's mass at positions >= 2 (1: correct)")
     parser.add_argument("--alpha", type=float, default=0.001)
@@ -303,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = list(pool.map(one_run, jobs))
     alphas = [float(a) for a in args.alphas.split(",")]
     summary: dict[str, Any] = {}
-    tests = [name for name in runs[0] if not name.endswith(("outside", "share"))]
+    tests = [name for name in runs[0] if not name.endswith(EXTRAS)]
     for name in tests:
         values = [run[name] for run in runs]
         counts = {}
@@ -312,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             low, high = clopper_pearson(rejected, len(values))
             counts[str(alpha)] = {"rejected": rejected, "runs": len(values), "ci95": [float(low), float(high)]}
         summary[name] = counts
-    extras = {name: float(np.mean([run[name] for run in runs])) for name in runs[0] if name.endswith(("outside", "share"))}
+    extras = {name: float(np.mean([run[name] for run in runs])) for name in runs[0] if name.endswith(EXTRAS)}
     label = args.label or (f"sigma={args.sigma:g} gap={args.gap} requests={args.requests} two-sample={args.two_sample_size} "
                            f"bias={args.bias:g} tail={args.tail_factor:g}")
     print(f"{label}: {args.runs} runs, seeds {args.first_seed}..{args.first_seed + args.runs - 1}, {time.perf_counter() - started:.0f} s")
