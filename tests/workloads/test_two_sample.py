@@ -16,7 +16,7 @@ from specsuite.errors import SpecsuiteError
 from specsuite.workloads.lossless.pit import PitValues, tail_rate_test
 from specsuite.workloads.lossless.scoring import ScoredPosition
 from specsuite.workloads.lossless.tempering import TemperedPosition, tempered
-from specsuite.workloads.lossless.two_sample import END, homogeneity_table, homogeneity_test, loglik_calibration, tail_mass_test, tokens_at
+from specsuite.workloads.lossless.two_sample import END, UNDECIDED, homogeneity_table, homogeneity_test, loglik_calibration, tail_mass_test, tokens_at
 
 VOCAB = 12
 POSITIONS = list(range(2, 8))
@@ -182,3 +182,22 @@ def test_tail_mass_power_is_stated_for_the_job_sizes():
     rng = np.random.default_rng(3)
     result = tail_mass_test(_tail_counts(0.191, rng), _tail_counts(0.191, rng), 0.001)
     assert 0.75 < result.mde_ratio_low < 0.85 and 1.15 < result.mde_ratio_high < 1.25, result
+
+
+def test_tokens_at_an_undecided_nucleus_edge_are_one_category():
+    """At top_p < 1 the homogeneity tables put every draw at a position whose nucleus edge lies within the numerics
+    gap into UNDECIDED (the same rule in both arms); decided positions keep their token."""
+    from specsuite.workloads.lossless.greedy import near_tie_rule
+    from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
+
+    def position(probs: list[float]) -> TemperedPosition:
+        logprobs = np.log(probs)
+        return tempered(ScoredPosition(token_id=1, top_ids=tuple(range(len(probs))), top_logprobs=tuple(logprobs),
+                                       token_logprob=float(logprobs[1])), 1.0, len(probs))
+
+    edge, clear = position([0.6, 0.295, 0.05, 0.03, 0.025]), position([0.8, 0.15, 0.03, 0.01, 0.01])
+    setting = SamplingSetting(1.0, 0.9)
+    for dtype, expected in (("bfloat16", [7, UNDECIDED, 9, 4]), ("float32", [7, 8, 9, 4])):
+        workload = LosslessWorkload(None, None, ["a"], LosslessConfig(), sampling_numerics=near_tie_rule(dtype))  # type: ignore[arg-type]
+        assert workload._edge_masked([7, 8, 9, 4], [None, edge, clear], setting) == expected
+    assert workload._edge_masked([7, 8], [None, edge], SamplingSetting(1.0)) == [7, 8]  # top_p 1: nothing to mask

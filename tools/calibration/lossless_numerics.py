@@ -10,7 +10,8 @@ exactly as the suite's scoring request does. The suite's functions then judge th
 - `pit`: `pit_values` + `pit_decision` (test_pit_calibration) at each setting, `--requests` generations of
   16 tokens (the default 300 gives the CI's ~4,400 positions; 3000 is 10x);
 - `two-sample`: `homogeneity_test`, `loglik_calibration` and, at T != 1 with top_p 1, `tail_mass_test`,
-  4 prompts x `--two-sample-size` samples of k+2 = 7 tokens per arm, the reference drawing without noise;
+  4 prompts x `--two-sample-size` samples of k+2 = 7 tokens per arm, the reference drawing with
+  `--reference-sigma` (default 0: all the noise on the server under test, the worst case);
 - `mode`: `top_token_rate_test` over the PIT and two-sample draws at T=1 (test_mode_not_overdrawn).
 
 `--bias C` makes the server under test accept a greedy draft (the row's mode) with min(1, C p) at positions
@@ -42,10 +43,10 @@ sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 from specsuite.stats import clopper_pearson  # noqa: E402
 from specsuite.workloads.lossless.directed import DirectedPosition, top_token_rate_test  # noqa: E402
 from specsuite.workloads.lossless.greedy import near_tie_rule  # noqa: E402
-from specsuite.workloads.lossless.pit import pit_decision, pit_values  # noqa: E402
+from specsuite.workloads.lossless.pit import nucleus_decided, pit_decision, pit_values  # noqa: E402
 from specsuite.workloads.lossless.scoring import ScoredPosition  # noqa: E402
 from specsuite.workloads.lossless.tempering import tempered  # noqa: E402
-from specsuite.workloads.lossless.two_sample import homogeneity_test, loglik_calibration, tail_mass_test  # noqa: E402
+from specsuite.workloads.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test  # noqa: E402
 
 TOP_K = 20  # the suite's scoring top-K (LosslessConfig.top_k)
 PIT_TOKENS = 16
@@ -235,12 +236,18 @@ def one_run(job: dict[str, Any]) -> dict[str, float]:
             size, steps = args["two_sample_size"], DRAFT_STEPS + 2
             starts = np.repeat(np.arange(PROMPTS) * 101 + 5, size)
             arms = {}
-            for arm, arm_args in (("test", common), ("reference", {"sigma": 0.0})):
+            for arm, arm_args in (("test", common), ("reference", {"sigma": args["reference_sigma"]})):
                 tokens, rows = generate(bank, starts, steps, temperature, top_p, rng=rng, **arm_args)
                 loglik = bank_logprobs[rows[:, 1:], tokens[:, 1:]].sum(axis=1)
                 tail = np.array([sum(int(t) not in scored_at(int(r), 0).top_ids for r, t in zip(rr[1:], tt[1:], strict=True))
                                  for rr, tt in zip(rows, tokens, strict=True)]) if temperature != 1.0 and top_p == 1.0 else None
-                arms[arm] = (tokens, rows, loglik, tail)
+                shown = tokens.copy()  # the homogeneity tables' categories: undecided nucleus edges as one (LosslessWorkload._edge_masked)
+                if top_p < 1.0:
+                    undecided = {int(r): not nucleus_decided(tempered(scored_at(int(r), 0), temperature, args["vocab"]), top_p,
+                                                             args["gap"] / temperature) for r in np.unique(rows[:, 1:])}
+                    mask = np.vectorize(undecided.__getitem__)(rows[:, 1:])
+                    shown[:, 1:][mask] = UNDECIDED
+                arms[arm] = (shown, rows, loglik, tail)
                 if arm == "test" and temperature == 1.0 and top_p == 1.0:
                     mode_positions += [mode_of(r, t) for r, t in zip(rows[:, 1:].ravel(), tokens[:, 1:].ravel(), strict=True)]
 
@@ -271,6 +278,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--suites", default="pit,two-sample,mode", help="comma list of pit, two-sample, mode")
     parser.add_argument("--settings", default="1.0,0.7:0.9", help="T or T:top_p, comma separated (the suite's default)")
     parser.add_argument("--sigma", type=float, default=0.0, help="sampler-vs-scorer logit noise, nats (bfloat16-like: 0.05, 0.1)")
+    parser.add_argument("--reference-sigma", type=float, default=0.0, help="the two-sample reference's own sampling noise (default 0)")
     parser.add_argument("--gap", default="float32", help="the PIT's nucleus numerics gap: a dtype (float32, bfloat16, ...) or nats")
     parser.add_argument("--requests", type=int, default=300, help="PIT generations of 16 tokens per setting (CI 300; 10x: 3000)")
     parser.add_argument("--two-sample-size", type=int, default=200, help="two-sample draws per prompt and arm (CI 200; 10x: 2000)")
@@ -296,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.settings.split(","):
         temperature, _, top_p = item.partition(":")
         settings.append((float(temperature), float(top_p) if top_p else 1.0))
-    shared = {"suites": set(args.suites.split(",")), "settings": settings, "sigma": args.sigma, "gap": parse_gap(args.gap),
+    shared = {"suites": set(args.suites.split(",")), "settings": settings, "sigma": args.sigma, "reference_sigma": args.reference_sigma,
+              "gap": parse_gap(args.gap),
               "requests": args.requests, "two_sample_size": args.two_sample_size, "vocab": args.vocab, "zipf": args.zipf, "bank_rows": args.bank_rows,
               "bias": args.bias, "tail_factor": args.tail_factor, "alpha": args.alpha, "bank_seed": args.bank_seed}
     jobs = [{"args": shared, "seed": seed} for seed in range(args.first_seed, args.first_seed + args.runs)]

@@ -78,6 +78,11 @@ def _nucleus_size(position: TemperedPosition, top_p: float, gap: float) -> int |
     return sizes.pop() if len(sizes) == 1 else None
 
 
+def nucleus_decided(position: TemperedPosition, top_p: float, gap: float) -> bool:
+    """Whether the top-K places the nucleus edge at this position beyond the numerics `gap` (always at top_p 1)."""
+    return top_p >= 1.0 or _nucleus_size(position, top_p, gap) is not None
+
+
 def _prefix_band(mass: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
     """Where a prefix mass S can read when every logit may move by gap / 2: its log-odds move by up to
     gap; widened by NUCLEUS_TOLERANCE for summation order."""

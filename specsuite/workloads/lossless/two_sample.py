@@ -33,6 +33,7 @@ from specsuite.stats import holm, mde_two_proportions
 from specsuite.stats._common import Result
 
 END = -1  # category for "the sample ended before this position"
+UNDECIDED = -2  # category for "top_p < 1 and the nucleus edge here lies within the numerics gap" (any token drawn)
 MIN_POOLED_COUNT = 10  # expected count >= 5 per cell when both arms have the same size
 TARGET_POWER = 0.8
 

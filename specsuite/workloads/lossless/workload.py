@@ -36,10 +36,10 @@ from specsuite.server.served_dtype import served_dtype_of
 from specsuite.workloads.lossless.batch import generate_one, output_ids_of, parallel_map, request_seed, tokenize_prompts
 from specsuite.workloads.lossless.directed import DirectedPosition, directed_positions
 from specsuite.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, ReferenceOutput, compare_greedy, near_tie_of, top_entries
-from specsuite.workloads.lossless.pit import pit_decision, pit_values
+from specsuite.workloads.lossless.pit import nucleus_decided, pit_decision, pit_values
 from specsuite.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from specsuite.workloads.lossless.tempering import TemperedPosition, tempered
-from specsuite.workloads.lossless.two_sample import homogeneity_test, loglik_calibration, tail_mass_test
+from specsuite.workloads.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test
 
 DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
 # Sent explicitly so that no server-side default (SGLang's --sampling-defaults model, vLLM's generation
@@ -252,8 +252,9 @@ class LosslessWorkload:
                 output = output_ids_of(result)
                 scored = self._score(reference, prompt, output) if len(output) > 1 else []
                 meta = result.meta_info
-                return (meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, self._tempered(scored, setting)),
-                        sum(p is not None and p.token_id not in p.top_ids for p in scored[1:]))
+                tempered_scored = self._tempered(scored, setting)
+                return (meta, self._edge_masked(output, tempered_scored, setting), sum(_own_logprob(p) for p in scored[1:]),
+                        directed_positions(meta, output, tempered_scored), sum(p is not None and p.token_id not in p.top_ids for p in scored[1:]))
 
             return parallel_map(one, range(len(chosen) * size), config.concurrency)
 
@@ -283,6 +284,18 @@ class LosslessWorkload:
             wall_time_s=time.perf_counter() - started,
             tail=None if tail is None else TwoSampleTailMass.from_dict(tail.to_dict()),
         )
+
+    def _edge_masked(self, output: list[int], scored: Sequence[TemperedPosition | None], setting: SamplingSetting) -> list[int]:
+        """`output` with the token at each position >= 2 whose nucleus edge the reference's scoring cannot place within
+        the numerics gap replaced by UNDECIDED (top_p < 1): there a server whose sampling logits differ from the
+        reference's by rounding keeps an edge token in some requests and drops it in others, which moves that token's
+        share against a server that always keeps (or drops) it. Whether a position is undecided depends on its context
+        only, the same rule in both arms, so one category for all its draws keeps the tables' null."""
+        if setting.top_p >= 1.0:
+            return output
+        gap = self.sampling_rule().tolerance / setting.temperature
+        return [UNDECIDED if index and position is not None and not nucleus_decided(position, setting.top_p, gap) else token
+                for index, (token, position) in enumerate(zip(output, scored, strict=False))] + output[len(scored):]
 
     def two_sample_test_arm(self, setting: SamplingSetting, case_index: int = 0) -> int:
         """Only the server-under-test half of `two_sample` (same prompts, sizes and seeds), kept for the
