@@ -392,8 +392,8 @@ OPTIONS: tuple[Option, ...] = (
            help_for=(("pytest", "base seed for per-request sampling seeds (recorded)"),
                      ("gsm8k", "base seed for per-request sampling seeds and the shots (recorded)"),
                      ("run", "base seed for per-request sampling seeds (recorded); repeat k uses seed + k - 1")), bounds=SEED),
-    Option("--alpha", "significance level of the suites' statistical checks", ("pytest",), default=0.001, type=float, pytest_area="plugin",
-           bounds=SIGNIFICANCE),
+    Option("--alpha", "significance level of the suites' statistical checks (lossless: the run's budget, split over its tests)", ("pytest",),
+           default=0.001, type=float, pytest_area="plugin", bounds=SIGNIFICANCE),
     Option("--max-stray-per-1200", "optional absolute cap on stray characters per 1200 tokens", ("pytest",), type=float, pytest_area="plugin",
            bounds=NON_NEGATIVE),
     # ---- GSM8K (pytest and `specsuite gsm8k`; the subcommand's short names are older aliases)

@@ -4,6 +4,11 @@ session-wide workload (run once per setting, cached) and the speculation-off ref
 with --speculative-algorithm NONE when the server under test serves its model).
 
 Results are kept typed (`LosslessResults`) and written to results.json's `workloads.lossless` after every test.
+
+Multiplicity: `--alpha` is the lossless family's per-run false-alarm budget. The family is every lossless test
+collected (known at collection; a test skipped at run time still counts, which errs toward fewer false alarms),
+and each test runs at budget / members (`specsuite.stats.family_budget`), so a correct server fails a run with
+probability at most the budget, however many settings are tested.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPi
 from specsuite.server import kinds
 from specsuite.server.sampling_pins import model_generation_defaults
 from specsuite.server.secrets import load_api_key
-from specsuite.workloads.lossless.directed import acceptance_betting_test, top_token_rate_test
+from specsuite.stats import FamilyBudget, family_budget
+from specsuite.workloads.lossless.directed import DraftSampling, acceptance_betting_test, draft_sampling_of, top_token_rate_test
 from specsuite.workloads.lossless.reference import ReferenceServer, open_reference
 from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 
@@ -27,8 +33,27 @@ if TYPE_CHECKING:
     from specsuite.session.config import RunConfig
 
 
+LOSSLESS_MARKER = "lossless"
+FAMILY_KEY = pytest.StashKey[int]()  # how many lossless tests were collected
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (specsuite/config/options.py)
+
+
+def lossless_family_size(items: list[pytest.Item]) -> int:
+    """The lossless tests of this run: collected, selected and not skipped by a mark (an empty parametrization)."""
+    return sum(1 for item in items if item.get_closest_marker(LOSSLESS_MARKER) and not item.get_closest_marker("skip"))
+
+
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[FAMILY_KEY] = lossless_family_size(items)
+
+
+def family_of(config: pytest.Config, run_config: RunConfig) -> FamilyBudget:
+    """The run's budget (--alpha) split over the lossless tests collected."""
+    return family_budget(run_config.alpha, max(1, config.stash.get(FAMILY_KEY, 1)))
 
 
 def run_config_of(config: pytest.Config) -> RunConfig:
@@ -53,26 +78,29 @@ def model_defaults_of(server: Any) -> dict[str, Any] | None:
     return defaults
 
 
-def lossless_config(run_config: RunConfig) -> LosslessConfig:
-    """The workload config from the run configuration's lossless section; bad values raise a one-line SpecsuiteError."""
-    return run_config.lossless.workload_config(alpha=run_config.alpha, seed=run_config.seed)
+def lossless_config(run_config: RunConfig, family: FamilyBudget | None = None) -> LosslessConfig:
+    """The workload config from the run configuration's lossless section, each test at its share of the run's budget;
+    bad values raise a one-line SpecsuiteError."""
+    alpha = run_config.alpha if family is None else family.per_test_alpha
+    return run_config.lossless.workload_config(alpha=alpha, seed=run_config.seed)
 
 
 class LosslessSession:
     """The lossless workload of one pytest session: runs each test's requests once, keeps its typed results
     and writes them to results.json after each."""
 
-    def __init__(self, specsuite: Any, config: LosslessConfig, reference: ReferenceServer) -> None:
+    def __init__(self, specsuite: Any, config: LosslessConfig, reference: ReferenceServer, family: FamilyBudget | None = None) -> None:
         server = specsuite.server
         self.specsuite = specsuite
         self.reference = reference
+        self.family = family or family_budget(config.alpha, 1)
         self.workload = LosslessWorkload(server.client, reference.client, [p.prompt for p in specsuite.prompts], config,
                                          draft_steps_of(server.identity), vocab_size=server.vocab.vocab_size)
         # The session's workloads map holds each section as results.json writes it; a section already there is kept.
         self.results = LosslessResults.from_dict(specsuite.workloads.get("lossless") or {})
         self.model_defaults = model_defaults_of(server)
-        self.results.update(config=_config_dict(config), reference=reference.description, draft_steps=self.workload.draft_steps,
-                            model_sampling_defaults=self.model_defaults, pit={}, two_sample={})
+        self.results.update(config={**_config_dict(config), "family": self.family.to_dict()}, reference=reference.description,
+                            draft_steps=self.workload.draft_steps, model_sampling_defaults=self.model_defaults, pit={}, two_sample={})
         self._publish()
 
     def _publish(self) -> None:
@@ -129,6 +157,10 @@ class LosslessSession:
             self._write()
         return self.results.directed
 
+    def draft_sampling(self) -> DraftSampling:
+        """How the server under test's draft picks its tokens, where it says (greedy unless told otherwise)."""
+        return draft_sampling_of(self.specsuite.server.identity.server_args)
+
     def greedy(self) -> LosslessGreedy:
         self.require_reference()
         if self.results.greedy is None:
@@ -162,15 +194,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         except SpecsuiteError:
             settings = []  # reported once, by the lossless fixture
         metafunc.parametrize("lossless_setting", settings, ids=[s.key for s in settings])
+    if "lossless_tail_setting" in metafunc.fixturenames:
+        try:
+            settings = [s for s in run_config_of(metafunc.config).lossless.settings if s.judges_tail_by_bounds]
+        except SpecsuiteError:
+            settings = []
+        metafunc.parametrize("lossless_tail_setting", settings, ids=[s.key for s in settings])
 
 
 @pytest.fixture(scope="session")
-def lossless(specsuite: Any) -> Iterator[LosslessSession]:
+def lossless(specsuite: Any, pytestconfig: pytest.Config) -> Iterator[LosslessSession]:
     """The session's lossless workload; the embedded reference is stopped at the end."""
     problem = None
     try:
         run_config = specsuite.run_config
-        config = lossless_config(run_config)
+        family = family_of(pytestconfig, run_config)
+        config = lossless_config(run_config, family)
         reference = open_reference(
             reference_url=run_config.lossless.reference_url, api_key=load_api_key(),
             test_model_path=specsuite.server.identity.model_path, log_dir=specsuite.run_dir.path,
@@ -181,7 +220,7 @@ def lossless(specsuite: Any) -> Iterator[LosslessSession]:
     if problem is not None:
         pytest.fail(f"lossless setup: {problem}", pytrace=False)  # outside the except: one line, no chained traceback
     try:
-        yield LosslessSession(specsuite, config, reference)
+        yield LosslessSession(specsuite, config, reference, family)
     finally:
         reference.close()
 
@@ -193,6 +232,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     written = core.specsuite_session(config).workloads.get("lossless") if core else None
     results = LosslessResults.from_dict(written or {})  # what the session wrote to results.json
     lines = []
+    family = results.config.get("family")
+    if family:
+        lines.append(FamilyBudget(**family).describe())
     for key, pit in results.pit.items():
         test = pit.test
         lines.append(f"PIT {key}: n={test.n} p={test.p_value:.3g} MDE(TV, 80%) body {test.mde_tv_body:.4f} "

@@ -1237,6 +1237,8 @@ class LosslessPit(Record):
     p_value: float | None = None
     passed: bool = False
     wall_time_s: float | None = None
+    nucleus_gap: float | None = None  # top_p < 1: the numerics gap (nats at T) a nucleus edge must clear to be decided
+    nucleus_rule: str | None = None  # the served dtype's rule it came from (NearTie.describe)
 
 
 @dataclass
@@ -1270,12 +1272,29 @@ class LoglikCalibration(Record):
 
 
 @dataclass
+class TwoSampleTailMass(Record):
+    """Tokens outside the reference's top-K per sample, test arm against reference (T != 1, top_p 1;
+    specsuite.workloads.lossless.two_sample.TailMassResult)."""
+
+    z: float | None = None
+    p_value: float | None = None
+    alpha: float = 0.0
+    passed: bool = False
+    mean_difference: float | None = None
+    reference_tail_tokens: float | None = None
+    mde_tail_tokens: float | None = None
+    mde_ratio_low: float | None = None
+    mde_ratio_high: float | None = None
+    prompts: int = 0
+
+
+@dataclass
 class LosslessTwoSample(Record):
     """One setting's two-sample test against the speculation-off reference (LosslessWorkload.two_sample)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
         "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "homogeneity": ("one", TokenHomogeneity),
-        "calibration": ("one", LoglikCalibration)}
+        "calibration": ("one", LoglikCalibration), "tail": ("one", TwoSampleTailMass)}
 
     setting: LosslessSetting = field(default_factory=LosslessSetting)
     prompts: int = 0
@@ -1286,6 +1305,7 @@ class LosslessTwoSample(Record):
     calibration: LoglikCalibration | None = None
     passed: bool = False
     wall_time_s: float | None = None
+    tail: TwoSampleTailMass | None = None  # T != 1 with top_p 1 only
 
 
 @dataclass

@@ -34,7 +34,7 @@ from specsuite.stats.latency import (
     run_level_medians,
     welch_ttest,
 )
-from specsuite.stats.multiplicity import AdjustedPValues, benjamini_hochberg, holm
+from specsuite.stats.multiplicity import AdjustedPValues, FamilyBudget, benjamini_hochberg, family_budget, holm
 from specsuite.stats.power import mde_mean_diff, mde_rate_ratio, mde_two_proportions, repeats_needed_for_mde
 from specsuite.stats.proportions import (
     ProportionEstimate,
@@ -51,6 +51,7 @@ __all__ = [
     "Alternative",
     "BootstrapResult",
     "EquivalenceResult",
+    "FamilyBudget",
     "MannWhitneyResult",
     "MeanComparison",
     "PairedComparison",
@@ -64,6 +65,7 @@ __all__ = [
     "bootstrap_median_diff_ci",
     "clopper_pearson",
     "clopper_pearson_upper",
+    "family_budget",
     "fisher_exact_2x2",
     "hodges_lehmann",
     "holm",

@@ -1,4 +1,4 @@
-"""Multiple-comparison adjustment across the suite's tests (Holm; Benjamini–Hochberg)."""
+"""Multiple-comparison adjustment across the suite's tests (Holm; Benjamini–Hochberg; a per-run budget split over a family)."""
 
 from __future__ import annotations
 
@@ -79,3 +79,31 @@ def benjamini_hochberg(p_values: Mapping[str, float] | Sequence[float], alpha: f
     names, p = _prepare(p_values, alpha)
     adjusted = stats.false_discovery_control(p, method="bh") if p.size else p
     return _result("bh", alpha, names, p, np.asarray(adjusted, dtype=float))
+
+
+@dataclass(frozen=True)
+class FamilyBudget(Result):
+    """A per-run false-alarm budget split evenly over a family of tests that each decide on their own
+    (Bonferroni: P(any false alarm) <= members * per_test_alpha = budget, whatever their dependence).
+    Holm over the family's p-values rejects everything this rejects, and possibly more; the split is
+    what a test can apply before the others have run. `unsplit_rate` is the family-wise rate had every
+    test run at the whole budget, for independent tests: 1 - (1 - budget)^members."""
+
+    budget: float
+    members: int
+    per_test_alpha: float
+    unsplit_rate: float
+
+    def describe(self) -> str:
+        return (f"per-run false-alarm budget {self.budget:g} over {self.members} tests (Bonferroni): each at alpha "
+                f"{self.per_test_alpha:.3g}; unsplit, the family would false-alarm in up to {self.unsplit_rate:.2%} of runs")
+
+
+def family_budget(budget: float, members: int) -> FamilyBudget:
+    """Split `budget` over `members` tests (at least one)."""
+    check_fraction(budget, "budget")
+    if members < 1:
+        raise StatsInputError(f"a test family needs at least one member, got {members}")
+    return FamilyBudget(budget=float(budget), members=members, per_test_alpha=float(budget) / members,
+                        unsplit_rate=float(1.0 - (1.0 - budget) ** members))
+

@@ -115,3 +115,23 @@ def test_missing_api_key_is_one_line(pytester, keyed_server, monkeypatch):
     result = _run(pytester, SUITES, "--server-url", keyed_server.base_url)
     _assert_one_line_error(result, started, "SPECSUITE_API_KEY")
     assert "plugin-test-secret-key" not in result.stdout.str() + result.stderr.str()
+
+
+class _Item:
+    """What lossless_family_size reads of a collected pytest item: its marks."""
+
+    def __init__(self, *marks: str) -> None:
+        self.marks = set(marks)
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return name if name in self.marks else None
+
+
+def test_lossless_family_is_the_lossless_tests_collected_and_each_gets_its_share_of_the_budget():
+    from specsuite.pytest_plugin.lossless import lossless_family_size
+    from specsuite.stats import family_budget
+
+    items = [_Item("lossless")] * 8 + [_Item("correctness"), _Item("lossless", "skip")]  # an empty parametrization is skipped
+    members = lossless_family_size(items)  # type: ignore[arg-type]
+    assert members == 8
+    assert family_budget(0.001, members).per_test_alpha == pytest.approx(0.001 / 8)

@@ -16,6 +16,7 @@ from specsuite.stats import (
     bootstrap_median_diff_ci,
     clopper_pearson,
     clopper_pearson_upper,
+    family_budget,
     fisher_exact_2x2,
     hodges_lehmann,
     holm,
@@ -580,3 +581,12 @@ def test_every_result_serialises_to_plain_json() -> None:
         d = res.to_dict()
         assert _plain(d), type(res).__name__
         json.dumps(d, allow_nan=False)
+
+
+def test_family_budget_splits_the_run_budget_evenly() -> None:
+    family = family_budget(0.001, 8)
+    assert family.per_test_alpha == pytest.approx(1.25e-4)
+    assert family.unsplit_rate == pytest.approx(1 - 0.999**8)  # 0.8%: what 8 tests at 0.001 each would allow
+    assert "budget 0.001 over 8 tests" in family.describe() and "0.000125" in family.describe()
+    with pytest.raises(StatsInputError):
+        family_budget(0.001, 0)

@@ -13,6 +13,7 @@ from specsuite.workloads.lossless.directed import (
     DirectedPosition,
     acceptance_betting_test,
     directed_positions,
+    draft_sampling_of,
     token_roles,
     top_token_rate_test,
 )
@@ -109,3 +110,12 @@ def test_positions_at_a_temperature_use_the_top_k_given_the_top_k():
 def test_too_few_positions_do_not_fail(n):
     assert top_token_rate_test(_simulate(1.0, n, 1)[:n], 0.001).passed
     assert acceptance_betting_test(_simulate(1.0, n, 1)[:n], 0.001).passed
+
+
+def test_draft_sampling_is_read_where_the_server_reports_it():
+    assert draft_sampling_of({"draft_sample_method": "probabilistic"}).greedy is False
+    nested = draft_sampling_of({"speculative_config": '{"method": "eagle", "draft_sample_method": "probabilistic"}'})
+    assert (nested.method, nested.source) == ("probabilistic", "server's speculative_config.draft_sample_method")
+    assert draft_sampling_of({"speculative_config": {"draft_sample_method": "greedy"}}).greedy
+    unreported = draft_sampling_of({"speculative_algorithm": "EAGLE"})
+    assert unreported.greedy and "assumed" in unreported.source

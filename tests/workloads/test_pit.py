@@ -19,9 +19,11 @@ from scipy import stats
 from specsuite.errors import SpecsuiteError
 from specsuite.results.types import LosslessPit
 from specsuite.server.protocol import native_payload
+from specsuite.workloads.lossless.greedy import near_tie_rule
 from specsuite.workloads.lossless.pit import (
     chi_square_mde,
     chi_square_power,
+    nucleus_size,
     pit_bin_edges,
     pit_values,
     pit_values_needed,
@@ -346,7 +348,8 @@ class SyntheticServer(NativeFake):
 
 def _pit_workload(server: SyntheticServer, setting: SamplingSetting, concurrency: int = 4) -> LosslessPit:
     config = LosslessConfig(settings=(setting,), pit_requests=200, pit_max_new_tokens=12, top_k=TOP_K, concurrency=concurrency, alpha=ALPHA)
-    return LosslessWorkload(server, None, ["a", "bb", "ccc"], config).pit(setting)  # type: ignore[arg-type]
+    workload = LosslessWorkload(server, None, ["a", "bb", "ccc"], config, sampling_numerics=near_tie_rule("float32", "synthetic"))  # type: ignore[arg-type]
+    return workload.pit(setting)
 
 
 @pytest.mark.parametrize("setting", [SamplingSetting(1.0), SamplingSetting(0.7, 0.9), SamplingSetting(0.7), SamplingSetting(0.4),
@@ -357,7 +360,8 @@ def test_workload_passes_an_exact_sampler(setting):
     assert result.positions == 200 * 11 and result.outside_support == 0
     written = result.to_dict()  # the keys results.json has always had for a PIT result, in that order
     assert list(written) == ["setting", "requests", "max_new_tokens", "top_k", "positions", "unresolved_nucleus", "outside_support",
-                             "given_top_k", "coverage", "test", "tail", "p_value", "passed", "wall_time_s"]
+                             "given_top_k", "coverage", "test", "tail", "p_value", "passed", "wall_time_s",
+                             "nucleus_gap", "nucleus_rule"]
     assert list(written["coverage"]) == ["verify_steps", "accepted_drafts", "positions_after_first", "accepted_draft_share"]
     assert LosslessPit.from_dict(written).to_dict() == written
 
@@ -427,3 +431,53 @@ def test_sampling_requests_leave_the_server_no_default_to_fill(monkeypatch):
     # model's penalties, and the PIT blames a correct sampler (p about 1e-73 here; the live vLLM case: 5.8e-59)
     monkeypatch.setattr("specsuite.workloads.lossless.workload.pinned", lambda sampling: replace(sampling, top_k=-1, min_p=0.0))
     assert not _pit_workload(ModelDefaultsServer(), SamplingSetting(1.0)).passed
+
+
+# -- the nucleus edge under the served numerics ----------------------------------------------------
+
+
+def test_nucleus_edge_within_the_numerics_gap_is_undecided():
+    """A prefix mass 0.895 against top_p 0.9: float32 logits cannot move it across (decided, 2 tokens); bfloat16
+    logits (0.25 nats between two forwards) can, so the position is skipped rather than judged."""
+    probs = np.array([0.6, 0.295, 0.05, 0.03, 0.025])
+    assert nucleus_size(probs, 0.9, near_tie_rule("float32").tolerance) == 3
+    assert nucleus_size(probs, 0.9, near_tie_rule("bfloat16").tolerance) is None
+    # neighbours closer than the gap can swap at the edge
+    swap = np.array([0.5, 0.3, 0.06, 0.055, 0.085 / 2, 0.085 / 2])
+    assert nucleus_size(swap, 0.85, near_tie_rule("float32").tolerance) == 3
+    assert nucleus_size(swap, 0.85, near_tie_rule("bfloat16").tolerance) is None
+
+
+class NoisyServer(SyntheticServer):
+    """Samples from logits that differ from the scored ones by Gaussian noise of `sigma` nats per logit, fresh
+    at every request and position: a correct server whose decode or verify forward rounds otherwise than its
+    prefill, as bfloat16 kernels do."""
+
+    def __init__(self, sigma: float, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.sigma = sigma
+
+    def generate(self, payload: dict) -> dict:
+        params = payload["sampling_params"]
+        if params["max_new_tokens"] == 0:
+            return super().generate(payload)
+        rng = np.random.default_rng(params["sampling_seed"])
+        ids, output = list(payload["input_ids"]), []
+        for _ in range(params["max_new_tokens"]):
+            noisy = self.logits[(ids + output)[-1]] + rng.normal(0.0, self.sigma, VOCAB)
+            weights = np.exp((noisy - noisy.max()) / params["temperature"])
+            output.append(int(rng.choice(VOCAB, p=_nucleus(weights / weights.sum(), params.get("top_p", 1.0)))))
+        return {"output_ids": output, "meta_info": {"spec_verify_ct": len(output) - 1, "spec_num_correct_drafts": 0}}
+
+
+def test_bfloat16_numerics_at_the_nucleus_edge_fail_no_correct_server():
+    """Sampling logits 0.1 nats (sd) off the scored ones put tokens just outside the scorer's nucleus; judged with
+    float32's gap they pile up at u = 1 and fail a correct server, with the bfloat16 rule they are skipped."""
+    setting = SamplingSetting(0.7, 0.9)
+    config = LosslessConfig(settings=(setting,), pit_requests=400, pit_max_new_tokens=12, top_k=TOP_K, concurrency=4, alpha=ALPHA)
+    server = NoisyServer(sigma=0.1, seed=3)
+    as_float32 = LosslessWorkload(server, None, ["a", "bb", "ccc"], config, sampling_numerics=near_tie_rule("float32", "synthetic")).pit(setting)  # type: ignore[arg-type]
+    assert not as_float32.passed and as_float32.outside_support > 0, as_float32.test
+    as_bfloat16 = LosslessWorkload(server, None, ["a", "bb", "ccc"], config, sampling_numerics=near_tie_rule("bfloat16", "synthetic")).pit(setting)  # type: ignore[arg-type]
+    assert as_bfloat16.passed, as_bfloat16.test
+    assert as_bfloat16.nucleus_gap == pytest.approx(0.25 / 0.7) and "bfloat16" in as_bfloat16.nucleus_rule

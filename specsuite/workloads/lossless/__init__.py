@@ -7,7 +7,11 @@ and, with a greedy draft and per-step stats, an acceptance test martingale), `gr
 (concurrent requests, per-request seeds), `reference` (the reference server), `workload` (runs it
 all; used by suites/test_lossless.py and tools/calibration/lossless_false_alarms.py).
 
-Default sizes and their reach (alpha 0.001 per test, the suite's default; measured on the
+Multiplicity: the pytest plugin splits --alpha (0.001), the run's false-alarm budget, evenly over the
+lossless tests collected (specsuite/pytest_plugin/lossless.py; 13 in the CI control, each at 7.7e-5), so a
+correct server fails a run at most 0.1% of the time however many settings run.
+
+Default sizes and their reach (the figures below were measured at alpha 0.001 per test; measured on the
 reference server, 2 shared CPU cores, about 70 s for the whole suite including startup):
 - PIT: 300 generations of 16 tokens per setting, about 4,400 positions >= 2, over half of them
   accepted drafts. With 80% power it detects a per-position total-variation shift of 0.027 when
@@ -16,7 +20,12 @@ reference server, 2 shared CPU cores, about 70 s for the whole suite including s
   excess). The accept rule min(1, p/q + 0.05) fails with p ~ 1e-23 at T=1.
 - Two-sample: 4 prompts x 200 samples per server; conservative MDE of one token's probability
   at one position 0.24 (Bonferroni over prompt-position tables). It and the log-likelihood z
-  are the reference-based cross-checks; the PIT carries the sensitivity.
+  are the reference-based cross-checks; the PIT carries the sensitivity. At T != 1 with top_p 1
+  the tail-mass z compares the tokens outside the reference's top-K per sample with the
+  reference's own (`two_sample.tail_mass_test`; its record states the tail-mass ratios it
+  detects with 80% power).
+- PIT at top_p < 1: a nucleus edge within the served dtype's near-tie gap (bfloat16 0.25 nats,
+  / T) is skipped, so sampling-versus-scoring numerics do not put tokens at u = 1.
 - Directed (pooled PIT and two-sample draws at top_p 1; on vLLM at T=1 only; no extra requests): the
   mode-rate z caught an acceptance bias min(1, 1.25 p/q) on vLLM in 10 of 10 runs at the vLLM job's sizes
   (p 1e-22 .. 3e-14) where the omnibus PIT caught it in 3 of 10 (tools/calibration/README.md, "Lossless

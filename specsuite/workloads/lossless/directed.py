@@ -18,13 +18,15 @@ PIT spreads its power over every shape of departure; these two tests spend it on
 2. **Acceptance betting** (a greedy draft only: vLLM's default `draft_sample_method` "greedy",
    `vllm/config/speculative.py:600`, so q is one-hot and a correct sampler accepts draft x with
    probability p(x); needs per-step acceptance stats, vLLM's `--per-request-spec-decode-metrics
-   detailed`). At a draft-evaluated position (an accepted draft, or the recovered token after a
-   rejection) let A_t = 1 when the token is an accepted draft. The recovered token is never the draft
-   (max(0, p - q) is 0 there), so E[A_t / p_t(x_t)] = p(draft) / p(draft) = 1 exactly, whatever the
-   draft was; under the bias it is min(c, 1/p) > 1. M = prod(1 + lambda_t (A_t / p_t(x_t) - 1)) with a
-   predictable lambda_t in [0, 1) is then a nonnegative martingale of mean 1 (a test martingale), and
-   Ville's inequality gives P(M ever >= 1/alpha) <= alpha: valid at any sample size, so more requests
-   can be added while the evidence is unclear (sequential sampling). lambda_t is the growth-optimal
+   detailed`). A sampled draft ("probabilistic": q is the draft's distribution) accepts x with
+   min(1, p/q), so E[A/p] is not 1 there and the test does not apply (`draft_sampling_of`). At a
+   draft-evaluated position (an accepted draft, or the recovered token after a rejection) let A_t = 1
+   when the token is an accepted draft. The recovered token is never the draft (max(0, p - q) is 0
+   there), so E[A_t / p_t(x_t)] = p(draft) / p(draft) = 1 exactly, whatever the draft was; under the
+   bias it is min(c, 1/p) > 1. M = prod(1 + lambda_t (A_t / p_t(x_t) - 1)) with a predictable
+   lambda_t in [0, 1) is then a nonnegative martingale of mean 1 (a test martingale), and Ville's
+   inequality gives P(M ever >= 1/alpha) <= alpha: valid at any sample size, so more requests can be
+   added while the evidence is unclear (sequential sampling). lambda_t is the growth-optimal
    bet for c = 1.25 if the draft were the mode: (c - 1) pi / (1 - pi), capped at 0.5.
 
 Positions come from `directed_positions` (one request's answer and its scoring, tempered to the
@@ -34,6 +36,7 @@ server samples from, so only top_p 1 settings are pooled.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,6 +62,41 @@ class DirectedPosition:
     own_prob: float  # p_t(x_t), the drawn token's probability
     role: str | None  # prefill, accepted, recovered, bonus; None without per-step stats
     in_mode_rate: bool = True  # counted by the mode-rate test (a tail draw is not, where it is taken given the top-K)
+
+
+GREEDY_DRAFT = "greedy"
+
+
+@dataclass(frozen=True)
+class DraftSampling:
+    """How the draft picks its tokens (vLLM's `draft_sample_method`) and where that was read."""
+
+    method: str
+    source: str
+
+    @property
+    def greedy(self) -> bool:
+        return self.method == GREEDY_DRAFT
+
+
+def draft_sampling_of(server_args: dict[str, Any]) -> DraftSampling:
+    """`draft_sample_method` from what the server reports: a flat key, or inside `speculative_config` (vLLM's
+    config, a mapping or its JSON text, as a development-mode /server_info dumps it). vLLM's production HTTP API
+    reports none (docs/vllm_api_facts.md); then its default, greedy (`vllm/config/speculative.py:600`), stated
+    as assumed. SGLang's drafts are the draft model's top-k picks, greedy (no such argument)."""
+    found = server_args.get("draft_sample_method")
+    source = "draft_sample_method"
+    nested = server_args.get("speculative_config")
+    if found is None and isinstance(nested, str):
+        try:
+            nested = json.loads(nested)
+        except ValueError:
+            nested = None
+    if found is None and isinstance(nested, dict):
+        found, source = nested.get("draft_sample_method"), "speculative_config.draft_sample_method"
+    if found is None:
+        return DraftSampling(GREEDY_DRAFT, "not reported by the server: vLLM's default (config/speculative.py:600) assumed")
+    return DraftSampling(str(found).strip().lower(), f"server's {source}")
 
 
 def token_roles(num_tokens: int, spec: Any) -> list[str] | None:

@@ -11,10 +11,15 @@ chi-square look for that (Bonferroni-combined).
 
 top_p < 1: the sampler draws from the nucleus renormalised, so u is computed within the nucleus.
 A position whose nucleus is not decided by the top-K (it may reach past it, or ties straddle its
-edge) is skipped; that choice depends on the context only, so the kept u stay uniform. A drawn
-token outside a decided nucleus is impossible for a correct sampler: it is counted, and enters the
-test as u = 1, the most extreme value, so that many of them fail the test while a rare one from
-scoring-versus-sampling numerics does not.
+edge) is skipped; that choice depends on the context only, so the kept u stay uniform. "Decided"
+allows for the served numerics: the sampler's logits come from another forward than the scoring
+request's (a decode or a verify step against a prefill), so each may differ by half the served
+dtype's near-tie gap g (specsuite.workloads.lossless.greedy.near_tie_of: float32 1e-3 nats,
+bfloat16 0.25), g / T after tempering. A prefix mass S then reads anywhere in
+[S / (S + (1 - S) e^g), S e^g / (S e^g + 1 - S)], and two neighbours closer than g may swap; a
+position where either could move the nucleus's edge is skipped (`nucleus_size`). A drawn token
+outside a decided nucleus is impossible for a correct sampler: it is counted, and enters the test
+as u = 1, the most extreme value, so that many of them fail the test while a rare one does not.
 
 Temperature: the scoring request returns raw logprobs (temperature 1); the target at T is
 p^(1/T) renormalised (specsuite/workloads/lossless/tempering.py). The top-K's weights are exact, the
@@ -41,8 +46,9 @@ from specsuite.errors import SpecsuiteError
 from specsuite.stats._common import Result
 from specsuite.workloads.lossless.tempering import TemperedPosition
 
-# Float32 logprobs and different summation orders move a prefix sum by far less than this.
+# Summation order alone moves a prefix sum by far less than this, whatever the logits' type.
 NUCLEUS_TOLERANCE = 1e-4
+FLOAT32_GAP = 1e-3  # the near-tie gap of float32 logits (greedy.DEFAULT_NUMERICS_GAP); callers pass the served one
 BODY_BINS = 10
 MAX_TAIL_SPLITS = 12
 MIN_EXPECTED_PER_BIN = 5
@@ -61,34 +67,53 @@ class PitValue:
     status: PitStatus
 
 
-def _nucleus_size(position: TemperedPosition, top_p: float) -> int | None:
+def _nucleus_size(position: TemperedPosition, top_p: float, gap: float) -> int | None:
     """How many of the sorted top-K the sampler keeps (prefix mass before a token < top_p), or None
-    when the top-K cannot decide it: the nucleus may reach past the top-K, a prefix sum sits within
-    tolerance of top_p, the last kept token ties with the first dropped one, or the answer depends on
-    where in its bounds the tail's weight lies (a temperature other than 1)."""
-    sizes = {_nucleus_size_at(position.top_weights / (position.top_weight + tail), top_p)
+    when the top-K cannot decide it: the nucleus may reach past the top-K, a prefix mass could read on
+    either side of top_p or the last kept token swap with the first dropped one under the numerics
+    `gap` (nats, at the sampling temperature), or the answer depends on where in its bounds the
+    tail's weight lies (a temperature other than 1)."""
+    sizes = {nucleus_size(position.top_weights / (position.top_weight + tail), top_p, gap)
              for tail in (position.tail_low, position.tail_high)}
     return sizes.pop() if len(sizes) == 1 else None
 
 
-def _nucleus_size_at(probs: np.ndarray, top_p: float) -> int | None:
-    before = np.cumsum(probs) - probs
+def nucleus_decided(position: TemperedPosition, top_p: float, gap: float) -> bool:
+    """Whether the top-K places the nucleus edge at this position beyond the numerics `gap` (always at top_p 1)."""
+    return top_p >= 1.0 or _nucleus_size(position, top_p, gap) is not None
+
+
+def _prefix_band(mass: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Where a prefix mass S can read when every logit may move by gap / 2: its log-odds move by up to
+    gap; widened by NUCLEUS_TOLERANCE for summation order."""
+    stretch = math.exp(gap)
+    low = mass / (mass + (1.0 - mass) * stretch)
+    high = mass * stretch / (mass * stretch + (1.0 - mass))
+    return low - NUCLEUS_TOLERANCE, high + NUCLEUS_TOLERANCE
+
+
+def nucleus_size(probs: np.ndarray, top_p: float, gap: float = FLOAT32_GAP) -> int | None:
+    """The nucleus size over `probs` (sorted, most likely first, a share of the whole vocabulary), or
+    None when logits that differ by up to `gap` nats between two forwards could make it another."""
+    before = np.clip(np.cumsum(probs) - probs, 0.0, 1.0)
     kept = int(np.count_nonzero(before < top_p))
-    total = float(probs.sum())
+    low, high = _prefix_band(before, gap)
+    if np.any((low < top_p) & (high >= top_p)):
+        return None
     if kept == len(probs):
-        return None if total < top_p + NUCLEUS_TOLERANCE else kept
-    if np.any(np.abs(before - top_p) < NUCLEUS_TOLERANCE):
-        return None
-    if math.isclose(probs[kept - 1], probs[kept], rel_tol=1e-6, abs_tol=1e-12):
-        return None
+        total = float(min(1.0, probs.sum()))
+        return None if _prefix_band(np.array([total]), gap)[0][0] < top_p else kept
+    if probs[kept] > 0 and math.log(probs[kept - 1] / probs[kept]) <= gap:
+        return None  # the last kept and the first dropped token could swap
     return kept
 
 
-def randomized_pit(position: TemperedPosition, uniform: float, top_p: float = 1.0) -> PitValue:
-    """The randomized PIT of `position.token_id`; `uniform` is the V ~ U(0, 1) for this position."""
+def randomized_pit(position: TemperedPosition, uniform: float, top_p: float = 1.0, gap: float = FLOAT32_GAP) -> PitValue:
+    """The randomized PIT of `position.token_id`; `uniform` is the V ~ U(0, 1) for this position; `gap`
+    the numerics gap in nats at the sampling temperature (see the module docstring)."""
     weights, rank = position.top_weights, position.rank
     if top_p < 1.0:
-        kept = _nucleus_size(position, top_p)
+        kept = _nucleus_size(position, top_p, gap)
         if kept is None:
             return PitValue(None, "unresolved")
         if rank is None or rank >= kept:
@@ -128,14 +153,15 @@ class PitValues:
         return len(self.values) + self.unresolved + self.tail_draws
 
 
-def pit_values(positions: Iterable[TemperedPosition], top_p: float, seed: int) -> PitValues:
-    """PIT of every position, with one V per position from a generator seeded with `seed`."""
+def pit_values(positions: Iterable[TemperedPosition], top_p: float, seed: int, gap: float = FLOAT32_GAP) -> PitValues:
+    """PIT of every position, with one V per position from a generator seeded with `seed`; `gap` is the
+    served numerics' near-tie gap at the sampling temperature (nats)."""
     rng = np.random.default_rng(seed)
     values: list[float] = []
     unresolved = outside = tail_positions = tail_draws = 0
     expected_low = expected_high = 0.0
     for position in positions:
-        result = randomized_pit(position, float(rng.random()), top_p)
+        result = randomized_pit(position, float(rng.random()), top_p, gap)
         if top_p >= 1.0 and not position.exact:
             low, high = position.tail_mass_bounds()
             tail_positions += 1
@@ -300,3 +326,28 @@ def uniformity_test(values: Sequence[float] | np.ndarray, alpha: float) -> Unifo
         mde_tv_tail=chi_square_mde(len(u), float(probabilities.min()), bins, half),
         ks_critical_distance=float(stats.kstwo.isf(half, len(u))),
     )
+
+
+@dataclass(frozen=True)
+class PitDecision:
+    """The PIT's verdict at one setting: the uniformity test and, where positions were tested given the
+    top-K, the tail-rate test beside it (Bonferroni over the two)."""
+
+    uniformity: UniformityResult
+    tail: TailRateResult | None
+    p_value: float
+    alpha: float
+
+    @property
+    def passed(self) -> bool:
+        return self.p_value >= self.alpha
+
+
+def pit_decision(values: PitValues, alpha: float) -> PitDecision:
+    """Test the PIT values (and the tail count where it applies) at `alpha` for the pair."""
+    split = 2 if values.tail_positions else 1
+    uniformity = uniformity_test(values.values, alpha / split)
+    tail = tail_rate_test(values, alpha / split) if values.tail_positions else None
+    p_value = min(1.0, split * min(uniformity.p_value, 1.0 if tail is None else tail.p_value))
+    return PitDecision(uniformity, tail, p_value, alpha)
+

@@ -10,6 +10,12 @@ The log-likelihood calibration compares the target log-likelihood of the same to
 the reference with a prefill request) between the two servers: per prompt the difference of the
 means, then z = sum of differences / sqrt(sum of their variances). A sampler that favours the
 modes both models agree on scores positive, one that favours the draft's odd choices negative.
+
+The tail-mass test (`tail_mass_test`, at a temperature other than 1 with top_p 1) compares, the
+same way, how many of each sample's tokens fall outside the reference's top-K: the reference's own
+draws are the estimate of the tail's mass at T, which the top-K alone bounds only loosely
+(specsuite/workloads/lossless/tempering.py). A sampler that moves mass between the top-K and the
+tail moves that count.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from specsuite.stats import holm, mde_two_proportions
 from specsuite.stats._common import Result
 
 END = -1  # category for "the sample ended before this position"
+UNDECIDED = -2  # category for "top_p < 1 and the nucleus edge here lies within the numerics gap" (any token drawn)
 MIN_POOLED_COUNT = 10  # expected count >= 5 per cell when both arms have the same size
 TARGET_POWER = 0.8
 
@@ -154,34 +161,88 @@ class CalibrationResult(Result):
     prompts: int
 
 
-def loglik_calibration(
-    test_loglik: Sequence[Sequence[float]], reference_loglik: Sequence[Sequence[float]], alpha: float
-) -> CalibrationResult:
-    """`*_loglik[prompt][sample]` are each sample's summed target log-probabilities. Prompts with
-    fewer than two samples in either arm are skipped; two-sided z test."""
-    differences, variances = [], []
-    for test, reference in zip(test_loglik, reference_loglik, strict=True):
-        a, b = np.asarray(test, dtype=float), np.asarray(reference, dtype=float)
+@dataclass(frozen=True)
+class StratifiedShift:
+    """Per prompt the difference of the two arms' means of a per-sample statistic, summed over prompts:
+    z = sum of differences / sqrt(sum of their variances) (independent samples; a normal limit per prompt)."""
+
+    z: float
+    p_value: float
+    mean_difference: float  # per prompt, averaged
+    mde: float  # the smallest per-sample shift (the same on every prompt) detected with 80% power, two-sided
+    prompts: int
+    reference_mean: float
+
+
+def stratified_shift(test: Sequence[Sequence[float]], reference: Sequence[Sequence[float]], alpha: float, what: str) -> StratifiedShift:
+    """`test[prompt][sample]`, `reference[prompt][sample]`; prompts with fewer than two samples in either
+    arm are skipped; two-sided z."""
+    differences, variances, reference_means = [], [], []
+    for test_values, reference_values in zip(test, reference, strict=True):
+        a, b = np.asarray(test_values, dtype=float), np.asarray(reference_values, dtype=float)
         if len(a) < 2 or len(b) < 2:
             continue
         differences.append(a.mean() - b.mean())
         variances.append(a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
+        reference_means.append(b.mean())
     if not differences:
-        raise SpecsuiteError("the log-likelihood calibration needs at least two samples per prompt from both servers")
+        raise SpecsuiteError(f"the {what} needs at least two samples per prompt from both servers")
     spread = math.sqrt(sum(variances))
     total = sum(differences)
     if spread == 0.0:
         z = 0.0 if total == 0.0 else math.copysign(math.inf, total)
     else:
         z = total / spread
-    p_value = float(2.0 * stats.norm.sf(abs(z)))
     critical = stats.norm.isf(alpha / 2.0) + stats.norm.ppf(TARGET_POWER)
+    return StratifiedShift(z=float(z), p_value=float(2.0 * stats.norm.sf(abs(z))), mean_difference=float(total / len(differences)),
+                           mde=float(critical * spread / len(differences)), prompts=len(differences),
+                           reference_mean=float(np.mean(reference_means)))
+
+
+def loglik_calibration(
+    test_loglik: Sequence[Sequence[float]], reference_loglik: Sequence[Sequence[float]], alpha: float
+) -> CalibrationResult:
+    """`*_loglik[prompt][sample]` are each sample's summed target log-probabilities. Prompts with
+    fewer than two samples in either arm are skipped; two-sided z test."""
+    shift = stratified_shift(test_loglik, reference_loglik, alpha, "log-likelihood calibration")
     return CalibrationResult(
-        z=float(z),
-        p_value=p_value,
+        z=shift.z,
+        p_value=shift.p_value,
         alpha=alpha,
-        passed=p_value >= alpha,
-        mean_difference_nats=float(total / len(differences)),
-        mde_nats=float(critical * spread / len(differences)),
-        prompts=len(differences),
+        passed=shift.p_value >= alpha,
+        mean_difference_nats=shift.mean_difference,
+        mde_nats=shift.mde,
+        prompts=shift.prompts,
+    )
+
+
+@dataclass(frozen=True)
+class TailMassResult(Result):
+    """Tokens outside the reference's top-K per sample (positions >= 2), test arm against reference: z > 0
+    means the test arm draws the tail more often. `reference_tail_tokens` is the reference's mean per
+    sample; `mde_ratio_low`/`mde_ratio_high` the tail-mass ratios (test over reference) detected with 80%
+    power, two-sided: a change of the tail's mass by a factor outside them is caught 4 times in 5."""
+
+    z: float
+    p_value: float
+    alpha: float
+    passed: bool
+    mean_difference: float
+    reference_tail_tokens: float
+    mde_tail_tokens: float
+    mde_ratio_low: float
+    mde_ratio_high: float
+    prompts: int
+
+
+def tail_mass_test(test_tail: Sequence[Sequence[float]], reference_tail: Sequence[Sequence[float]], alpha: float) -> TailMassResult:
+    """`*_tail[prompt][sample]`: how many of the sample's tokens at positions >= 2 lie outside the
+    reference's top-K."""
+    shift = stratified_shift(test_tail, reference_tail, alpha, "tail-mass test")
+    base = shift.reference_mean
+    relative = shift.mde / base if base > 0 else math.inf
+    return TailMassResult(
+        z=shift.z, p_value=shift.p_value, alpha=alpha, passed=shift.p_value >= alpha, mean_difference=shift.mean_difference,
+        reference_tail_tokens=base, mde_tail_tokens=shift.mde, mde_ratio_low=max(0.0, 1.0 - relative),
+        mde_ratio_high=1.0 + relative, prompts=shift.prompts,
     )

@@ -26,6 +26,7 @@ from specsuite.results.types import (
     PitUniformity,
     SpecCoverageRecord,
     TokenHomogeneity,
+    TwoSampleTailMass,
 )
 from specsuite.server.generation import Generation
 from specsuite.server.identity import ServerIdentity
@@ -46,10 +47,10 @@ from specsuite.workloads.lossless.greedy import (
     near_tie_of,
     top_entries,
 )
-from specsuite.workloads.lossless.pit import pit_values, tail_rate_test, uniformity_test
+from specsuite.workloads.lossless.pit import nucleus_decided, pit_decision, pit_values
 from specsuite.workloads.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from specsuite.workloads.lossless.tempering import TemperedPosition, tempered
-from specsuite.workloads.lossless.two_sample import homogeneity_test, loglik_calibration
+from specsuite.workloads.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test
 
 DEFAULT_DRAFT_STEPS = 5  # SGLang's chain default for EAGLE with topk 1 when the server does not say
 
@@ -67,6 +68,12 @@ class SamplingSetting:
 
     def params(self) -> dict[str, float]:
         return {"temperature": self.temperature, "top_p": self.top_p}
+
+    @property
+    def judges_tail_by_bounds(self) -> bool:
+        """The PIT takes this setting given the top-K and bounds the tail's mass only loosely (T != 1, top_p 1):
+        the two-sample tail-mass test judges it against the reference's draws."""
+        return self.temperature != 1.0 and self.top_p >= 1.0
 
     def sampling(self, max_new_tokens: int, seed: int | None = None) -> Sampling:
         """The generation request's sampling: every field a server could default is sent (sampling_pins), so the
@@ -156,6 +163,7 @@ class LosslessWorkload:
     draft_steps: int = DEFAULT_DRAFT_STEPS
     vocab_size: int | None = None  # the sampler's range; bounds the tail at temperatures other than 1
     near_tie: NearTie | None = None  # the greedy comparison's rule; None: from both servers' /server_info dtype
+    sampling_numerics: NearTie | None = None  # the server under test's own rule (the PIT's nucleus edge); None: its dtype
     _prompt_ids: list[list[int]] | None = field(default=None, init=False, repr=False)
     # setting key -> source ("pit", "two-sample") -> per request, the positions the directed tests read
     directed: dict[str, dict[str, list[list[DirectedPosition]]]] = field(default_factory=dict, init=False, repr=False)
@@ -196,6 +204,14 @@ class LosslessWorkload:
 
     # -- PIT ---------------------------------------------------------------------------------
 
+    def sampling_rule(self) -> NearTie:
+        """How far the server under test's sampling logits may sit from its scoring logits (two forwards of one
+        server, rounded in its served dtype): the near-tie rule of its dtype, read once."""
+        if self.sampling_numerics is None:
+            served = [] if self.config.numerics_gap is not None else [served_dtype_of(self.test)]
+            self.sampling_numerics = near_tie_of(served, self.config.numerics_gap)
+        return self.sampling_numerics
+
     def pit(self, setting: SamplingSetting, case_index: int = 0) -> LosslessPit:
         """Generate, score on the server under test, and test the PIT of positions >= 2."""
         config, prompts = self.config, self.prompt_ids
@@ -213,12 +229,11 @@ class LosslessWorkload:
         self.directed.setdefault(setting.key, {})["pit"] = [directed_positions(meta, output, [None, *scored]) for meta, output, scored in results]
         coverage = SpecCoverage.of([(meta, output) for meta, output, _ in results])
         positions = [p for _, _, scored in results for p in scored if p is not None]
-        values = pit_values(positions, setting.top_p, request_seed(config.seed, "pit-randomization", case_index, 0))
-        # Bonferroni over the uniformity and the tail-rate tests where both apply.
-        split = 2 if values.tail_positions else 1
-        test = uniformity_test(values.values, config.alpha / split)
-        tail = tail_rate_test(values, config.alpha / split) if values.tail_positions else None
-        p_value = min(1.0, split * min(test.p_value, 1.0 if tail is None else tail.p_value))
+        rule = self.sampling_rule()
+        values = pit_values(positions, setting.top_p, request_seed(config.seed, "pit-randomization", case_index, 0),
+                            gap=rule.tolerance / setting.temperature)  # logits divided by T: their gaps move by gap / T
+        decision = pit_decision(values, config.alpha)  # the uniformity and the tail-rate tests, Bonferroni
+        test, tail = decision.uniformity, decision.tail
         return LosslessPit.written(
             setting=setting.record(config.pit_max_new_tokens),
             requests=config.pit_requests,
@@ -231,9 +246,11 @@ class LosslessWorkload:
             coverage=coverage.record(),
             test=PitUniformity.from_dict(test.to_dict()),  # the statistic's JSON-ready values (numpy and inf made plain)
             tail=None if tail is None else PitTailRate.from_dict(tail.to_dict()),
-            p_value=p_value,
-            passed=p_value >= config.alpha,
+            p_value=decision.p_value,
+            passed=decision.passed,
             wall_time_s=time.perf_counter() - started,
+            nucleus_gap=rule.tolerance / setting.temperature if setting.top_p < 1.0 else None,
+            nucleus_rule=rule.describe() if setting.top_p < 1.0 else None,
         )
 
     # -- two-sample --------------------------------------------------------------------------
@@ -247,14 +264,16 @@ class LosslessWorkload:
         max_new_tokens = positions[-1]
         size = config.two_sample_size
 
-        def arm(client: ServerClient, stream: str) -> list[tuple[dict[str, Any], list[int], float, list[DirectedPosition]]]:
-            def one(job: int) -> tuple[dict[str, Any], list[int], float, list[DirectedPosition]]:
+        def arm(client: ServerClient, stream: str) -> list[tuple[dict[str, Any], list[int], float, list[DirectedPosition], int]]:
+            def one(job: int) -> tuple[dict[str, Any], list[int], float, list[DirectedPosition], int]:
                 prompt = chosen[job // size]
                 result = self._sample(client, prompt, setting, max_new_tokens, request_seed(config.seed, stream, case_index, job))
                 output = output_ids_of(result)
                 scored = self._score(reference, prompt, output) if len(output) > 1 else []
                 meta = result.meta_info
-                return meta, output, sum(_own_logprob(p) for p in scored[1:]), directed_positions(meta, output, self._tempered(scored, setting))
+                tempered_scored = self._tempered(scored, setting)
+                return (meta, self._edge_masked(output, tempered_scored, setting), sum(_own_logprob(p) for p in scored[1:]),
+                        directed_positions(meta, output, tempered_scored), sum(p is not None and p.token_id not in p.top_ids for p in scored[1:]))
 
             return parallel_map(one, range(len(chosen) * size), config.concurrency)
 
@@ -269,6 +288,9 @@ class LosslessWorkload:
         reference_outputs, reference_loglik = by_prompt(reference_results, 1), by_prompt(reference_results, 2)
         homogeneity = homogeneity_test(test_outputs, reference_outputs, positions, config.alpha)
         calibration = loglik_calibration(test_loglik, reference_loglik, config.alpha)
+        # Where the PIT bounds the tail's mass only loosely (T != 1, top_p 1), the reference's draws estimate it.
+        tail = (tail_mass_test(by_prompt(test_results, 4), by_prompt(reference_results, 4), config.alpha)
+                if setting.judges_tail_by_bounds else None)
         return LosslessTwoSample.written(
             setting=setting.record(max_new_tokens),
             prompts=len(chosen),
@@ -277,9 +299,22 @@ class LosslessWorkload:
             coverage=coverage.record(),
             homogeneity=TokenHomogeneity.from_dict(homogeneity.to_dict()),  # the statistics' JSON-ready values
             calibration=LoglikCalibration.from_dict(calibration.to_dict()),
-            passed=homogeneity.passed and calibration.passed,
+            passed=homogeneity.passed and calibration.passed and (tail is None or tail.passed),
             wall_time_s=time.perf_counter() - started,
+            tail=None if tail is None else TwoSampleTailMass.from_dict(tail.to_dict()),
         )
+
+    def _edge_masked(self, output: list[int], scored: Sequence[TemperedPosition | None], setting: SamplingSetting) -> list[int]:
+        """`output` with the token at each position >= 2 whose nucleus edge the reference's scoring cannot place within
+        the numerics gap replaced by UNDECIDED (top_p < 1): there a server whose sampling logits differ from the
+        reference's by rounding keeps an edge token in some requests and drops it in others, which moves that token's
+        share against a server that always keeps (or drops) it. Whether a position is undecided depends on its context
+        only, the same rule in both arms, so one category for all its draws keeps the tables' null."""
+        if setting.top_p >= 1.0:
+            return output
+        gap = self.sampling_rule().tolerance / setting.temperature
+        return [UNDECIDED if index and position is not None and not nucleus_decided(position, setting.top_p, gap) else token
+                for index, (token, position) in enumerate(zip(output, scored, strict=False))] + output[len(scored):]
 
     def two_sample_test_arm(self, setting: SamplingSetting, case_index: int = 0) -> int:
         """Only the server-under-test half of `two_sample` (same prompts, sizes and seeds), kept for the
