@@ -114,6 +114,9 @@ EMITTED = {
         ("suites/test_lossless.py::test_loglik_calibration[t=1-top_p=1]",
          "AssertionError: target log-likelihood differs from the reference's: log-likelihood calibration at t=1-top_p=1: z=-5.10 "
          "p=3.4e-07, mean shift -2.001 nats per sample (MDE 0.400)"),
+        ("suites/test_lossless.py::test_tail_mass_two_sample[t=0.7-top_p=1]", TAIL_MASS_LINE := (
+         "AssertionError: the tail's mass differs from the speculation-off reference's: tail mass at t=0.7-top_p=1: -0.412 tail "
+         "tokens per sample against the reference's 0.530, z=-6.10 p=1.1e-09")),
         ("suites/test_lossless.py::test_mode_not_overdrawn",
          "AssertionError: the sampler over-draws the target's mode: mode drawn 812 times over 1200 positions where the target expects 640.2"),
         ("suites/test_lossless.py::test_draft_acceptance_calibrated",
@@ -130,6 +133,7 @@ EMITTED = {
         ("suites/test_lossless.py::test_loglik_calibration[t=1-top_p=1]",
          "AssertionError: target log-likelihood differs from the reference's: log-likelihood calibration at t=1-top_p=1: z=inf p=0, "
          "mean shift +2.817 nats per sample (MDE 0.412)"),
+        ("suites/test_lossless.py::test_tail_mass_two_sample[t=0.7-top_p=1]", TAIL_MASS_LINE),
         ("suites/test_lossless.py::test_mode_not_overdrawn",
          "AssertionError: the sampler over-draws the target's mode: mode drawn 1200 times over 1200 positions where the target expects 640.2"),
     ],
