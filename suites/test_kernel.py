@@ -20,43 +20,36 @@ from __future__ import annotations
 import pytest
 
 from specsuite.errors import SpecsuiteError
-from specsuite.kernels.distribution import RULE_SCENARIO, SCENARIOS, scenarios_for
-from specsuite.kernels.loader import KernelSpec
-from specsuite.kernels.suite import KernelSuiteRun, classes_for
+from specsuite.kernels import engines
+from specsuite.kernels.distribution import RULE_SCENARIO
+from specsuite.kernels.suite import KernelSuiteRun
 
 pytestmark = [pytest.mark.kernel, pytest.mark.usefixtures("record_kernel_results")]
 GREEDY_CLASSES = ("greedy", "mixed-greedy-random")
 
 
-class _SpecOnly:
-    """What scenarios_for needs from a kernel, known from the option before anything is loaded."""
-
-    def __init__(self, spec: KernelSpec) -> None:
-        self.spec = spec
-        self.engine = spec.engine
-
-
-def _engine_spec(config: pytest.Config) -> KernelSpec | None:
+def _engine(config: pytest.Config) -> engines.KernelEngine:
+    """The engine --kernel names, known from the option before anything is loaded; the default source's without it,
+    or when the source is bad (reported as one line when the kernel is loaded)."""
     from specsuite.pytest_plugin.core import specsuite_session  # the run configuration's kernel section
 
+    source = specsuite_session(config).run_config.kernel.source
     try:
-        source = specsuite_session(config).run_config.kernel.source
-        return KernelSpec.parse(source) if source else None
+        return engines.for_source(source) if source else engines.default_engine()
     except SpecsuiteError:
-        return None  # reported as one line when the kernel is loaded
+        return engines.default_engine()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Parametrize by the classes and scenarios of the engine --kernel names (SGLang's by default)."""
-    spec = _engine_spec(metafunc.config)
-    engine = spec.engine if spec else "sglang"
+    """Parametrize by the classes and scenarios of the engine --kernel names (the default source's without it)."""
+    engine = _engine(metafunc.config)
     if "input_class" in metafunc.fixturenames:
-        classes = list(classes_for(engine))
+        classes = list(engine.input_classes)
         if metafunc.function.__name__ == "test_greedy_rows_commit_the_argmax":
             classes = [c for c in classes if c in GREEDY_CLASSES]
         metafunc.parametrize("input_class", classes)
     if "scenario" in metafunc.fixturenames:
-        metafunc.parametrize("scenario", list(scenarios_for(_SpecOnly(spec)) if spec else SCENARIOS))
+        metafunc.parametrize("scenario", list(engine.scenarios))
 
 
 def _assert_invariant(kernel_suite: KernelSuiteRun, input_class: str, invariant: str) -> None:

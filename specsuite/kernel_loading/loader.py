@@ -46,6 +46,8 @@ REFSERVER_ARMS = ("fix", "nofix")
 BLOCK_SUFFIX = ":block"
 VLLM_EXPAND_FIX = "expand-fix"
 # Kept after the first sentence of the unknown-source message, which the reference server rewrites in its terms.
+SGLANG_ENGINE = "sglang"
+SGLANG_KINDS = ("installed", "release", "file")  # the sources this module loads; any other kind names its engine itself
 OTHER_SOURCES = f"; also vllm==VERSION or vllm-installed (each may end in :{VLLM_EXPAND_FIX}), and {BLOCK_SUFFIX} after an SGLang source"
 
 
@@ -54,7 +56,7 @@ class KernelSpec:
     """A parsed `--kernel` value."""
 
     text: str
-    kind: str  # installed | release | file | refserver | vllm
+    kind: str  # installed | release | file (SGLang's), or the engine's name: refserver | vllm | another engine's
     version: str | None = None
     path: Path | None = None
     refserver_arm: str | None = None
@@ -63,7 +65,8 @@ class KernelSpec:
 
     @property
     def engine(self) -> str:
-        return {"vllm": "vllm", "refserver": "refserver"}.get(self.kind, "sglang")
+        """The engine that loads and calls this source (specsuite/kernels/engines/)."""
+        return SGLANG_ENGINE if self.kind in SGLANG_KINDS else self.kind
 
     @classmethod
     def parse(cls, text: str) -> KernelSpec:
@@ -82,7 +85,7 @@ class KernelSpec:
             return cls(value, "vllm", version=version, corrected_expand=suffix == VLLM_EXPAND_FIX)
         if value.endswith(BLOCK_SUFFIX):
             token = cls.parse(value.removesuffix(BLOCK_SUFFIX))
-            if token.engine != "sglang":
+            if token.engine != SGLANG_ENGINE:
                 raise SpecsuiteError(f"--kernel {text!r}: {BLOCK_SUFFIX} applies to an SGLang kernel (installed, sglang==VERSION or a file)")
             return replace(token, text=value, block=True)
         if value == "installed":
@@ -206,9 +209,10 @@ def _installed_module_path() -> tuple[Path, str]:
 def load_sglang_kernel(source: str | KernelSpec) -> LoadedKernel:
     """Resolve and load SGLang's sampler named by `source` (installed, sglang==VERSION or a file, each
     maybe with :block); every failure is one SpecsuiteError line.  The harness's other engines (the
-    reference numpy sampler, vLLM) load through specsuite.kernels.loader.load_kernel."""
+    reference numpy sampler, vLLM) load through specsuite.kernels.loader.load_kernel and their engine modules
+    (specsuite/kernels/engines/)."""
     spec = source if isinstance(source, KernelSpec) else KernelSpec.parse(source)
-    if spec.engine != "sglang":
+    if spec.engine != SGLANG_ENGINE:
         raise SpecsuiteError(f"--kernel {spec.text!r}: not an SGLang kernel source (installed, sglang==VERSION or a .py file)")
     torch = require_torch_and_triton(need_triton=True)
     device, torch_device = select_device(torch)

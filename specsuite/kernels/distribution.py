@@ -50,9 +50,9 @@ import numpy as np
 from scipy import optimize, stats
 
 from specsuite.errors import SpecsuiteError
-from specsuite.kernels import rule_check
+from specsuite.kernels import engines, rule_check
 from specsuite.kernels.inputs import ChainInput, KernelShape, apply_temperature_top_p, clear_top_p, draw_ids, masked_logits, sampling_targets
-from specsuite.kernels.invoke import ChainOutcome, run_input
+from specsuite.kernels.invoke import ChainOutcome, run_all_rows
 from specsuite.kernels.loader import LoadedKernel
 from specsuite.results.types import KernelTestStatistic, MonteCarloResolution
 from specsuite.stats.multiplicity import holm
@@ -63,9 +63,8 @@ MIN_EXPECTED = 5.0  # a marginal with fewer expected counts per category is not 
 MONTE_CARLO_DRAWS = 100_000  # the fewest null draws per X^2 test: p-values down to 1e-5
 MONTE_CARLO_MARGIN = 2  # draws raised so that 1/(draws+1) is at most Holm's first level / this (memory: 8 bytes a draw a test)
 MONTE_CARLO_SEED = 20261205
-SCENARIOS = ("well-formed", "p-equals-q")
-VLLM_SCENARIOS = ("well-formed", "p-equals-q", "no-draft-probs", "temperature-top-p")
-ALL_SCENARIOS = tuple(dict.fromkeys(SCENARIOS + VLLM_SCENARIOS))
+SCENARIOS = ("well-formed", "p-equals-q")  # on probabilities: every engine's; an engine names its own (specsuite/kernels/engines/)
+ALL_SCENARIOS = (*SCENARIOS, "no-draft-probs", "temperature-top-p")  # in seed order: a scenario's input seed is its index here
 DEFAULT_ROWS = 1024
 # p == q accepts every draft (its acceptance test is exact: one rejection fires it), so it needs
 # fewer rows than the well-formed chain; its sequence tests get the power stated for them.
@@ -76,7 +75,7 @@ RULE_SCENARIO = "rule"  # the rule input's family member (own-coin samplers only
 
 
 def scenarios_for(kernel: LoadedKernel) -> tuple[str, ...]:
-    return VLLM_SCENARIOS if kernel.engine == "vllm" else SCENARIOS
+    return engines.of(kernel).scenarios
 
 
 def scenario_rows(scenario: str, rows: int) -> int:
@@ -153,15 +152,6 @@ def distribution_input(scenario: str, seed: int, shape: KernelShape, rows: int, 
         top_p = None if chosen is None else np.full(rows, chosen, dtype=np.float32)
         return replace(made, temperature=temperature, top_p=top_p)
     return made
-
-
-def run_in_batches(kernel: LoadedKernel, data: ChainInput, batch: int, block_verification: bool | None = None) -> ChainOutcome:
-    """The kernel over all rows of `data`, `batch` rows per call (vLLM's sampler takes them in one call)."""
-    if kernel.engine == "vllm":
-        return run_input(kernel, data)
-    parts = [run_input(kernel, data.rows(slice(start, start + batch)), block_verification) for start in range(0, data.batch, batch)]
-    return ChainOutcome(np.concatenate([p.accepted for p in parts]), np.concatenate([p.emitted for p in parts]),
-                        np.concatenate([p.final_ids for p in parts]))
 
 
 def acceptance_rate(target_row: np.ndarray, draft_row: np.ndarray, shown_q: bool = True) -> float:
@@ -441,9 +431,9 @@ def run_family(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int, a
         data = distribution_input(scenario, seed * 1000 + 500 + index, shape, scenario_rows(scenario, rows),
                                   None if chain_seed is None else chain_seed * 1000 + 500 + index)
         started = time.perf_counter()
-        outcome = run_in_batches(kernel, data, shape.batch)
+        outcome = run_all_rows(kernel, data, shape.batch)
         if block:
-            token = run_in_batches(kernel, data, shape.batch, block_verification=False)
+            token = run_all_rows(kernel, data, shape.batch, block_verification=False)
             tests.append(accepted_length_test(scenario, outcome, token, level))
         else:
             tests += acceptance_tests(data, outcome, scenario, level)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from specsuite.kernels.engines.refserver import ENGINE as NUMPY_SAMPLER_ENGINE
 from specsuite.kernels.loader import KernelSpec, LoadedKernel
 
 DEFECTS = ("accept-bias", "residual-from-p", "block-unscaled-residual", "block-stop-at-prefix-weight", "block-accept-bias",
@@ -135,9 +136,9 @@ def _kernel_signature(defect: str | None) -> Callable[..., None]:
 
 
 def model_kernel(block: bool, defect: str | None = None) -> LoadedKernel:
-    """A numpy verifier as a LoadedKernel (engine "refserver": it runs through the SGLang call)."""
+    """A numpy verifier as a LoadedKernel (the reference numpy sampler's engine: it runs through the SGLang call)."""
     if defect is not None and defect not in DEFECTS:
         raise ValueError(f"unknown defect {defect!r}; known: {', '.join(DEFECTS)}")
-    spec = KernelSpec(f"numpy-{'block' if block else 'token'}{':' + defect if defect else ''}", "refserver", block=block)
+    spec = KernelSpec(f"numpy-{'block' if block else 'token'}{':' + defect if defect else ''}", NUMPY_SAMPLER_ENGINE, block=block)
     return LoadedKernel(spec, f"numpy {'block' if block else 'token'} verifier{' (' + defect + ')' if defect else ''}",
                         "cpu (numpy)", "cpu", _kernel_signature(defect))

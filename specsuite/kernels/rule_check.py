@@ -36,8 +36,9 @@ from typing import Any
 
 import numpy as np
 
+from specsuite.kernels import engines
 from specsuite.kernels.inputs import ChainInput, KernelShape, sampling_targets
-from specsuite.kernels.invoke import ChainOutcome, run_input
+from specsuite.kernels.invoke import ChainOutcome, run_all_rows
 from specsuite.kernels.loader import LoadedKernel
 
 EPS = 2.0**-24  # float32's unit roundoff
@@ -359,9 +360,9 @@ def total_length_test(data: ChainInput, outcome: ChainOutcome, block: bool) -> R
 
 
 def draws_own_coins(kernel: LoadedKernel) -> bool:
-    """vLLM's sampler draws from its own seeded generators; SGLang's kernel (and the numpy samplers behind
-    its signature) take the coins as input."""
-    return kernel.engine == "vllm"
+    """Whether the kernel's engine draws its coins itself (vLLM's sampler, from its own seeded generators) rather than
+    taking them as input (SGLang's kernel and the numpy samplers behind its signature)."""
+    return engines.of(kernel).draws_own_coins
 
 
 def rule_seed(seed: int) -> int:
@@ -369,14 +370,10 @@ def rule_seed(seed: int) -> int:
 
 
 def run_rule(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int | None = None) -> tuple[ChainInput, ChainOutcome]:
-    """The rule input for the session's seed through `kernel`, shape.batch rows per call (vLLM: one call);
-    RULE_ROWS rows, RULE_ROWS_OWN_COINS for a sampler with its own coins, unless `rows` says."""
+    """The rule input for the session's seed through `kernel`, shape.batch rows per call (one call for an engine that
+    takes a whole input); RULE_ROWS rows, RULE_ROWS_OWN_COINS for a sampler with its own coins, unless `rows` says."""
     data = rule_input(rule_seed(seed), shape, rows if rows is not None else RULE_ROWS_OWN_COINS if draws_own_coins(kernel) else RULE_ROWS)
-    if kernel.engine == "vllm":
-        return data, run_input(kernel, data)
-    parts = [run_input(kernel, data.rows(slice(start, start + shape.batch))) for start in range(0, data.batch, shape.batch)]
-    return data, ChainOutcome(np.concatenate([p.accepted for p in parts]), np.concatenate([p.emitted for p in parts]),
-                              np.concatenate([p.final_ids for p in parts]))
+    return data, run_all_rows(kernel, data, shape.batch)
 
 
 def rule_check_for(kernel: LoadedKernel, shape: KernelShape, seed: int, rows: int | None = None) -> RuleCheck:

@@ -3,9 +3,9 @@ checked against every invariant, the verification rule checked row by row on its
 (specsuite.kernels.rule_check), the distribution family run once; all of it as a JSON-ready dict
 for results.json.  The pytest layer (suites/test_kernel.py) only asks and asserts.
 
-Which classes run depends on the engine: SGLang's kernels (token or block verification) and the numpy
-sampler get the corrupted-q classes (the recycled-draft_probs bug's -inf mask and other malformed q); vLLM's sampler gets its sampling paths (greedy and random
-rows, with and without draft probabilities, per-row temperature and top-p) on well-formed q."""
+Which classes and scenarios run, how the sampler is called and how the rule is checked is the engine's to say
+(specsuite/kernels/engines/: SGLang's kernels and the numpy sampler get the corrupted-q classes, the recycled-draft_probs
+bug's -inf mask and other malformed q; vLLM's sampler gets its sampling paths on well-formed q)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from specsuite.kernels import distribution, rule_check
-from specsuite.kernels.inputs import INPUT_CLASSES, VLLM_CLASSES, KernelShape, build_input
+from specsuite.kernels import distribution, engines, rule_check
+from specsuite.kernels.inputs import KernelShape, build_input
 from specsuite.kernels.invariants import (
     INVARIANT_RULES,
     INVARIANTS,
@@ -33,10 +33,7 @@ from specsuite.results.types import MonteCarloResolution
 
 
 def classes_for(engine: str) -> tuple[str, ...]:
-    return tuple(VLLM_CLASSES) if engine == "vllm" else tuple(INPUT_CLASSES)
-
-
-ALL_CLASSES = tuple(dict.fromkeys(tuple(INPUT_CLASSES) + tuple(VLLM_CLASSES)))
+    return engines.get(engine).input_classes
 
 
 @dataclass
@@ -120,14 +117,15 @@ class KernelSuiteRun:
         return failing
 
     def to_dict(self) -> dict[str, Any]:
+        order = engines.all_input_classes()
         return {
             **self.kernel.to_dict(),
             "shape": self.shape.to_dict(),
             "seed": self.seed,
             "alpha": self.alpha,
             "rules": INVARIANT_RULES,
-            "classes": [c for c in ALL_CLASSES if c in self.invariants],
-            "invariants": [self.invariants[c][name].to_dict() for c in ALL_CLASSES if c in self.invariants for name in INVARIANTS],
+            "classes": [c for c in order if c in self.invariants],
+            "invariants": [self.invariants[c][name].to_dict() for c in order if c in self.invariants for name in INVARIANTS],
             "failing": self.failing_classes(),
             "distribution": {
                 "verification": self.kernel.verification,

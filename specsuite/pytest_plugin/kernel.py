@@ -17,7 +17,6 @@ session's results.json under "kernel" (a kernel-only session opens its own run f
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ import pytest
 
 from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
+from specsuite.kernels import engines
 from specsuite.kernels.inputs import KernelShape
 from specsuite.kernels.suite import KernelSuiteRun
 from specsuite.results.store import RunDirectory
@@ -74,9 +74,9 @@ def _load(run_config: RunConfig) -> KernelSession:
     if rows < 1:
         raise SpecsuiteError(f"--kernel-dist-rows must be at least 1, got {rows}")
     if source is None:
-        if importlib.util.find_spec("sglang") is None:
-            return KernelSession(skip_reason="no --kernel given and no SGLang installed: pass --kernel sglang==VERSION, a file, or refserver")
-        source = "installed"
+        source, missing = engines.default_source()  # the default engine's (specsuite/kernels/engines/), when it can load here
+        if source is None:
+            return KernelSession(skip_reason=missing)
     kernel = load_kernel(source)
     seed = run_config.kernel.seed
     run = KernelSuiteRun(kernel, shape, seed=run_config.seed if seed is None else seed, alpha=run_config.alpha, distribution_rows=rows)
