@@ -12,31 +12,8 @@ naming the venv and exit 4 (pytest's usage error), not the traceback of the plug
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from specsuite.environment_check import exit_unless_project_packages
 
-# The base install's packages (pyproject.toml `dependencies`) by import name; looked up, not imported (no cost).
-PROJECT_PACKAGES = ("numpy", "scipy", "requests", "aiohttp", "orjson", "tokenizers", "transformers", "matplotlib", "tqdm", "jinja2")
-
-
-def _missing(names: tuple[str, ...]) -> list[str]:
-    missing = []
-    for name in names:
-        try:
-            if importlib.util.find_spec(name) is None:
-                missing.append(name)
-        except (ImportError, ValueError):
-            missing.append(name)
-    return missing
-
-
-_MISSING = _missing(PROJECT_PACKAGES)
-if _MISSING:
-    _venv = Path(__file__).resolve().parent / ".venv"
-    sys.stderr.write(f"specsuite: this pytest runs on {sys.executable}, which lacks the project's packages ({', '.join(_MISSING)}): "
-                     f"activate the project's venv (`. {_venv}/bin/activate`) or run `{_venv}/bin/python -m pytest ...` "
-                     f"(make it with `python3 -m venv .venv && .venv/bin/pip install -e .`)\n")
-    raise SystemExit(4)  # pytest's usage error; a SystemExit passes through pytest's conftest import, an ImportError would not
+exit_unless_project_packages()
 
 pytest_plugins = ("specsuite.pytest_plugin.plugin",)

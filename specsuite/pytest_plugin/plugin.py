@@ -13,9 +13,13 @@ it loads once whichever way comes first.
 
 from __future__ import annotations
 
-import pytest
+from specsuite.environment_check import exit_unless_project_packages
 
-from specsuite.config.options import add_pytest_options
+exit_unless_project_packages()  # a Python without the project's packages: one line, before an import can fail
+
+import pytest  # noqa: E402
+
+from specsuite.config.options import add_pytest_options  # noqa: E402
 
 pytest_plugins = (
     "specsuite.pytest_plugin.core",

@@ -38,6 +38,22 @@ def test_a_pytest_without_the_project_packages_says_so_in_one_line() -> None:
     assert "(tqdm)" in result.stderr
 
 
+def test_the_entry_point_of_a_checkouts_egg_info_says_so_in_one_line(tmp_path: Path) -> None:
+    """`pip install -e .` leaves specsuite.egg-info in the checkout; a Python started there finds its `pytest11` entry
+    point on sys.path ('') and loads the plugin before any conftest.py: the plugin itself must give the one line.
+    Simulated in a folder with that egg-info and the package (no conftest.py), with `tqdm` hidden."""
+    info = tmp_path / "specsuite.egg-info"
+    info.mkdir()
+    (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: specsuite\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[pytest11]\nspecsuite.pytest_plugin.plugin = specsuite.pytest_plugin.plugin\n",
+                                           encoding="utf-8")
+    (tmp_path / "specsuite").symlink_to(ROOT / "specsuite")
+    env = {key: value for key, value in os.environ.items() if key not in ("PYTHONPATH", "PYTEST_DISABLE_PLUGIN_AUTOLOAD")}
+    code = "import sys; sys.modules['tqdm'] = None; import pytest; sys.exit(pytest.main(['-p', 'no:cacheprovider', '--co', '-q']))"
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    _assert_one_line(result)
+
+
 def test_the_system_pytest_says_so_in_one_line() -> None:
     venv_bin = str(Path(sys.executable).parent)
     path = os.pathsep.join(part for part in os.environ.get("PATH", "").split(os.pathsep) if part != venv_bin)
