@@ -45,7 +45,7 @@ counts (and a drop to zero from a non-zero baseline is a full drop).  GSM8K thre
 absolute proportion (0.02 = 2 points), the rest relative (0.02 = 2 %).  One more verdict,
 "suspect": an accept-length row that would be "better" for a candidate arm that is "worse", in
 any case, on a corruption sign (invalid, fallback or padded-row ids, stray rate, sampler
-fallbacks) is the founding bug's signature, not a speed-up (`_mark_suspect`).  A higher accept length
+fallbacks) is the recycled-draft_probs bug's signature, not a speed-up (`_mark_suspect`).  A higher accept length
 with no corruption sign is a speed-up only where the candidate's losslessness was checked
 (`_guard_acceptance`): "worse" when the candidate fails a lossless test its baseline passes (an
 over-accepting sampler: acceptance bought by leaving the target distribution), "better" when every

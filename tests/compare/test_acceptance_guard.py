@@ -2,7 +2,7 @@
 `_guard_acceptance`): an arm that accepts drafts more often than p/q allows shows no corruption sign, so without a
 lossless test it would read "better".  Here: the over-accepting arm (fails the PIT and the mode rate its baseline
 passes) is "worse", never "better"; a clean arm whose lossless tests pass keeps "better"; a rise no lossless test
-compared is "unverified"; the founding bug's "suspect" keeps its precedence; and --profile nightly fails the
+compared is "unverified"; the recycled-draft_probs bug's "suspect" keeps its precedence; and --profile nightly fails the
 over-accepting arm through its absolute lossless rule."""
 
 from __future__ import annotations
