@@ -32,7 +32,7 @@ def test_not_worse_than_baseline(specsuite, sampling_case):
     baseline = specsuite.baseline_case_result(sampling_case).to_dict()
     analysis = compare_arms(_as_merged(specsuite.server.arm, candidate, baseline), alpha=specsuite.run_config.alpha)
     worse = [row for row in analysis.comparisons if row.verdict == "worse"]
-    # A suspect row comes only with a worse one; it is quoted so the failure names the founding bug's signature.
+    # A suspect row comes only with a worse one; it is quoted so the failure names the signature of corrupt draft probabilities.
     quoted = worse + [row for row in analysis.comparisons if row.verdict == "suspect"]
     lines = [f"{row.metric} {row.verdict}: {row.candidate_value} vs baseline {row.baseline_value} ({row.unit}), "
              f"effect {row.effect.name} {row.effect.value} CI {row.effect.ci}, p_adj={row.p_adjusted}, MDE {row.mde.to_dict()}"

@@ -191,7 +191,7 @@ def test_acceptance_not_suspect_against_baseline(specsuite, sampled_case):
     server's own T=0: a correct rejection sampler's acceptance can rise with temperature (SGLang
     0.5.17, EAGLE, H100: accept length 2.6-2.9 at T=1 against 2.0 greedy). The A/B engine
     (specsuite/compare/verdicts.py) calls a higher accept length "suspect" when the same arm is worse on
-    a corruption sign (invalid, fallback or padded-row ids, strays): the founding bug's signature."""
+    a corruption sign (invalid, fallback or padded-row ids, strays): the signature of corrupt draft probabilities."""
     _speculative(specsuite)
     if not specsuite.run_config.baseline_url:
         pytest.skip("acceptance is judged against a baseline arm: pass --baseline-url (one server alone has no reference for it)")

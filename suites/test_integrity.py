@@ -424,7 +424,7 @@ MIXED_GREEDY_COPIES = 3
 def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, specsuite):
     """T=0 requests sent while seeded T=1, top_p=0.95 requests run beside them (one verify batch)
     must answer as they do alone. Per-row sampling parameters that leak across the batch turn
-    greedy rows into the founding bug's text (vLLM 0.32 on CPU: docs/findings/vllm-spec-padded-ids.md).
+    greedy rows into the recycled-draft_probs bug's text (vLLM 0.32 on CPU: docs/findings/vllm-spec-padded-ids.md).
     A divergence counts only where the alone answer's top is no near-tie of the served dtype (the
     lossless suite's rule, specsuite.workloads.lossless.greedy): batch-variant numerics may flip a
     near-tie on a correct GPU server. Ids outside the tokenizer fail at any position."""

@@ -11,7 +11,7 @@ The metrics and their scales are specsuite.compare.metric_registry's.  Condition
 - `suspect` (`accept_length` only; a bare `suspect` term means `accept_length:suspect`): a
   comparison got the verdict "suspect": a higher accept length in a candidate arm that is
   "worse" on invalid, fallback or padded-row ids, the stray rate or sampler fallbacks, the
-  founding bug's signature.
+  signature of corrupt draft probabilities.
 - `+X%` / `-X%` (relative metrics and rates) and `+Xpt` / `-Xpt` (GSM8K proportions, points):
   the whole 95 % interval of the effect lies beyond the threshold, i.e. the interval's lower
   bound is above +X (or its upper bound below -X).  So a rule fires only when the data show, with

@@ -46,7 +46,7 @@ class Metric:
     bad_events: bool = False  # the candidate's value is a count of bad events: `--fail-on METRIC:any` applies
     server_counter: bool = False  # read from a server counter: absent when the server exports none
     corruption_sign: bool = False  # "worse" here is a sign of corrupt sampling (see suspect_when_better)
-    suspect_when_better: bool = False  # "better" while a corruption sign is "worse" is the founding bug's signature
+    suspect_when_better: bool = False  # "better" while a corruption sign is "worse" is the signature of corrupt draft probabilities
     per_token: Callable[[Any], list[float]] | None = None  # values pooled over one run, for one-run tests
     watch_both_ways: bool = False  # history: a step either way is worth a look
     version: int = 1  # bump when the definition changes: the history never joins old and new values

@@ -24,7 +24,7 @@ REGISTRY: tuple[Metric, ...] = registered_metrics()  # as registered at import: 
 BY_NAME: dict[str, Metric] = {entry.name: entry for entry in REGISTRY}
 METRICS: tuple[str, ...] = tuple(BY_NAME)  # the order of comparison rows
 
-SUSPECT_NOTE = ("higher accept length in an arm that is worse on {signs}: the founding bug's signature (acceptance climbs "
+SUSPECT_NOTE = ("higher accept length in an arm that is worse on {signs}: the signature of corrupt draft probabilities (acceptance climbs "
                 "when the sampler falls back to a padded-vocabulary id), not a speed-up")
 
 

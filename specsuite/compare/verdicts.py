@@ -204,7 +204,7 @@ def _undecided(row: ComparisonRow) -> ComparisonRow:
 
 
 def _mark_suspect(rows: list[ComparisonRow]) -> list[ComparisonRow]:
-    """"better" becomes "suspect" on a metric whose rise is the founding bug's signature (accept length)
+    """"better" becomes "suspect" on a metric whose rise is the signature of corrupt draft probabilities (accept length)
     when the same candidate arm is "worse" on a corruption sign (invalid/fallback/padded ids, strays) in any case."""
     signs: dict[str, dict[str, list[str]]] = {}  # candidate -> metric -> cases where it is worse
     for row in rows:

@@ -11,7 +11,7 @@ practical threshold, and a kind:
 - "regression": the worse direction (up for rates and ITL, down for accuracy and throughput);
 - "improvement": the better direction;
 - "change": a metric where either direction is suspect (accept length: a rise at T > 0 is the
-  founding bug's broken accept test, a drop is slower serving).
+  recycled-draft_probs bug's broken accept test, a drop is slower serving).
 
 `regressions` lists the practical regressions and changes; a step is "open" when it is the
 latest step of its trend, i.e. the series still sits at the new level.  The result is the typed

@@ -34,7 +34,7 @@ METRIC_VERSIONS: dict[str, int] = {entry.name: entry.version for entry in regist
 
 def direction_of(entry: Metric) -> Direction:
     """Which way is worse: the registry's direction, or "either" where a step either way is worth a look (accept
-    length: a drop slows serving, a rise at T > 0 is the founding bug's signature).  A step must also be practically
+    length: a drop slows serving, a rise at T > 0 is the signature of corrupt draft probabilities).  A step must also be practically
     large to count: the metric's A/B threshold on its effect scale (specsuite.history.analysis)."""
     return "either" if entry.watch_both_ways else entry.direction
 

@@ -237,7 +237,7 @@ def _identity_text(arm: Arm) -> str:
         parts.append(f"{spec.speculative_algorithm} steps {spec.speculative_num_steps} topk "
                      f"{spec.speculative_eagle_topk} draft tokens {spec.speculative_num_draft_tokens}")
     if identity.cuda_graph:
-        # The reference server has no GPU: its "CUDA graph" is a simulated graph memory pool (the founding bug's mechanism).
+        # The reference server has no GPU: its "CUDA graph" is a simulated graph memory pool (the recycled-draft_probs bug's mechanism).
         parts.append(f"simulated CUDA-graph pool {identity.cuda_graph} (CPU emulation)" if emulated else f"CUDA graph {identity.cuda_graph}")
     if identity.vocab_size:
         parts.append(f"vocab {identity.vocab_size} (tokenizer {identity.tokenizer_length})")

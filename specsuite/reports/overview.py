@@ -36,8 +36,8 @@ UNKNOWN_SEVERITY = 5
 CALM = ("inconclusive", "equivalent", NONE_IN_EITHER)
 # One line on each verdict that needs one; shown under the verdict lines when the verdict appears.
 EXPLAINED = {
-    "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the founding "
-                "bug's signature (corrupt draft probabilities accepted by the sampler), not a faster draft model."),
+    "suspect": ("**suspect**: the arm's accept length is higher while it emits invalid or fallback ids: the signature "
+                "of corrupt draft probabilities accepted by the sampler, not a faster draft model."),
 }
 NO_ANALYSIS = "No A/B analysis in this results file; `specsuite report RESULTS.json --out DIR` computes it."
 SIDE_BY_SIDE_NOTE = ("The arms ran side by side on one host: each arm's serving figures include the other arm's load, "

@@ -164,8 +164,8 @@ def plot_accept_length(document: Document, analysis: Comparison, out_dir: Path) 
     ax.legend(loc="best", handlelength=4.5)
     path = _save(fig, out_dir / "accept_length.png")
     return FigureRef(path, "Accept length against temperature",
-                     "Healthy acceptance does not rise with temperature; a rise towards the ceiling is the founding bug's "
-                     "signature (corrupt draft probabilities accepted).")
+                     "Healthy acceptance does not rise with temperature; a rise towards the ceiling is the signature "
+                     "of corrupt draft probabilities accepted by the sampler.")
 
 
 def _bench_itls(document: Document) -> dict[str, dict[str, list[float]]]:

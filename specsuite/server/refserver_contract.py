@@ -1,7 +1,7 @@
 """Everything the harness knows about specsuite's reference server, in one place.
 
 The reference server (the top-level package ``refserver``) is a CPU emulation of an SGLang EAGLE
-server with the founding bug's fix and no-fix arms. The harness launches it as a process
+server with the recycled-draft_probs bug's fix and no-fix arms. The harness launches it as a process
 (`server_command`), recognises it in /server_info, reads its ground-truth counters (and registers
 the A/B metrics only they feed, `COUNTER_RATES`) and loads its numpy sampler for the kernel suite;
 all of that goes through this module, the only one in ``specsuite/`` that imports ``refserver``

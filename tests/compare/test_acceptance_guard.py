@@ -93,6 +93,6 @@ def test_a_rise_no_lossless_test_compared_is_unverified() -> None:
         assert why in accept[SETTING].note and "losslessness was not checked" in accept[SETTING].note
 
 
-def test_the_founding_bugs_suspect_keeps_its_precedence() -> None:
+def test_the_corrupt_draft_probabilities_suspect_keeps_its_precedence() -> None:
     accept = accept_rows(compare_arms(results(candidate=True, baseline=True, invalid_rate=0.015)))
     assert {row.verdict for row in accept.values()} == {"suspect"}

@@ -61,7 +61,7 @@ def test_higher_accept_length_with_fallback_ids_is_suspect_not_better(fallback_a
     row = accept[T1]
     assert row.effect.ci[0] > 0 and row.p_adjusted < 0.05  # it would have been "better"
     assert row.suspect_because == {"fallback_ids": ["t=0.6-top_p=0.95", T1]}
-    assert "founding bug's signature" in row.note and "fallback_ids" in row.note and row.note.count(". ") == 0
+    assert "signature of corrupt draft probabilities" in row.note and "fallback_ids" in row.note and row.note.count(". ") == 0
 
 
 def test_clean_candidate_with_higher_accept_length_is_unverified_not_suspect() -> None:

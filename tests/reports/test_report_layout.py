@@ -114,7 +114,7 @@ def test_the_main_job_fills_every_row_of_the_seed_tables(main_job: dict, tmp_pat
     assert "## Integrity" in tables and "| all checks | 0 in 400 answers | 0 in 400 answers | **none in either arm** |" in tables
     assert re.search(r"\*\*nofix\*\* · GSM8K: \*\*worse\*\* on accuracy −\d+ pt \(T=1\)", head)
     assert re.search(r"\*\*nofix\*\* · correctness: \*\*worse\*\* on invalid ids, fallback ids.*; \*\*(better|suspect)\*\* on acceptance",
-                     head), head  # "suspect" once the A/B marks the founding bug's signature so
+                     head), head  # "suspect" once the A/B marks the signature of corrupt draft probabilities so
     assert "Not run: spread between repeats" in head and "GSM8K," not in head.split("Not run")[1]
     # The GSM8K rows say that the main job's set is the synthetic one.
     filled = {cells[0].removesuffix(" (synthetic set)") for line in tables.splitlines()
@@ -133,7 +133,7 @@ def test_any_verdict_string_is_drawn_and_suspect_is_explained(recorded: dict, tm
     markdown, page = _render(results, tmp_path)
     nofix = next(line for line in verdict_lines(Document.from_dict(results)) if line.arm == "nofix")
     assert nofix.text.index("**worse** on invalid ids") < nofix.text.index("**suspect** on acceptance")  # the corruption first
-    assert "the founding bug's signature" in markdown.split("## Figures")[0]
+    assert "the signature of corrupt draft probabilities" in markdown.split("## Figures")[0]
     assert f'<strong class="{verdict_class("suspect")}">suspect</strong>' in page and ".v-suspect" in page
     assert verdict_class("needs a look") == "verdict v-needs-a-look" and 'class="verdict v-needs-a-look"' in page
     assert '<li class="suspect">' in page

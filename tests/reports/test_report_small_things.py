@@ -24,8 +24,8 @@ def markdown(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_the_suspect_explanation_is_given_once(markdown: str) -> None:
     before_figures, after = markdown.split("## Figures", 1)
     tables = after.split("\n## ", 1)[1]  # past the figures' own captions
-    assert before_figures.count("founding bug's signature") == 1
-    assert "founding bug's signature" not in tables
+    assert before_figures.count("signature of corrupt draft probabilities") == 1
+    assert "signature of corrupt draft probabilities" not in tables
     assert sum(line.startswith("- **suspect**: accept length") for line in tables.splitlines()) == 1  # one line, its cases listed
 
 

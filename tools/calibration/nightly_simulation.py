@@ -8,7 +8,7 @@ Each night is a real pytest session, as a nightly job runs it: the correctness a
 regression suites (`-m "correctness or ab"`, T in {0, 1.0}, top_p 0.95, smoke profile) against a
 freshly launched reference server, with `--results-db` (the plugin stores the night in SQLite),
 `--compare-to last-good` and a JUnit file.  Nights 1 to 6 launch the fix arm, nights from
-`--regress-from` on the nofix arm (the founding bug: fallback ids, stray "!", acceptance up);
+`--regress-from` on the nofix arm (the recycled-draft_probs bug: fallback ids, stray "!", acceptance up);
 each night has its own seed, so healthy nights differ as real ones do.
 
 Then the same results.json files are ingested into PostgreSQL (the URL from --postgres-url,

@@ -4,7 +4,7 @@ One server alone can only be held to bounds no correct verifier can leave (`acce
 Whether acceptance is *too high* is not a single-server question: a correct rejection sampler
 accepts a draft token with probability sum_x min(p(x), q(x)) = 1 - TV(p, q), which nothing short of
 the draft's own distribution q bounds below 1, and it can rise with temperature (SGLang 0.5.17 with
-EAGLE on an H100: accept length 2.6-2.9 at T=1 against 2.0 greedy on every correct arm). The founding
+EAGLE on an H100: accept length 2.6-2.9 at T=1 against 2.0 greedy on every correct arm). The recycled-draft_probs
 bug's "acceptance climbs" signature is judged against a baseline arm instead: the A/B comparison
 (specsuite/compare/verdicts.py) calls a higher accept length "suspect" in an arm that is worse on a
 corruption sign (invalid, fallback or padded-row ids, strays).
