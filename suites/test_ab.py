@@ -1,6 +1,6 @@
 """A/B suite (`--baseline-url`): the candidate must not be worse than the baseline on any metric.
 
-Both servers run the same cases with the same seeds; `specsuite.compare.verdicts` applies the exact tests
+Both servers run the same cases with the same seeds; `specsuite.analysis.verdicts` applies the exact tests
 (rate ratio for event rates, Mann-Whitney/Hodges-Lehmann for accept length) with Holm's correction
 across the case's metrics, and "worse" needs significance and a practical effect (asv style).  A
 "suspect" accept length (higher, in a candidate worse on invalid ids) is quoted with the failure.  A higher accept
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from specsuite.compare.verdicts import UNVERIFIED, compare_arms
+from specsuite.analysis.verdicts import UNVERIFIED, compare_arms
 from specsuite.results.builder import comparison_of
 from specsuite.results.types import Case, Document, Repeat
 

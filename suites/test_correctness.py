@@ -18,22 +18,22 @@ from __future__ import annotations
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.errors import SpecsuiteError
+from specsuite.families.correctness.acceptance import accept_length_within_bounds, request_accept_length
+from specsuite.families.correctness.padded_rows import (
+    PaddedRowJudgement,
+    judge_by_model_mass,
+    judge_by_reference_rate,
+    score_padded,
+)
+from specsuite.families.correctness.workload import CaseResult, SamplingCase
 from specsuite.results.builder import comparison_of
 from specsuite.results.types import Case, Repeat
 from specsuite.server import kinds
 from specsuite.server.identity import ServerIdentity
 from specsuite.server.meta_info import MetaInfo
 from specsuite.stats import fisher_exact_2x2, rate_ratio_test
-from specsuite.workloads.correctness.acceptance import accept_length_within_bounds, request_accept_length
-from specsuite.workloads.correctness.padded_rows import (
-    PaddedRowJudgement,
-    judge_by_model_mass,
-    judge_by_reference_rate,
-    score_padded,
-)
-from specsuite.workloads.correctness.workload import CaseResult, SamplingCase
 
 pytestmark = pytest.mark.correctness
 
@@ -70,7 +70,7 @@ def test_no_invalid_token_ids(specsuite, sampling_case):
 
 def test_padded_row_ids_within_model_mass(specsuite, sampling_case):
     """Padded rows other than the fallback, [tokenizer length, vocab_size - 1), against the model's own mass for them:
-    a one-sided Poisson bound from a scoring request with SGLang's token_ids_logprob (specsuite/workloads/correctness/
+    a one-sided Poisson bound from a scoring request with SGLang's token_ids_logprob (specsuite/families/correctness/
     padded_rows.py). Where the server cannot score per-id logprobs (vLLM), against the speculation-off arm's rate
     (--lossless-reference-url) by an exact one-sided conditional binomial test; without one, reported, not failed."""
     result = specsuite.case_result(sampling_case)
@@ -190,7 +190,7 @@ def test_acceptance_not_suspect_against_baseline(specsuite, sampled_case):
     """Acceptance anomalies are judged against a baseline arm (--baseline-url), never against this
     server's own T=0: a correct rejection sampler's acceptance can rise with temperature (SGLang
     0.5.17, EAGLE, H100: accept length 2.6-2.9 at T=1 against 2.0 greedy). The A/B engine
-    (specsuite/compare/verdicts.py) calls a higher accept length "suspect" when the same arm is worse on
+    (specsuite/analysis/verdicts.py) calls a higher accept length "suspect" when the same arm is worse on
     a corruption sign (invalid, fallback or padded-row ids, strays): the signature of corrupt draft probabilities."""
     _speculative(specsuite)
     if not specsuite.run_config.baseline_url:

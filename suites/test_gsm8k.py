@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
+from specsuite.families.correctness.padded_rows import PaddedRowJudgement
 from specsuite.results.types import DetectorTotal
-from specsuite.workloads.correctness.padded_rows import PaddedRowJudgement
 
 pytestmark = pytest.mark.gsm8k
 

@@ -1,12 +1,12 @@
 """Integrity suite: stop/EOS/max_new_tokens boundaries, streaming reassembly, batch isolation and
 seeded determinism under speculation (bug classes C8–C13, C17, C18).
 
-Every request also goes through the accounting checks of `specsuite.workloads.integrity.sglang_rules` (the session's client
+Every request also goes through the accounting checks of `specsuite.families.integrity.sglang_rules` (the session's client
 is a `CheckingClient`); each test asserts that its own requests broke none of them. Expectations
 come from a T=0 reference answer per prompt: greedy decoding is deterministic, so an answer with a
 stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says. Where a
 greedy answer leaves the one it is compared with at a near-tie of the served dtype (the lossless
-suite's rule, specsuite.workloads.integrity.near_ties), it is recorded as numerics and not failed.
+suite's rule, specsuite.families.integrity.near_ties), it is recorded as numerics and not failed.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
+from specsuite.families.integrity.native_answer import NativeAnswer, output_ids_of, text_of
+from specsuite.families.integrity.near_ties import chosen_logprob_flip, reference_output
+from specsuite.families.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
+from specsuite.families.lossless.greedy import classify
 from specsuite.pytest_plugin.integrity import REPETITIVE_PROMPTS, greedy_request
 from specsuite.server.meta_info import FinishReason
 from specsuite.server.protocol import GenerationRequest, Sampling
-from specsuite.workloads.integrity.native_answer import NativeAnswer, output_ids_of, text_of
-from specsuite.workloads.integrity.near_ties import chosen_logprob_flip, reference_output
-from specsuite.workloads.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
-from specsuite.workloads.lossless.greedy import classify
 
 pytestmark = pytest.mark.integrity
 
@@ -426,7 +426,7 @@ def test_greedy_answers_stay_valid_among_sampled_neighbours(integrity_probe, spe
     must answer as they do alone. Per-row sampling parameters that leak across the batch turn
     greedy rows into the recycled-draft_probs bug's text (vLLM 0.32 on CPU: docs/findings/vllm-spec-padded-ids.md).
     A divergence counts only where the alone answer's top is no near-tie of the served dtype (the
-    lossless suite's rule, specsuite.workloads.lossless.greedy): batch-variant numerics may flip a
+    lossless suite's rule, specsuite.families.lossless.greedy): batch-variant numerics may flip a
     near-tie on a correct GPU server. Ids outside the tokenizer fail at any position."""
     probe, mark = integrity_probe, integrity_probe.recorder.checkpoint()
     vocab = specsuite.server.vocab

@@ -61,7 +61,7 @@ def test_bench_accept_length_consistent(bench_state, specsuite):
 
 def test_bench_against_baseline(bench_state):
     """TOST equivalence and --fail-on rules against the baseline server: the rows printed are the rows the rules read."""
-    from specsuite.compare.verdicts import describe_run_level
+    from specsuite.analysis.verdicts import describe_run_level
 
     outcome = bench_state.outcome
     if outcome is None:

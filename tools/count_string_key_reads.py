@@ -39,11 +39,11 @@ WIRE_PARSING_MODULES = (
     "specsuite/server/vocab.py",
     "specsuite/server/kinds/sglang.py",
     "specsuite/server/kinds/vllm.py",
-    "specsuite/workloads/integrity/openai_rules.py",
-    "specsuite/workloads/integrity/sglang_rules.py",
-    "specsuite/workloads/integrity/vllm_rules.py",
-    "specsuite/workloads/integrity/native_answer.py",
-    "specsuite/workloads/serving/streams.py",
+    "specsuite/families/integrity/openai_rules.py",
+    "specsuite/families/integrity/sglang_rules.py",
+    "specsuite/families/integrity/vllm_rules.py",
+    "specsuite/families/integrity/native_answer.py",
+    "specsuite/families/bench/streams.py",
     "specsuite/kernels/vllm_child.py",
     "specsuite/kernels/child_messages.py",  # the vLLM sampler child's protocol lines, read by the parent
 )

@@ -52,7 +52,7 @@ def fit_num_prompts(args: argparse.Namespace) -> str | None:
     the number of usable prompts (one line says so); given explicitly and too large, it is refused in one line
     before any server starts.  Returns the line to print about a fitted default."""
     from specsuite.errors import SpecsuiteError
-    from specsuite.workloads.serving.datasets import load_conversations
+    from specsuite.families.bench.datasets import load_conversations
 
     if args.dataset_name != "random" or args.dataset_path == "hf":  # the Hub's ShareGPT has plenty
         return None
@@ -74,13 +74,13 @@ def run(args: argparse.Namespace) -> int:
     """`specsuite bench`: a thin adapter over the RunSession (specsuite/session/), which starts the server (asking it
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
+    from specsuite.families.bench.record import format_table
     from specsuite.results.types import BenchRun
     from specsuite.server.secrets import load_admin_api_key, load_api_key
     from specsuite.server.session import describe_server_under_test
     from specsuite.session.bench import BENCH_SERVING, chosen_from_cli
     from specsuite.session.config import run_config_from_options
     from specsuite.session.run_session import RunSession
-    from specsuite.workloads.serving.record import format_table
 
     run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
                                          admin_api_key=load_admin_api_key())

@@ -11,8 +11,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.exit_codes import EXIT_ERROR, EXIT_OK
-from specsuite.compare.verdicts import compare_arms
 from specsuite.errors import SpecsuiteError
 from specsuite.reports.render import render_report
 from specsuite.results.store import load_results

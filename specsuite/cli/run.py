@@ -2,7 +2,7 @@
 analysis, `summary.md` and the report, and the exit code (the exit policy below).
 
 Exit policy: 0 done; 1 when a `--fail-on` rule fires, or with `--profile nightly` when a candidate's
-verdict on a correctness metric (a `corruption_sign` metric of specsuite/families/correctness.py, or
+verdict on a correctness metric (a `corruption_sign` metric of specsuite/families/correctness/family.py, or
 accept length) is "worse" or "suspect" (no `--fail-on` needed), or when any arm's session failed a test or had
 requests fail or time out (specsuite/orchestration/failures.py; listed under every profile); 2 when a session tested nothing
 (its own one-line reason is printed, and no report is written when no session reached a server);
@@ -31,7 +31,7 @@ RUN_GIVE_A_SERVER = ("pass --server-url URL (the candidate; or set SPECSUITE_SER
 
 
 def command_run(args: argparse.Namespace) -> int:
-    from specsuite.compare.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
+    from specsuite.orchestration.arms import DEFAULT_REFERENCE_ARMS, free_ports, resolve_arms
     from specsuite.server.session import check_server_given
     from specsuite.session.dependencies import preflight
     from specsuite.session.main_job_profiles import MAIN
@@ -52,10 +52,10 @@ def command_run(args: argparse.Namespace) -> int:
     if missing:  # an optional package or a local path the settings need: one line, before any session (and the imports below)
         raise SpecsuiteError(missing)
 
-    from specsuite.compare.absolute import judge_absolute
-    from specsuite.compare.absolute import verdict_lines as absolute_verdict_lines
-    from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
-    from specsuite.compare.verdicts import compare_arms
+    from specsuite.analysis.absolute import judge_absolute
+    from specsuite.analysis.absolute import verdict_lines as absolute_verdict_lines
+    from specsuite.analysis.fail_on import evaluate_fail_on, parse_fail_on, with_nightly_gate
+    from specsuite.analysis.verdicts import compare_arms
     from specsuite.orchestration.failures import run_failures
     from specsuite.orchestration.runner import RunPlan, run_sessions
     from specsuite.reports.render import render_report
@@ -129,7 +129,7 @@ def command_run(args: argparse.Namespace) -> int:
 def _finish_interrupted(merged: Document, run_dir, args: argparse.Namespace, started: float, embedded: bool) -> int:
     """An interrupted run: results.json says so and where it stopped; the partial summary and report follow when
     any session reached a server (a second Ctrl-C skips them)."""
-    from specsuite.compare.verdicts import compare_arms
+    from specsuite.analysis.verdicts import compare_arms
     from specsuite.reports.render import render_report
     from specsuite.reports.summary import summary_document
     from specsuite.results.model import ANALYSIS_KEY
@@ -171,7 +171,7 @@ def gate_lines(outcome, absolute, given_rules: bool = True) -> list[str]:
     """What the gates found, one line each: fired `--fail-on` rules, the absolute rules' findings, and one line for
     the rules that need a comparison the results do not hold (naming the absolute rules that judged instead).
     `given_rules`: the user gave --fail-on (its rules are named); else the rules are the nightly gate's own, counted."""
-    from specsuite.compare.absolute import RULES
+    from specsuite.analysis.absolute import RULES
 
     lines = [f"fail-on {trigger.rule}: {trigger.reason}" for trigger in (outcome.triggered if outcome else [])]
     lines += [f"absolute gate: {finding.line}" for finding in (absolute.findings if absolute else [])]

@@ -2,7 +2,7 @@
 
 A family's verdict rule (specsuite/families/) fills a comparison row and returns a `Pending`: the effect on
 the verdict's scale with its interval and practical threshold, for Holm across the whole analysis and
-then `specsuite.stats.verdict` (specsuite.compare.verdicts), or a verdict its rule decides by itself
+then `specsuite.stats.verdict` (specsuite.analysis.verdicts), or a verdict its rule decides by itself
 (`ruled`), which stays out of Holm.  Shared here: the exact conditional rate-ratio test (the correctness
 rates and the integrity violations), the run-level comparison of two or more repeats per arm (Welch on
 log values, TOST, the rank pair: accept length, the bench and `compare_run_values`), and the MDE and

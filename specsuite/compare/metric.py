@@ -5,7 +5,7 @@ practical threshold a "better"/"worse" verdict needs by default (`threshold`, on
 `scale`), which verdict rule compares two arms (`statistic`: a rule its family registers,
 specsuite.families), which family's records it reads and how (`source`, `reading`, `extract`), and
 how the report shows it (`report_label`, `report_format`).  The metrics themselves are the
-families' (specsuite/families/); specsuite.compare.metric_registry lists the registered ones.
+families' (specsuite/families/); specsuite.analysis.metric_registry lists the registered ones.
 """
 
 from __future__ import annotations

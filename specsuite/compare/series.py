@@ -1,6 +1,6 @@
 """One arm's records of one sampling case (or setting), and each metric's values read from them.
 
-`CaseRuns` holds a family's records of one case, each with its repeat number (specsuite.compare.metrics
+`CaseRuns` holds a family's records of one case, each with its repeat number (specsuite.analysis.metrics
 gathers them); the readers here turn them into what a metric's `reading` says: events and exposure per
 repeat, per-request values, (k, n) per repeat, per-token values, or one value per repeat.  The
 verdict rules (specsuite/families/) and the per-arm estimates read the same series.

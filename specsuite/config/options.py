@@ -141,7 +141,7 @@ def count_list(text: str, option: str) -> tuple[int, ...]:
 
 def lossless_settings(text: str, option: str) -> list[Any]:
     """'1.0,0.7:0.9' -> SamplingSetting(1.0, 1.0), SamplingSetting(0.7, 0.9): T or T:TOP_P items."""
-    from specsuite.workloads.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
+    from specsuite.families.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
 
     settings = []
     for item in split_list(text, option):
@@ -179,7 +179,7 @@ def _fault_policy(text: str, option: str) -> None:
 
 
 def _fail_on(text: str, option: str) -> None:
-    from specsuite.compare.fail_on import parse_fail_on
+    from specsuite.analysis.fail_on import parse_fail_on
 
     try:
         parse_fail_on(text)
@@ -305,7 +305,7 @@ class Option:
 
 def _lossless_default(name: str) -> Callable[[], Any]:
     def default() -> Any:
-        from specsuite.workloads.lossless.workload import LosslessConfig
+        from specsuite.families.lossless.workload import LosslessConfig
 
         value = getattr(LosslessConfig(), name)
         return ",".join(map(str, value)) if isinstance(value, tuple) else value

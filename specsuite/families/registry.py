@@ -9,8 +9,12 @@ registered later reaches the verdicts and the report with no other change.
 from __future__ import annotations
 
 from specsuite.compare.metric import Metric
-from specsuite.families import bench, correctness, gsm8k, integrity, lossless
-from specsuite.families.family import VerdictRule, WorkloadFamily
+from specsuite.families.bench import family as bench
+from specsuite.families.correctness import family as correctness
+from specsuite.families.gsm8k import family as gsm8k
+from specsuite.families.integrity import family as integrity
+from specsuite.families.lossless import family as lossless
+from specsuite.families.workload_family import VerdictRule, WorkloadFamily
 
 _REGISTERED: dict[str, WorkloadFamily] = {}
 

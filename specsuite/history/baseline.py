@@ -4,7 +4,7 @@
 checks passed.  An explicit run id must have tonight's configuration too: otherwise the
 comparison is refused, naming every field that differs.
 
-Tonight's case is compared with the baseline's stored case by specsuite.compare.verdicts.compare_arms,
+Tonight's case is compared with the baseline's stored case by specsuite.analysis.verdicts.compare_arms,
 the A/B suite's exact tests (rate-ratio test for event rates, Mann-Whitney / Hodges-Lehmann for
 accept length, Holm across the case's metrics, verdicts that need significance AND a practical
 effect).  A metric whose definition changed since the baseline was stored (its version differs)
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.errors import SpecsuiteError
 from specsuite.history.metrics import METRIC_VERSIONS, MetricRecord
 from specsuite.history.runs import RunRecord, config_differences

@@ -7,7 +7,7 @@ Two shapes are read (specsuite/results/store.py documents both):
 
 Both are loaded as the typed document (specsuite.results.store.load_results upgrades the first), and each
 arm's repeats are kept as an `Arm` of repeats (`{"repeats": [...]}` in the database), what
-specsuite.compare.metrics reads and the store keeps for exact re-comparison (`--compare-to`).  Only finished runs are stored: a file
+specsuite.analysis.metrics reads and the store keeps for exact re-comparison (`--compare-to`).  Only finished runs are stored: a file
 whose status is "running", "interrupted" or "failed" is refused with the reason.
 
 The outcome (did the run's checks pass?) decides which runs may serve as `last-good`.  A session

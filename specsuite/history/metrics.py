@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from specsuite.analysis.metrics import estimates, gather_arm
 from specsuite.compare.metric import Metric
-from specsuite.compare.metrics import estimates, gather_arm
 from specsuite.compare.series import CaseRuns, per_request_series, proportion_series, rate_series, run_values
 from specsuite.families.registry import families, metric, registered_metrics
 from specsuite.results.types import Arm

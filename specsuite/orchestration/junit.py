@@ -2,7 +2,7 @@
 
 The merge keeps, per session, how many tests passed and skipped and every test that failed or errored with its
 one-line message (`tests` in the repeat's entry).  Two readers need it: the absolute gate of `--profile nightly`
-(specsuite.compare.absolute: a failed lossless test, GSM8K below its floor, ...) and the report's "errored: REASON"
+(specsuite.analysis.absolute: a failed lossless test, GSM8K below its floor, ...) and the report's "errored: REASON"
 for a family that could not run (a missing optional dependency, a benchmark that raised), which otherwise left
 nothing in results.json but its absence.
 """

@@ -45,9 +45,9 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from specsuite.compare.arms import ArmSpec, free_ports
 from specsuite.config.options import RESULTS_DB_ENV
 from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.arms import ArmSpec, free_ports
 from specsuite.orchestration.junit import combine as combine_junit
 from specsuite.orchestration.junit import junit_path, read_junit
 from specsuite.project_paths import PROJECT_ROOT, SUITES_DIR
@@ -133,7 +133,7 @@ class RunPlan:
 
     def _lossless_reference(self, arm: ArmSpec) -> LosslessSettings:
         """A candidate's lossless reference: the baseline server when it is given by URL (it is up while the candidate
-        runs) and no --lossless-reference-url was; otherwise the suite's own choice (specsuite/workloads/lossless/reference.py)."""
+        runs) and no --lossless-reference-url was; otherwise the suite's own choice (specsuite/families/lossless/reference.py)."""
         lossless, baseline = self.config.lossless, self.arms[-1]
         if lossless.reference_url or baseline.url is None or arm.name == baseline.name:
             return lossless

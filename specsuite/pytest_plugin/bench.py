@@ -5,7 +5,7 @@ The benchmark runs once per session against the server under test (results also 
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
 server the ab suite compares against; `--bench-baseline-url` is an alias) it also
 runs on the baseline, interleaving repeats (candidate, baseline, candidate, ...), compares the
-run-level values with the A/B engine of `specsuite run` (specsuite.compare.verdicts.compare_arms:
+run-level values with the A/B engine of `specsuite run` (specsuite.analysis.verdicts.compare_arms:
 Welch and TOST within `--bench-margin`, the rank-based pair beside them) and applies the fail-on
 rules for the bench metrics to those same rows: `--bench-fail-on` (default `itl_median:+1%`).
 (pytest has no `--fail-on` option; that one belongs to `specsuite run`, which applies its rules to
@@ -24,7 +24,7 @@ from specsuite.errors import SpecsuiteError
 from specsuite.results.types import BenchSummary, ComparisonRow
 
 if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads
-    from specsuite.compare.fail_on import FailOnOutcome
+    from specsuite.analysis.fail_on import FailOnOutcome
 
 BENCH_FAIL_ON_METRICS = ("itl_median", "output_throughput")
 # Run-summary fields compared beside the registry's bench metrics, for information (no rule reads them).
@@ -52,8 +52,8 @@ def _run(specsuite, base_url: str | None, arm: str, lengths_of: BenchSummary | N
     profile "suite", from the run configuration's bench section; `base_url` None: the session's own server.
     `lengths_of`: an earlier run whose lengths (fitted to its server's context length) this one must send as they
     are, so that the arms compared ask for the same requests (a server they do not fit refuses in one line)."""
+    from specsuite.families.bench.record import session_summary
     from specsuite.session.bench import SUITE, chosen_from_pytest
-    from specsuite.workloads.serving.record import session_summary
 
     chosen = chosen_from_pytest(specsuite.run_config)
     if lengths_of is not None:
@@ -72,9 +72,9 @@ def _values(runs: list[BenchSummary], field_name: str) -> list[float]:
 @pytest.fixture(scope="session")
 def bench_state(specsuite) -> BenchSuiteState:
     """Run the benchmark (and the baseline's interleaved repeats) once per session."""
-    from specsuite.compare.fail_on import evaluate_fail_on, parse_fail_on
-    from specsuite.compare.metrics import bench_results_document
-    from specsuite.compare.verdicts import compare_arms, compare_run_values
+    from specsuite.analysis.fail_on import evaluate_fail_on, parse_fail_on
+    from specsuite.analysis.metrics import bench_results_document
+    from specsuite.analysis.verdicts import compare_arms, compare_run_values
 
     settings = specsuite.run_config.bench
     state = BenchSuiteState(baseline_url=specsuite.run_config.baseline_url)  # --bench-baseline-url is its old alias

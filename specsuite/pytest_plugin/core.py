@@ -32,6 +32,9 @@ import pytest
 
 from specsuite.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.errors import SpecsuiteError
+from specsuite.families.correctness.prompts import PromptItem, load_prompts
+from specsuite.families.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
+from specsuite.families.gsm8k.on_server import temperature_key
 from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
@@ -44,9 +47,6 @@ from specsuite.session.config import RunConfig, run_config_from_options
 from specsuite.session.config_file import CONFIG_FILE_OPTION, read_config_file
 from specsuite.session.dependencies import missing_for_results_db, preflight
 from specsuite.session.run_session import RunSession
-from specsuite.workloads.correctness.prompts import PromptItem, load_prompts
-from specsuite.workloads.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
-from specsuite.workloads.gsm8k.on_server import temperature_key
 
 
 def _argument_path(arg: str, config: pytest.Config) -> Path:

@@ -3,7 +3,7 @@ checked client every suite uses, and the probe that the tests in suites/test_int
 
 At session start (after the main plugin resolved the server) the session's client is replaced by its kind's
 checking client (`ServerKind.checking_client`: on SGLang a `CheckingClient`, so every /generate answer any suite
-receives runs through `specsuite.workloads.integrity.sglang_rules`; on vLLM the vLLM rules);
+receives runs through `specsuite.families.integrity.sglang_rules`; on vLLM the vLLM rules);
 violations are recorded with the id of the test that caused them, stored in results.json under
 `workloads.integrity_checks`, and asserted to be zero by the suite's session audit, which this
 plugin moves to the end of the run.
@@ -20,17 +20,17 @@ import pytest
 
 from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
+from specsuite.families.integrity.native_answer import ids_if_any, output_ids_of, text_of
+from specsuite.families.integrity.near_ties import describe, numerics_flip
+from specsuite.families.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
+from specsuite.families.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
+from specsuite.families.integrity.wiring import checking_client, checking_openai_client
+from specsuite.families.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
 from specsuite.results.types import IntegrityResults, IntegrityTestOutcome
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.bench_answers import model_type_of
 from specsuite.server.generated_text import text_context
 from specsuite.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
-from specsuite.workloads.integrity.native_answer import ids_if_any, output_ids_of, text_of
-from specsuite.workloads.integrity.near_ties import describe, numerics_flip
-from specsuite.workloads.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
-from specsuite.workloads.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
-from specsuite.workloads.integrity.wiring import checking_client, checking_openai_client
-from specsuite.workloads.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
 
 if TYPE_CHECKING:
     from specsuite.pytest_plugin.core import SpecsuiteSession
@@ -244,7 +244,7 @@ class IntegrityProbe:
         """The id count at which a request with this stop string ends: the fewest reference ids
         whose text holds it, when SGLang's stop check can see it there (its tail holds about as
         many ids as the string encodes to, so a string the model spelled in more ids is never
-        seen, specsuite.workloads.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
+        seen, specsuite.families.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
         only test our guess."""
         count = reference.tokens_to_contain(stop)
         if count is None or self.kind.sees_stop_strings_anywhere or self.client.context.decode is None or self.client.context.encode is None:

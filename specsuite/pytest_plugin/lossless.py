@@ -20,14 +20,14 @@ import pytest
 
 from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
+from specsuite.families.lossless.directed import DraftSampling, acceptance_betting_test, draft_sampling_of, top_token_rate_test
+from specsuite.families.lossless.reference import ReferenceServer, open_reference
+from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
 from specsuite.server import kinds
 from specsuite.server.sampling_pins import model_generation_defaults
 from specsuite.server.secrets import load_api_key
 from specsuite.stats import FamilyBudget, family_budget
-from specsuite.workloads.lossless.directed import DraftSampling, acceptance_betting_test, draft_sampling_of, top_token_rate_test
-from specsuite.workloads.lossless.reference import ReferenceServer, open_reference
-from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
 
 if TYPE_CHECKING:
     from specsuite.session.config import RunConfig
@@ -135,7 +135,7 @@ class LosslessSession:
         return [s for s in self.workload.config.settings if s.top_p == 1.0]
 
     def directed(self) -> LosslessDirected:
-        """The tests aimed at over-acceptance (specsuite/workloads/lossless/directed.py), pooled over the
+        """The tests aimed at over-acceptance (specsuite/families/lossless/directed.py), pooled over the
         PIT and two-sample generations of the eligible settings (run here if not yet; no extra requests)."""
         if self.results.directed is None:
             settings = self.directed_settings()

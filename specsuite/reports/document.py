@@ -5,7 +5,7 @@ the before/after tables per sampling case (values with 95 % intervals and the ve
 baseline), each workload family's own section (the lossless tests, the integrity checks: written into
 the analysis by the family, specsuite/families/), the verdict table (effect, interval, p, Holm p, MDE),
 the spread between repeats and the setup.  The A/B analysis is the one under `ANALYSIS_KEY` (written by
-specsuite.compare.verdicts.compare_arms).  Nothing here computes statistics; it only formats them.  Which
+specsuite.analysis.verdicts.compare_arms).  Nothing here computes statistics; it only formats them.  Which
 rows there are, their labels and display formats are the metric registry's, read from the analysis
 (`metrics`, `report_rows`, `spread_rows`), since the reports import nothing from the harness beyond
 its results.  Verdicts are shown as given, "suspect" (a higher accept length in an arm that emits

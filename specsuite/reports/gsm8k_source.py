@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from specsuite.results.types import Document
 
-SYNTHETIC_GSM8K = "synthetic"  # --gsm8k-path's value for the project's own set (specsuite.workloads.gsm8k.SYNTHETIC_SOURCE)
+SYNTHETIC_GSM8K = "synthetic"  # --gsm8k-path's value for the project's own set (specsuite.families.gsm8k.SYNTHETIC_SOURCE)
 SYNTHETIC_GSM8K_NOTE = ("GSM8K here is the project's **synthetic** GSM8K-format set, not the real GSM8K: its accuracy shows "
                         "whether answers stay intact between arms, not how good the model is; the real set: `specsuite run --pytest-arg=--gsm8k-path=hf` "
                         "(or `=FILE`; `pytest suites/ --gsm8k-path hf|FILE`; `hf` and .parquet need the `hf` extra: "

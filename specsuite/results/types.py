@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 SCHEMA_VERSION = 3
-ANALYSIS_KEY = "ab_compare"  # the A/B analysis (specsuite.compare.verdicts.compare_arms)
-FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (specsuite.compare.fail_on)
+ANALYSIS_KEY = "ab_compare"  # the A/B analysis (specsuite.analysis.verdicts.compare_arms)
+FAIL_ON_KEY = "fail_on"  # the --fail-on outcome (specsuite.analysis.fail_on)
 
 # The reference server's counters the run summary shows, named once here for every reader
 # (specsuite.server.refserver_contract exports them; tests/compare/test_metric_registry.py holds them equal).
@@ -227,7 +227,7 @@ class Acceptance(Record):
 
 @dataclass
 class Case(Record):
-    """One sampling case of one session (specsuite.workloads.correctness.workload.CaseResult.to_dict)."""
+    """One sampling case of one session (specsuite.families.correctness.workload.CaseResult.to_dict)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"acceptance": ("one", Acceptance)}
 
@@ -303,7 +303,7 @@ def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, defa
 
 @dataclass
 class AcceptLengthSummary(Record):
-    """A GSM8K run's ``accept_length`` (specsuite.workloads.gsm8k.metrics.accept_length_summary), read typed."""
+    """A GSM8K run's ``accept_length`` (specsuite.families.gsm8k.metrics.accept_length_summary), read typed."""
 
     n: int | None = None
     mean: float | None = None  # the per-request accept lengths' mean
@@ -313,7 +313,7 @@ class AcceptLengthSummary(Record):
 
 @dataclass
 class Gsm8kRun(Record):
-    """One GSM8K run at one temperature (specsuite.workloads.gsm8k.runner)."""
+    """One GSM8K run at one temperature (specsuite.families.gsm8k.runner)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"definitions": ("map", Gsm8kScoring)}
 
@@ -395,7 +395,7 @@ class Workloads(Record):
 
     gsm8k: list[Gsm8kRun] = field(default_factory=list)
     bench: BenchRun | None = None
-    integrity_checks: dict[str, Any] | None = None  # IntegrityRecorder.to_dict (specsuite.workloads.integrity.recorder)
+    integrity_checks: dict[str, Any] | None = None  # IntegrityRecorder.to_dict (specsuite.families.integrity.recorder)
 
     def gsm8k_runs(self) -> list[Gsm8kRun]:
         """The GSM8K runs: a list of them, or one run written as a single object."""
@@ -770,7 +770,7 @@ class FamilyFacts(Record):
 
 @dataclass
 class Comparison(Record):
-    """The A/B analysis of a document (specsuite.compare.verdicts.compare_arms)."""
+    """The A/B analysis of a document (specsuite.analysis.verdicts.compare_arms)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
         "comparisons": ("list", ComparisonRow), "estimates": ("list", EstimateRow), "metrics": ("map", MetricFacts),
@@ -894,7 +894,7 @@ class ArmVocab(Record):
 
 @dataclass
 class IntegrityTotals(Record):
-    """A repeat's ``workloads.integrity_checks`` totals (specsuite.workloads.integrity.recorder), read typed."""
+    """A repeat's ``workloads.integrity_checks`` totals (specsuite.families.integrity.recorder), read typed."""
 
     answers_checked: int | None = None
     streams_checked: int | None = None
@@ -980,7 +980,7 @@ class ArmIdentity(Record):
 
 @dataclass
 class FailOnVerdict(Record):
-    """A document's ``fail_on`` outcome (specsuite.compare.fail_on.FailOnOutcome.to_dict), read typed: whether a rule fired."""
+    """A document's ``fail_on`` outcome (specsuite.analysis.fail_on.FailOnOutcome.to_dict), read typed: whether a rule fired."""
 
     failed: bool | None = None
 
@@ -1181,7 +1181,7 @@ class SpecCoverageRecord(Record):
 
 @dataclass
 class PitUniformity(Record):
-    """The PIT's uniformity test: KS and binned chi-square, Bonferroni (specsuite.workloads.lossless.pit.UniformityResult)."""
+    """The PIT's uniformity test: KS and binned chi-square, Bonferroni (specsuite.families.lossless.pit.UniformityResult)."""
 
     n: int = 0
     alpha: float = 0.0
@@ -1202,7 +1202,7 @@ class PitUniformity(Record):
 
 @dataclass
 class PitTailRate(Record):
-    """The tail tokens drawn against the bounds of the tail's mass (specsuite.workloads.lossless.pit.TailRateResult)."""
+    """The tail tokens drawn against the bounds of the tail's mass (specsuite.families.lossless.pit.TailRateResult)."""
 
     positions: int = 0
     draws: int = 0
@@ -1243,7 +1243,7 @@ class LosslessPit(Record):
 
 @dataclass
 class TokenHomogeneity(Record):
-    """The two-sample chi-square per position, Holm-adjusted (specsuite.workloads.lossless.two_sample.HomogeneityResult)."""
+    """The two-sample chi-square per position, Holm-adjusted (specsuite.families.lossless.two_sample.HomogeneityResult)."""
 
     positions: list[int] = field(default_factory=list)
     statistics: list[float] = field(default_factory=list)
@@ -1260,7 +1260,7 @@ class TokenHomogeneity(Record):
 
 @dataclass
 class LoglikCalibration(Record):
-    """The log-likelihood calibration z (specsuite.workloads.lossless.two_sample.CalibrationResult)."""
+    """The log-likelihood calibration z (specsuite.families.lossless.two_sample.CalibrationResult)."""
 
     z: float | None = None
     p_value: float | None = None
@@ -1274,7 +1274,7 @@ class LoglikCalibration(Record):
 @dataclass
 class TwoSampleTailMass(Record):
     """Tokens outside the reference's top-K per sample, test arm against reference (T != 1, top_p 1;
-    specsuite.workloads.lossless.two_sample.TailMassResult)."""
+    specsuite.families.lossless.two_sample.TailMassResult)."""
 
     z: float | None = None
     p_value: float | None = None
@@ -1354,7 +1354,7 @@ class LosslessDirected(Record):
 
 @dataclass
 class NearTieRule(Record):
-    """The greedy comparison's near-tie tolerance and where it came from (specsuite.workloads.lossless.greedy.NearTie)."""
+    """The greedy comparison's near-tie tolerance and where it came from (specsuite.families.lossless.greedy.NearTie)."""
 
     dtype: str | None = None  # None: the tolerance was given (--lossless-numerics-gap)
     tolerance: float = 0.0
@@ -1377,7 +1377,7 @@ class GreedyDivergence(Record):
 
 @dataclass
 class GreedyConcurrency(Record):
-    """Greedy equality at one client concurrency (specsuite.workloads.lossless.greedy.GreedyResult)."""
+    """Greedy equality at one client concurrency (specsuite.families.lossless.greedy.GreedyResult)."""
 
     NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"near_tie": ("one", NearTieRule), "divergences": ("list", GreedyDivergence)}
 
@@ -1475,7 +1475,7 @@ class IntegrityResults(Record):
 
 @dataclass
 class DetectorTotal(Record):
-    """One detector's totals over a case's (or a GSM8K run's) answers (specsuite.workloads.correctness.detectors.aggregate);
+    """One detector's totals over a case's (or a GSM8K run's) answers (specsuite.families.correctness.detectors.aggregate);
     the defaults are a detector that found nothing in nothing (its 95 % upper bound 1)."""
 
     count: int = 0
@@ -1493,7 +1493,7 @@ class DetectorTotal(Record):
 
 @dataclass
 class BenchSummary(BenchRun):
-    """What a pytest session keeps of one benchmark run (specsuite.workloads.serving.record.session_summary): the
+    """What a pytest session keeps of one benchmark run (specsuite.families.bench.record.session_summary): the
     `BenchRun` figures, the lengths it sent, and the per-request values the suite's tests check."""
 
     median_tpot_ms: float | None = None
@@ -1558,7 +1558,7 @@ class KernelTestStatistic(Record):
 
 @dataclass
 class Gsm8kAnswer(Record):
-    """One GSM8K question as asked and answered (specsuite.workloads.gsm8k.runner): ok, skipped or error, with the
+    """One GSM8K question as asked and answered (specsuite.families.gsm8k.runner): ok, skipped or error, with the
     fields of that status (a JSONL line of the run's records; results.json keeps only the run's summary)."""
 
     question_index: int = 0

@@ -1,6 +1,6 @@
 """The serving benchmark's request bodies, per backend: bench_serving's and `vllm bench serve`'s wire.
 
-The bench workload (`specsuite.workloads.serving.client`) measures streams; it hands over a typed
+The bench workload (`specsuite.families.bench.client`) measures streams; it hands over a typed
 `GenerationRequest` (the prompt as text or ids; a `Sampling` with temperature, top_p, max_new_tokens
 and ignore_eos as the run's flags ask) and a run-wide `BenchWire` (backend, model name, whether the
 OpenAI backends get the sampling flags, the extra request body), and gets the bytes to POST. The

@@ -11,7 +11,7 @@ on a chat stream), so a streamed chat Generation has `output_ids=None`.
 
 Every raw answer (the JSON object, or a stream's chunks once read to `[DONE]`) is handed to
 `answered` / `streamed` before it is normalised; they do nothing here, and
-`specsuite.workloads.integrity.recorder.CheckingOpenAIClient` overrides them to run the integrity checks.
+`specsuite.families.integrity.recorder.CheckingOpenAIClient` overrides them to run the integrity checks.
 The protocol's typed calls (`generate_request`, `stream_request`; `specsuite.server.protocol`) rename
 the sampling fields to OpenAI's and go through the same hooks.
 """
@@ -30,7 +30,7 @@ from specsuite.server.transport import HttpServerClient, int_list, shorten
 # logprobs=0: the sampled token's logprob at every position, no alternatives.
 DEFAULT_LOGPROBS = 0
 COMPLETIONS_PATH, CHAT_PATH = "/v1/completions", "/v1/chat/completions"
-COMPLETIONS, CHAT = "completions", "chat"  # the `api` names specsuite.workloads.integrity.openai_rules uses
+COMPLETIONS, CHAT = "completions", "chat"  # the `api` names specsuite.families.integrity.openai_rules uses
 
 
 class OpenAICompletionsClient(HttpServerClient):

@@ -15,7 +15,7 @@ into its own wire body and its answer straight into `Generation`s:
 The integrity rules check what the server really sent, so every `Answer` carries the raw JSON and
 the wire body next to the typed `Generation`s (`Answer.raw`, `Answer.wire`), and every client calls
 its raw-answer hook (`SGLangClient.generate`, `answered`/`streamed` on the OpenAI and vLLM clients)
-before it parses; the checking clients in `specsuite.workloads.integrity.recorder` override those hooks.
+before it parses; the checking clients in `specsuite.families.integrity.recorder` override those hooks.
 
 `Sampling.params()` names the fields as SGLang's `sampling_params` do (the project's recorded
 vocabulary: `Generation.params`, the results, the detectors); the OpenAI and vLLM clients rename them

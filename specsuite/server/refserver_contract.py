@@ -52,7 +52,7 @@ COUNTERS = (NONFINITE_ENTRIES, NONFINITE_BATCHES, SAMPLER_BATCHES, FALLBACK_EMIS
 @dataclass(frozen=True)
 class CounterRate:
     """An A/B event rate that only the reference server's counters feed: events of one counter out of
-    another's (or, with `exposure_counter` None, out of generated tokens).  specsuite.families.correctness
+    another's (or, with `exposure_counter` None, out of generated tokens).  specsuite.families.correctness.family
     registers each as a lower-is-better rate-ratio metric read from the server's counters; it names no
     emulator counter itself."""
 

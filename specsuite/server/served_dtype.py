@@ -2,7 +2,7 @@
 
 The greedy comparisons need it: two forwards of one model (speculative verify of several tokens
 against a one-token decode, a batch of 8 against a batch of 1) round differently, so a top-2 gap
-within the type's resolution can flip (`specsuite.workloads.lossless.greedy.near_tie_rule`).
+within the type's resolution can flip (`specsuite.families.lossless.greedy.near_tie_rule`).
 
 Where it comes from, most trusted first:
 - SGLang's /server_info: every resolved server argument, `dtype` among them (0.5.23:

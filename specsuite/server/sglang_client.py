@@ -5,7 +5,7 @@ Field names and shapes follow SGLang 0.5.23 (`sglang/srt/entrypoints/http_server
 typed calls (`generate_request`, `generate_requests`, `stream_request`; `specsuite.server.protocol`)
 build the native body (`native_payload`) and parse the answer into `Generation`s; they send through
 `generate` / `generate_stream`, which take and return the server's raw JSON and are the raw-answer
-hook a checking client overrides (`specsuite.workloads.integrity.recorder.CheckingClient`).
+hook a checking client overrides (`specsuite.families.integrity.recorder.CheckingClient`).
 The real SGLang CPU release speaks this same native API: no other client is needed for it.
 """
 

@@ -19,7 +19,7 @@ relies on are in docs/vllm_api_facts.md, each with its vLLM source line:
   accept length since the last snapshot, which is what SGLang's flush-then-read gives.
 
 Every raw vLLM answer is handed to `answered` / `streamed` before translation; a checking client
-(`specsuite.workloads.integrity.recorder`) overrides them to run the vLLM accounting rules on what the
+(`specsuite.families.integrity.recorder`) overrides them to run the vLLM accounting rules on what the
 server really sent, not on the translation.
 """
 

@@ -19,7 +19,7 @@ from specsuite.session.config import OptionGetter, RunConfig
 def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
                        server_kind: str | None = None, api_key: str | None = None, admin_api_key: str | None = None):
     """A BenchConfig: the profile's values, then what the front end's user chose (None: not chosen)."""
-    from specsuite.workloads.serving.runner import BenchConfig
+    from specsuite.families.bench.runner import BenchConfig
 
     given = {key: value for key, value in chosen.items() if value is not None}
     defaults = profile.defaults()

@@ -61,7 +61,7 @@ def setting(flag: str, *, shown: bool = True, decode: Callable[[Any], Any] | Non
 
 
 def _sampling_settings(items: list[dict[str, float]]) -> tuple[Any, ...]:
-    from specsuite.workloads.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
+    from specsuite.families.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
 
     return tuple(SamplingSetting(**item) for item in items)
 
@@ -121,7 +121,7 @@ class LosslessSettings:
 
     def workload_config(self, *, alpha: float, seed: int):
         """The workload's LosslessConfig, with the run's significance level and seed (checked: one line when bad)."""
-        from specsuite.workloads.lossless.workload import LosslessConfig  # numpy and scipy load only when the suite runs
+        from specsuite.families.lossless.workload import LosslessConfig  # numpy and scipy load only when the suite runs
 
         sizes = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "reference_url"}
         config = LosslessConfig(**sizes, alpha=alpha, seed=seed)

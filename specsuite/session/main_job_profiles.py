@@ -5,7 +5,7 @@ options' values, which the parent applies before the user's --pytest-arg).
 
 Why the main job runs a lossless check: it compares accept length, and a sampler that accepts drafts more often than
 p/q allows raises it with no corruption sign.  Without a lossless test in both arms the A/B engine cannot tell that
-from a better draft model (specsuite/compare/verdicts.py `_guard_acceptance`: "unverified"); with one, the
+from a better draft model (specsuite/analysis/verdicts.py `_guard_acceptance`: "unverified"); with one, the
 over-accepting arm fails it where its baseline passes and its higher acceptance reads "worse".
 
 Why a module of its own (not inside the option table): the option table declares flags and their defaults; a profile
@@ -37,7 +37,7 @@ class MainJobProfile:
 # synthetic set; the main job split for the reference arms into about equal halves of its work.
 # The lossless check: the sampled tests at T=1 (PIT, two-sample and log-likelihood against the speculation-off
 # reference, the mode rate and the acceptance betting pooled over their draws); greedy equality is the lossless suite's.
-# The embedded arms' reference is launched speculation-off (specsuite/workloads/lossless/reference.py); a candidate given
+# The embedded arms' reference is launched speculation-off (specsuite/families/lossless/reference.py); a candidate given
 # with --baseline-url is compared with the baseline server (specsuite/orchestration/runner.py); a launched server of
 # another model runs the PIT and the directed tests alone (they need no second server).  T=1 because the mode-rate
 # test is exact there (the scoring is raw logprobs) and acceptance moves most at high temperature.  Sizes: the PIT at

@@ -66,7 +66,7 @@ class RunSession:
     def gsm8k_items(self) -> list[Any]:
         """The GSM8K questions (loaded once; a front end may ask before the server starts, so a bad path costs no server)."""
         if self._gsm8k_items is None:
-            from specsuite.workloads.gsm8k import load_gsm8k
+            from specsuite.families.gsm8k import load_gsm8k
 
             self._gsm8k_items = load_gsm8k(self.config.gsm8k.path)
         return self._gsm8k_items
@@ -109,11 +109,11 @@ class RunSession:
         """bench_serving's benchmark, the one driver of `specsuite bench` and `pytest suites -m perf`: the BenchConfig from
         the one builder (specsuite/session/bench.py: `chosen` over `profile`; an identified server's kind picks vLLM's
         backend), against the started server or `base_url` (the suites' bench baseline). The record is appended to
-        `output_file` when it ends; on Ctrl-C the finished requests are saved first (specsuite/workloads/serving/runner.py),
+        `output_file` when it ends; on Ctrl-C the finished requests are saved first (specsuite/families/bench/runner.py),
         then the interrupt goes on."""
+        from specsuite.families.bench.runner import run_benchmark
         from specsuite.server import kinds
         from specsuite.session.bench import build_bench_config
-        from specsuite.workloads.serving.runner import run_benchmark
 
         if self.endpoint is None:
             raise SpecsuiteError("the serving benchmark needs a started session (no server under test yet)")
@@ -153,7 +153,7 @@ class RunSession:
     def gsm8k_result(self, temperature: float, *, progress: bool = False) -> Gsm8kRun:
         """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish. The typed run is
         returned; the stored dict (`gsm8k_runs`, results.json's workloads.gsm8k) is what the results builder writes."""
-        from specsuite.workloads.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+        from specsuite.families.gsm8k.on_server import run_gsm8k_on_server, temperature_key
 
         key = temperature_key(temperature)
         runs = self.gsm8k_runs

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
 from specsuite.cli.run import RUN_GIVE_A_SERVER, exit_policy_line
-from specsuite.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
-from specsuite.compare.verdicts import compare_arms
 from specsuite.config.options import FRONT_ENDS, option_kwargs, options_for
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.summary import run_verdict_lines, summary_document

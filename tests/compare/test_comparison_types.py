@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.results.types import (
     ArmCounts,
     Comparison,

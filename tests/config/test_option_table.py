@@ -178,9 +178,9 @@ def test_a_flag_used_twice_means_one_thing_per_front_end():
 
 
 def test_computed_defaults_are_the_workloads_own():
+    from specsuite.families.lossless.workload import LosslessConfig
     from specsuite.kernels.distribution import DEFAULT_ROWS
     from specsuite.kernels.inputs import DEFAULT_VOCAB
-    from specsuite.workloads.lossless.workload import LosslessConfig
 
     defaults = vars(pytest_parser().parse([]))
     config = LosslessConfig()

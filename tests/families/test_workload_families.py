@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
+from specsuite.analysis.fail_on import evaluate_fail_on
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.compare.engines import Pending
-from specsuite.compare.fail_on import evaluate_fail_on
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns, run_values
-from specsuite.compare.verdicts import compare_arms
-from specsuite.families import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, register, unregister
-from specsuite.families.family import workloads_of
-from specsuite.families.lossless import flag_verdict
+from specsuite.families.lossless.family import flag_verdict
+from specsuite.families.registry import register, unregister
+from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, workloads_of
 from specsuite.history import HistoryStore, analyse
 from specsuite.history.ingest import items_from_results
 from specsuite.reports.overview import verdict_lines

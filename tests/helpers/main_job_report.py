@@ -6,7 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.render import render_report
 from specsuite.results.types import Document

@@ -15,12 +15,12 @@ import sys
 from typing import Any
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench import streams
+from specsuite.families.integrity.recorder import IntegrityRecorder, guarded_checks
+from specsuite.families.integrity.sglang_rules import IntegrityContext, Violation
 from specsuite.server import bench_formats
 from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json
 from specsuite.server.transport import HttpServerClient, HttpTransport
-from specsuite.workloads.integrity.recorder import IntegrityRecorder, guarded_checks
-from specsuite.workloads.integrity.sglang_rules import IntegrityContext, Violation
-from specsuite.workloads.serving import streams
 
 ENGINE = "stubby"
 IDENTITY_PATH = "/stubby/identity"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
-from specsuite.compare.arms import ArmSpec, parse_arm
-from specsuite.compare.verdicts import compare_arms
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration import runner
+from specsuite.orchestration.arms import ArmSpec, parse_arm
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.overview import SIDE_BY_SIDE_NOTE
 from specsuite.reports.summary import run_verdict_lines, summary_document

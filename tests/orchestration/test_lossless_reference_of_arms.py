@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from specsuite.compare.arms import ArmSpec
+from specsuite.orchestration.arms import ArmSpec
 from specsuite.orchestration.runner import RunPlan, SessionSpec
 from specsuite.session.config import RunConfig
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from specsuite.analysis.absolute import RULES, judge_absolute
 from specsuite.cli.main import main
-from specsuite.compare.absolute import RULES, judge_absolute
 from specsuite.orchestration import runner
 from specsuite.results.types import Arm, Document
 

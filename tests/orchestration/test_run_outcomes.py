@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
 from specsuite.cli.run import exit_policy_line
-from specsuite.compare.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
-from specsuite.compare.verdicts import compare_arms
 from specsuite.orchestration.runner import _outcome, session_reason
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.summary import summary_document
@@ -116,7 +116,7 @@ def test_nightly_passes_two_correct_arms(main_job: dict) -> None:
 def test_a_session_that_wrote_null_cases_and_workloads_still_merges(tmp_path: Path) -> None:
     """The merger reads each session's results.json through the typed model; nulls where lists and dicts belong
     (a hand-edited or truncated writer) merge as empty, not as a crash of the whole run."""
-    from specsuite.compare.arms import ArmSpec
+    from specsuite.orchestration.arms import ArmSpec
     from specsuite.orchestration.runner import _combine, _session_entry
 
     for part in ("a", "b"):

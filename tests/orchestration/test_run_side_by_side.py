@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.compare.arms import ArmSpec, free_ports, resolve_arms
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration import runner
+from specsuite.orchestration.arms import ArmSpec, free_ports, resolve_arms
 from specsuite.results.store import RunDirectory, load_results
 from specsuite.results.types import Document
 from specsuite.session.main_job_profiles import MAIN

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
-from specsuite.compare.verdicts import compare_arms
 from specsuite.orchestration.junit import read_junit
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.overview import not_run_line

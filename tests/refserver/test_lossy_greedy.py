@@ -31,8 +31,8 @@ def test_the_knob_reaches_the_engine_and_refuses_a_negative_gap(capsys):
 @pytest.fixture(scope="module")
 def greedy_servers(tmp_path_factory):
     """The lossy arm, the fix arm and the speculation-off reference, each a launched reference server."""
+    from specsuite.families.lossless.reference import SPECULATION_OFF_ARGS
     from specsuite.server.launcher import launch_reference_server
-    from specsuite.workloads.lossless.reference import SPECULATION_OFF_ARGS
 
     folder = tmp_path_factory.mktemp("lossy-greedy")
     with launch_reference_server("fix", folder, ("--lossy-greedy-gap", "0.25"), ready_timeout_s=120) as lossy, \
@@ -48,9 +48,9 @@ def test_greedy_equality_fails_the_lossy_verify_and_passes_the_fix_arm_and_the_c
     96 prompts (the correctness set): the tiny model has about one near-tie position per 170 tokens."""
     import json
 
+    from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload
     from specsuite.project_paths import DATA_DIR
     from specsuite.server.sglang_client import SGLangClient
-    from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload
 
     prompts = [json.loads(line)["prompt"] for line in (DATA_DIR / "correctness_prompts.jsonl").read_text().splitlines()]
     config = LosslessConfig(greedy_prompts=96, greedy_concurrencies=(8,), numerics_gap=0.25)

@@ -26,10 +26,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from specsuite.compare.arms import resolve_arms
 from specsuite.errors import SpecsuiteError
+from specsuite.families.correctness.detectors import stray_chars
 from specsuite.kernel_loading.sglang_wheel import extract_member
 from specsuite.kernels.loader import KERNEL_MEMBER
+from specsuite.orchestration.arms import resolve_arms
 from specsuite.refserver.cli import build_parser, resolve_config
 from specsuite.refserver.kernel_sampler import KernelChainSampler, _fallback_emissions
 from specsuite.refserver.sampling import SamplerGuards, chain_rejection_sample
@@ -37,7 +38,6 @@ from specsuite.reports.summary_table import summary_markdown
 from specsuite.results.types import Document
 from specsuite.server.identity import ServerIdentity
 from specsuite.server.launcher import LaunchedServer, launch_reference_server
-from specsuite.workloads.correctness.detectors import stray_chars
 from tests.helpers.arm_workload import ArmRun, run_arm_workload
 from tests.helpers.http_sessions import http_session
 from tests.helpers.workload_cache import cached_workloads

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.reports.blocks import Bullets, Heading, Paragraph, Preformatted, Role, VerdictList
 from specsuite.reports.html import render_html
 from specsuite.reports.markdown import render_markdown

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.html import verdict_class
 from specsuite.reports.overview import verdict_lines

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.report import command_report
-from specsuite.compare.verdicts import compare_arms
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.render import render_report
 from specsuite.results.store import load_results

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.reports.document import ANALYSIS_KEY, fmt
 from specsuite.reports.render import render_report
 from specsuite.results.types import BenchRun, Document

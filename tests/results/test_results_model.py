@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.history.ingest import items_from_file
 from specsuite.reports.document import ANALYSIS_KEY as REPORTS_ANALYSIS_KEY
 from specsuite.reports.render import render_report

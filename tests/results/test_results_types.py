@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.compare.metrics import bench_results_document
-from specsuite.compare.verdicts import compare_arms
+from specsuite.analysis.metrics import bench_results_document
+from specsuite.analysis.verdicts import compare_arms
 from specsuite.results import builder, model
 from specsuite.results.store import RunDirectory, load_results
 from specsuite.results.types import (
@@ -59,7 +59,7 @@ def test_version_2_upgrade_keeps_every_arm_as_it_was():
 
 
 def test_version_2_repeats_without_cases_or_workloads_are_completed():
-    # A version-2 benchmark comparison (specsuite.compare.metrics before version 3) wrote repeats of
+    # A version-2 benchmark comparison (specsuite.analysis.metrics before version 3) wrote repeats of
     # workloads only; a failed session's repeat could have neither.
     bench = {"completed": 4, "failed": 0, "median_itl_ms": 2.5}
     v2 = {"schema_version": 2, "arms": {"a": {"repeats": [{"repeat": 1, "workloads": {"bench": bench}}]},

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from specsuite.families.bench.runner import BenchConfig, run_benchmark
+from specsuite.families.correctness.prompts import load_prompts
+from specsuite.families.correctness.workload import PROFILES, SamplingCase, run_case
 from specsuite.server.faults import ErrorClass, RequestFault
 from specsuite.server.launcher import launch_reference_server
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.vocab import load_vocab_info
-from specsuite.workloads.correctness.prompts import load_prompts
-from specsuite.workloads.correctness.workload import PROFILES, SamplingCase, run_case
-from specsuite.workloads.serving.runner import BenchConfig, run_benchmark
 
 API_KEY = "api-key-for-admin-tests-31"
 ADMIN_KEY = "admin-key-for-admin-tests-47"
@@ -177,8 +177,8 @@ def test_a_flush_refused_with_400_is_retried_then_reported(recorder) -> None:
 
 def test_gsm8k_without_the_admin_key_warns_and_goes_on(keyed) -> None:
     """Before: the 401 on /flush_cache ended the GSM8K run before its first question."""
-    from specsuite.workloads.gsm8k import load_gsm8k
-    from specsuite.workloads.gsm8k.on_server import run_gsm8k_on_server
+    from specsuite.families.gsm8k import load_gsm8k
+    from specsuite.families.gsm8k.on_server import run_gsm8k_on_server
 
     vocab = load_vocab_info(str(_model_dir()))
     with SGLangClient(keyed.base_url, api_key=API_KEY) as client:

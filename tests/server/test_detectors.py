@@ -1,4 +1,4 @@
-"""Tests for specsuite.workloads.correctness.detectors: each detector fires on a planted defect and stays silent on clean input."""
+"""Tests for specsuite.families.correctness.detectors: each detector fires on a planted defect and stays silent on clean input."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import json
 import pytest
 from scipy import stats
 
-from specsuite.server.generation import Generation, prompt_hash
-from specsuite.server.vocab import VocabInfo
-from specsuite.workloads.correctness.detectors import (
+from specsuite.families.correctness.detectors import (
     DetectorConfig,
     FragmentRule,
     aggregate,
@@ -27,6 +25,8 @@ from specsuite.workloads.correctness.detectors import (
     stray_chars,
     text_fragments,
 )
+from specsuite.server.generation import Generation, prompt_hash
+from specsuite.server.vocab import VocabInfo
 
 TOKENIZER_LENGTH = 8117
 VOCAB_SIZE = 8192

@@ -20,6 +20,10 @@ from pathlib import Path
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.correctness.prompts import load_prompts
+from specsuite.families.correctness.workload import Profile, SamplingCase, run_case
+from specsuite.families.gsm8k import load_gsm8k
+from specsuite.families.gsm8k.on_server import run_gsm8k_on_server
 from specsuite.results.store import load_results, read_records
 from specsuite.server.faults import (
     ErrorClass,
@@ -36,10 +40,6 @@ from specsuite.server.interrupts import child_pids, terminate_as_interrupt, wait
 from specsuite.server.launcher import find_free_port
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.vocab import load_vocab_info
-from specsuite.workloads.correctness.prompts import load_prompts
-from specsuite.workloads.correctness.workload import Profile, SamplingCase, run_case
-from specsuite.workloads.gsm8k import load_gsm8k
-from specsuite.workloads.gsm8k.on_server import run_gsm8k_on_server
 from tests.helpers.misbehaving_server import MODEL_DIR, MisbehavingServer
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Padded-row ids judged against the model's own mass (specsuite/workloads/correctness/padded_rows.py).
+"""Padded-row ids judged against the model's own mass (specsuite/families/correctness/padded_rows.py).
 
 A stand-in SGLang server with a bigram model over 110 ids (tokenizer length 100, judged padded rows 100..108, fallback
 109) gives its padded rows 0.2 % of the mass at T=1 and answers scoring requests with `token_ids_logprob` as SGLang
@@ -14,9 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from specsuite.server.generation import Generation, prompt_hash
-from specsuite.server.vocab import VocabInfo
-from specsuite.workloads.correctness.padded_rows import (
+from specsuite.families.correctness.padded_rows import (
     PositionLogprobs,
     judge_by_model_mass,
     judge_by_reference_rate,
@@ -26,6 +24,8 @@ from specsuite.workloads.correctness.padded_rows import (
     poisson_upper_tail,
     position_upper_bound,
 )
+from specsuite.server.generation import Generation, prompt_hash
+from specsuite.server.vocab import VocabInfo
 from tests.helpers.native_fake import NativeFake
 
 TOKENIZER_LENGTH, VOCAB_SIZE = 100, 110

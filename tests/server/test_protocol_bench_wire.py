@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench.client import RequestSettings
+from specsuite.families.bench.datasets import DatasetRow
 from specsuite.server.bench_wire import BenchWire
 from specsuite.server.protocol import GenerationRequest, Sampling
-from specsuite.workloads.serving.client import RequestSettings
-from specsuite.workloads.serving.datasets import DatasetRow
 
 RECORDED = json.loads((Path(__file__).parents[1] / "data" / "protocol_wire" / "bench_bodies.json").read_text())
 CASES = RECORDED["cases"]

@@ -17,6 +17,11 @@ from typing import Any
 
 import pytest
 
+from specsuite.families.correctness.prompts import PromptItem
+from specsuite.families.correctness.workload import SamplingCase
+from specsuite.families.correctness.workload import build_request as correctness_request
+from specsuite.families.gsm8k.prompt import build_request as gsm8k_request
+from specsuite.families.lossless.scoring import scoring_request
 from specsuite.server.answer_shapes import PROMPT, SAMPLING
 from specsuite.server.generation import generations_from_sglang
 from specsuite.server.openai_client import OpenAICompletionsClient
@@ -25,11 +30,6 @@ from specsuite.server.sampling_pins import pinned
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.transport import encode_json
 from specsuite.server.vllm_client import VLLMClient
-from specsuite.workloads.correctness.prompts import PromptItem
-from specsuite.workloads.correctness.workload import SamplingCase
-from specsuite.workloads.correctness.workload import build_request as correctness_request
-from specsuite.workloads.gsm8k.prompt import build_request as gsm8k_request
-from specsuite.workloads.lossless.scoring import scoring_request
 
 DATA = Path(__file__).parents[1] / "data"
 OLD = json.loads((DATA / "protocol_wire" / "old_payloads.json").read_text())

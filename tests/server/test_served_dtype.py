@@ -1,5 +1,5 @@
 """The served dtype (specsuite/server/served_dtype.py) from /server_info and config.json, and the
-identity that carries it; the near-tie tolerance each gives (specsuite/workloads/lossless/greedy.py)."""
+identity that carries it; the near-tie tolerance each gives (specsuite/families/lossless/greedy.py)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from specsuite.families.lossless.greedy import near_tie_of, near_tie_rule
 from specsuite.refserver.cli import build_parser, server_args_dict
 from specsuite.refserver.engine import EngineConfig
 from specsuite.server.identity import ServerIdentity
 from specsuite.server.served_dtype import LOGITS_TYPE_RULE, coarser, normalise, read_model_config, served_dtype
-from specsuite.workloads.lossless.greedy import near_tie_of, near_tie_rule
 
 
 @pytest.mark.parametrize(("reported", "name"), [("float16", "float16"), ("half", "float16"), ("bfloat16", "bfloat16"),

@@ -19,6 +19,11 @@ import pytest
 from specsuite.config.bench_profiles import SUITE
 from specsuite.config.options import OPTIONS
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench.client import RequestOutput, RequestSettings, _StreamState
+from specsuite.families.bench.datasets import DatasetRow
+from specsuite.families.bench.runner import BenchConfig, run_benchmark
+from specsuite.families.integrity.recorder import IntegrityRecorder
+from specsuite.families.integrity.wiring import checking_client
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.counters import counter_deltas
 from specsuite.server.identity import ServerIdentity
@@ -26,11 +31,6 @@ from specsuite.server.served_dtype import served_dtype
 from specsuite.server.session import ServerOptions, open_server
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.session.bench import build_bench_config
-from specsuite.workloads.integrity.recorder import IntegrityRecorder
-from specsuite.workloads.integrity.wiring import checking_client
-from specsuite.workloads.serving.client import RequestOutput, RequestSettings, _StreamState
-from specsuite.workloads.serving.datasets import DatasetRow
-from specsuite.workloads.serving.runner import BenchConfig, run_benchmark
 from tests.helpers import stub_kind
 from tests.helpers.http_sessions import serve
 

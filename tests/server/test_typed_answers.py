@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from specsuite.families.bench.bench_line import LATENCY_STATS, BenchLine
+from specsuite.families.bench.record import build_record, format_table
 from specsuite.kernels.child_messages import ChildAnswer, ChildReady, sampled_token_ids
 from specsuite.server.bench_answers import ModelCard, reported_accept_length, reported_accept_lengths, tokenizer_path_of
 from specsuite.server.meta_info import FinishReason, MetaInfo, VllmStepStats, meta_info_of
-from specsuite.workloads.serving.bench_line import LATENCY_STATS, BenchLine
-from specsuite.workloads.serving.record import build_record, format_table
 
 
 def test_child_lines_name_their_failure_or_the_whole_line() -> None:
@@ -59,7 +59,7 @@ def test_the_table_prints_the_line_s_typed_fields() -> None:
 
 
 def test_conversation_records_yield_their_first_pair() -> None:
-    from specsuite.workloads.serving.conversation_records import BundledPromptLine, ShareGptConversation
+    from specsuite.families.bench.conversation_records import BundledPromptLine, ShareGptConversation
 
     turns = [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}, {"value": 3}]
     assert ShareGptConversation.from_dict({"conversations": turns}).first_pair() == ("hi", "hello")
@@ -76,7 +76,7 @@ def test_prompt_lines_take_their_id_kind_and_prompt(tmp_path) -> None:
     import pytest
 
     from specsuite.errors import SpecsuiteError
-    from specsuite.workloads.correctness.prompts import PromptItem, load_prompts
+    from specsuite.families.correctness.prompts import PromptItem, load_prompts
 
     path = tmp_path / "prompts.jsonl"
     path.write_text('{"id": "a", "kind": "math", "prompt": "2+2"}\n\n{"prompt": "hello"}\n')

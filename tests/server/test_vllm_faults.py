@@ -34,15 +34,15 @@ from pathlib import Path
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.correctness.detectors import scan_generation
+from specsuite.families.integrity.recorder import IntegrityRecorder
+from specsuite.families.integrity.sglang_rules import stream_finals
+from specsuite.families.integrity.wiring import checking_client
 from specsuite.pytest_plugin.integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
 from specsuite.server.generation import Generation, generations_from_sglang
 from specsuite.server.launcher import LaunchedServer, find_free_port
 from specsuite.server.session import ServerOptions, open_server
 from specsuite.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
-from specsuite.workloads.correctness.detectors import scan_generation
-from specsuite.workloads.integrity.recorder import IntegrityRecorder
-from specsuite.workloads.integrity.sglang_rules import stream_finals
-from specsuite.workloads.integrity.wiring import checking_client
 from tests.helpers.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.slow

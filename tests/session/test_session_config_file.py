@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 from specsuite.cli.run import sessions_config
-from specsuite.compare.arms import ArmSpec
 from specsuite.config import options as table
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration import runner
+from specsuite.orchestration.arms import ArmSpec
 from specsuite.pytest_plugin.core import SpecsuiteSession
 from specsuite.session.config import RunConfig, mapped_options, run_config_from_options
 from specsuite.session.config_file import config_from_json, config_to_json, read_config_file, write_config_file

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
+from specsuite.families.bench.client import RequestSettings
+from specsuite.families.bench.datasets import DatasetRow
 from specsuite.refserver.app import build_app
 from specsuite.refserver.server import ADMIN_ROUTES, _bearer_matches, required_key
-from specsuite.workloads.serving.client import RequestSettings
-from specsuite.workloads.serving.datasets import DatasetRow
 
 HTTP_SERVER = "srt/entrypoints/http_server.py"
 AUTH = "srt/utils/auth.py"

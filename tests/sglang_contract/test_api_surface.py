@@ -11,9 +11,9 @@ import ast
 import re
 from pathlib import Path
 
+from specsuite.families.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
+from specsuite.families.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
 from specsuite.refserver import protocol
-from specsuite.workloads.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
-from specsuite.workloads.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -170,15 +170,15 @@ def test_meta_info_keys_the_harness_parses_exist_in_sglang(sglang_source):
 def test_harness_payloads_send_only_contract_sampling_keys(sglang_source):
     """Every /generate body the harness builds carries only `sampling_params` keys the strict gate
     admits (api/v1/api_types.py:1256, 1319-1320): one more would be a 400 on a real server."""
+    from specsuite.families.bench.client import RequestSettings
+    from specsuite.families.bench.datasets import DatasetRow
+    from specsuite.families.correctness.prompts import PromptItem
+    from specsuite.families.correctness.workload import SamplingCase
+    from specsuite.families.correctness.workload import build_request as correctness_request
+    from specsuite.families.gsm8k.prompt import build_request as gsm8k_request
+    from specsuite.families.lossless.scoring import scoring_request
     from specsuite.pytest_plugin.integrity import greedy_payload
     from specsuite.server.protocol import native_payload
-    from specsuite.workloads.correctness.prompts import PromptItem
-    from specsuite.workloads.correctness.workload import SamplingCase
-    from specsuite.workloads.correctness.workload import build_request as correctness_request
-    from specsuite.workloads.gsm8k.prompt import build_request as gsm8k_request
-    from specsuite.workloads.lossless.scoring import scoring_request
-    from specsuite.workloads.serving.client import RequestSettings
-    from specsuite.workloads.serving.datasets import DatasetRow
 
     bench_settings = RequestSettings("sglang", "http://127.0.0.1:1", top_p=0.9)
     payloads = [

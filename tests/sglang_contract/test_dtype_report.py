@@ -1,5 +1,5 @@
 """Contract: where SGLang 0.5.23 reports the dtype it serves in, read from its source. The greedy
-comparisons' near-tie tolerance (specsuite/workloads/lossless/greedy.py) follows it
+comparisons' near-tie tolerance (specsuite/families/lossless/greedy.py) follows it
 (specsuite/server/served_dtype.py)."""
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def test_streamed_answer_reassembles_to_the_plain_one(path):
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: p.stem)
 def test_server_info_and_metrics_carry_what_the_identity_and_counters_read(path):
-    from specsuite.families import correctness
+    from specsuite.families.correctness import family as correctness
     from specsuite.server import kinds
 
     answers = recording(path)

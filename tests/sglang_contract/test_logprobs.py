@@ -10,12 +10,12 @@ import re
 import pytest
 import requests
 
+from specsuite.families.integrity.sglang_rules import IntegrityContext, check_response
+from specsuite.families.lossless.scoring import parse_scoring, scoring_request
 from specsuite.refserver.model_loading import MODEL_DIR
 from specsuite.server.launcher import launch_reference_server
 from specsuite.server.protocol import native_payload
 from specsuite.server.tokenizer import load_tokenizer
-from specsuite.workloads.integrity.sglang_rules import IntegrityContext, check_response
-from specsuite.workloads.lossless.scoring import parse_scoring, scoring_request
 
 TIMEOUT_S = (5, 60)
 PROMPT = "Question: A baker makes 24 loaves a day and sells them in bags of 3. How many bags does she fill?\nAnswer:"

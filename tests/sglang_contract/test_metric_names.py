@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from specsuite.families import correctness
+from specsuite.families.correctness import family as correctness
 from specsuite.server import kinds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_the_scan_finds_sglang_metrics(sglang_source):
 
 
 def test_counters_the_harness_reads_exist(sglang_source):
-    """specsuite/server/kinds/sglang.py and specsuite/families/correctness.py read these by name; a renamed metric
+    """specsuite/server/kinds/sglang.py and specsuite/families/correctness/family.py read these by name; a renamed metric
     would read as "no metrics" and silently drop the server-side evidence."""
     metrics = sglang_metrics(sglang_source)
     read = [*kinds.get("sglang").counters, correctness.GENERATED_TOKENS]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from specsuite.workloads.integrity.openai_rules import CHAT, COMPLETIONS, FINISH_TYPES
+from specsuite.families.integrity.openai_rules import CHAT, COMPLETIONS, FINISH_TYPES
 
 
 def _model_fields(source: str, class_name: str) -> dict[str, ast.expr]:
@@ -30,7 +30,7 @@ def test_finish_reasons_are_the_models_literals(sglang_source):
 
 def test_fields_the_harness_reads_exist(sglang_source):
     """The choice, logprobs, delta and usage fields specsuite/server/openai_client.py and
-    specsuite/workloads/integrity/openai_rules.py read (protocol.py:150-154 LogProbs, 221-229 UsageInfo,
+    specsuite/families/integrity/openai_rules.py read (protocol.py:150-154 LogProbs, 221-229 UsageInfo,
     506-514 and 546-554 the completion choices, 568-575 the stream chunk, 1307-1320 and
     1354-1378 chat)."""
     source = sglang_source("srt/entrypoints/openai/protocol.py")

@@ -42,14 +42,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from specsuite.server.launcher import find_free_port, launch_reference_server  # noqa: E402
-from specsuite.workloads.serving.client import (  # noqa: E402
+from specsuite.families.bench.client import (  # noqa: E402
     READ_BUFSIZE,
     RequestOutput,
     RequestSettings,
     send_request,
 )
-from specsuite.workloads.serving.datasets import DatasetRow  # noqa: E402
+from specsuite.families.bench.datasets import DatasetRow  # noqa: E402
+from specsuite.server.launcher import find_free_port, launch_reference_server  # noqa: E402
 
 from cpu_pinning import CLIENT_CPU, SERVER_CPU, pin_process, pin_this_process  # noqa: E402  (tools/calibration/, next to this script)
 
@@ -169,7 +169,7 @@ def print_emitter_row(row: dict[str, Any]) -> None:
 
 
 def refserver_level(url: str, concurrency: int, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    from specsuite.workloads.serving.runner import BenchConfig, run_benchmark
+    from specsuite.families.bench.runner import BenchConfig, run_benchmark
 
     prompts = max(8, 2 * concurrency)
     config = BenchConfig(base_url=url, dataset_name="random-ids", num_prompts=prompts, random_input_len=128, random_output_len=128,

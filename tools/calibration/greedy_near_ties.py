@@ -20,8 +20,8 @@ import argparse
 import numpy as np
 from scipy import stats
 
-from specsuite.workloads.lossless.greedy import NearTieCounts, control_rule, judge_output, near_tie_excess, near_tie_rule
-from specsuite.workloads.lossless.scoring import ScoredPosition
+from specsuite.families.lossless.greedy import NearTieCounts, control_rule, judge_output, near_tie_excess, near_tie_rule
+from specsuite.families.lossless.scoring import ScoredPosition
 
 OUTPUTS, TOKENS, CANDIDATES = 240, 64, 5
 LOSSY_GAP = 0.25

@@ -18,7 +18,7 @@ exactly as the suite's scoring request does. The suite's functions then judge th
 >= 2 (the over-accepting sampler of tools/calibration/lossless_power.py); `--tail-factor F` scales the
 tail's mass (ids outside the scorer's top-K) by F at positions >= 2, the top-K taking up the difference.
 `--gap` is the nucleus numerics gap the PIT allows: a dtype name (its near-tie rule,
-specsuite.workloads.lossless.greedy.near_tie_rule) or nats. Runs use seeds first-seed .. first-seed+runs-1
+specsuite.families.lossless.greedy.near_tie_rule) or nats. Runs use seeds first-seed .. first-seed+runs-1
 and are spread over `--workers` processes; rejections are counted at the alphas with exact
 (Clopper-Pearson) 95% intervals.
 
@@ -40,13 +40,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
+from specsuite.families.lossless.directed import DirectedPosition, top_token_rate_test  # noqa: E402
+from specsuite.families.lossless.greedy import near_tie_rule  # noqa: E402
+from specsuite.families.lossless.pit import nucleus_decided, pit_decision, pit_values  # noqa: E402
+from specsuite.families.lossless.scoring import ScoredPosition  # noqa: E402
+from specsuite.families.lossless.tempering import tempered  # noqa: E402
+from specsuite.families.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test  # noqa: E402
 from specsuite.stats import clopper_pearson  # noqa: E402
-from specsuite.workloads.lossless.directed import DirectedPosition, top_token_rate_test  # noqa: E402
-from specsuite.workloads.lossless.greedy import near_tie_rule  # noqa: E402
-from specsuite.workloads.lossless.pit import nucleus_decided, pit_decision, pit_values  # noqa: E402
-from specsuite.workloads.lossless.scoring import ScoredPosition  # noqa: E402
-from specsuite.workloads.lossless.tempering import tempered  # noqa: E402
-from specsuite.workloads.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test  # noqa: E402
 
 TOP_K = 20  # the suite's scoring top-K (LosslessConfig.top_k)
 PIT_TOKENS = 16

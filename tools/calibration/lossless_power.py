@@ -36,15 +36,15 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.families.correctness.prompts import load_prompts  # noqa: E402
+from specsuite.families.lossless.directed import DirectedPosition, acceptance_betting_test, top_token_rate_test  # noqa: E402
+from specsuite.families.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
+from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of  # noqa: E402
 from specsuite.server.identity import ServerIdentity  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
 from specsuite.server.sglang_client import SGLangClient  # noqa: E402
 from specsuite.server.vllm_client import VLLMClient  # noqa: E402
 from specsuite.stats import clopper_pearson  # noqa: E402
-from specsuite.workloads.correctness.prompts import load_prompts  # noqa: E402
-from specsuite.workloads.lossless.directed import DirectedPosition, acceptance_betting_test, top_token_rate_test  # noqa: E402
-from specsuite.workloads.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
-from specsuite.workloads.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of  # noqa: E402
 
 TESTS = ("pit", "mode_rate", "betting")
 

@@ -1,4 +1,4 @@
-"""False alarms of the two-sided mode-rate test (specsuite/workloads/lossless/directed.py) on a correct server's
+"""False alarms of the two-sided mode-rate test (specsuite/families/lossless/directed.py) on a correct server's
 own mode probabilities, by seeded simulation.
 
 Reads the positions `lossless_power.py --raw` kept for one label (each position's target mode probability pi_t),
@@ -21,8 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
+from specsuite.families.lossless.directed import DirectedPosition, top_token_rate_test  # noqa: E402
 from specsuite.stats import clopper_pearson  # noqa: E402
-from specsuite.workloads.lossless.directed import DirectedPosition, top_token_rate_test  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

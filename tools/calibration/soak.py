@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.families.correctness.prompts import load_prompts  # noqa: E402
 from specsuite.results.store import RecordWriter, read_records, write_json_atomic  # noqa: E402
 from specsuite.server.counters import parse_prometheus  # noqa: E402
 from specsuite.server.faults import (  # noqa: E402
@@ -55,7 +56,6 @@ from specsuite.server.faults import (  # noqa: E402
     status_class,
 )
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
-from specsuite.workloads.correctness.prompts import load_prompts  # noqa: E402
 
 COUNTERS = ("sglang:num_requests_total", "sglang:generation_tokens_total", "sglang:num_aborted_requests_total")
 SETTLE_TIMEOUT_S = 60.0

@@ -47,14 +47,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
+from specsuite.analysis.verdicts import compare_run_values, describe_run_level  # noqa: E402
 from specsuite.compare.engines import log_sd, robust_log_sd  # noqa: E402
-from specsuite.compare.verdicts import compare_run_values, describe_run_level  # noqa: E402
 from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.families.bench.runner import BenchConfig, run_benchmark  # noqa: E402
 from specsuite.results.types import ComparisonRow  # noqa: E402
 from specsuite.server.counters import parse_prometheus  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
 from specsuite.stats import holm, repeats_needed_for_mde  # noqa: E402
-from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 MANN_WHITNEY_EFFICIENCY = 0.955  # its asymptotic efficiency relative to the t test on normal data
 METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "median_chunk_itl_ms")

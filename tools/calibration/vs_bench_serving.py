@@ -26,10 +26,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from specsuite.compare.verdicts import compare_run_values  # noqa: E402
+from specsuite.analysis.verdicts import compare_run_values  # noqa: E402
+from specsuite.families.bench.runner import BenchConfig, run_benchmark  # noqa: E402
 from specsuite.results.types import Effect  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
-from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 METRICS = ("median_itl_ms", "median_tpot_ms", "output_throughput", "mean_itl_ms", "median_ttft_ms", "accept_length")
 COMPARED = ("median_itl_ms", "median_tpot_ms", "output_throughput")

@@ -62,10 +62,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
 from specsuite.errors import SpecsuiteError  # noqa: E402
+from specsuite.families.bench.datasets import load_conversations  # noqa: E402
+from specsuite.families.bench.runner import BenchConfig, run_benchmark  # noqa: E402
 from specsuite.server.launcher import LaunchedServer  # noqa: E402
 from specsuite.server.tokenizer import load_tokenizer  # noqa: E402
-from specsuite.workloads.serving.datasets import load_conversations  # noqa: E402
-from specsuite.workloads.serving.runner import BenchConfig, run_benchmark  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_pinning import can_pin, pin_this_process, pin_unbound_threads, server_threads  # noqa: E402  (next to this script)

@@ -50,7 +50,7 @@ class BenchBackend:
 
     `body(request, model, sent, extra)` builds the request body (specsuite/server/bench_formats.py) and
     `read_chunk(state, chunk, stamp)` reads one streamed chunk into the request's measurements
-    (specsuite/workloads/serving/streams.py).
+    (specsuite/families/bench/streams.py).
     """
 
     name: str

@@ -3,7 +3,7 @@ client then says in one line what is wrong ("does not look like an SGLang server
 
 Detection: SGLang answers `GET /model_info` (or the older `/get_model_info`) with a `model_path`. Its native
 /generate speaks the project's recorded vocabulary (specsuite/server/protocol.py), so its integrity rules are
-`specsuite.workloads.integrity.sglang_rules`. The serving bench offers bench_serving's three backends: native
+`specsuite.families.integrity.sglang_rules`. The serving bench offers bench_serving's three backends: native
 /generate, /v1/completions and /v1/chat/completions. The embedded reference server emulates this kind
 (specsuite/server/refserver_contract.py).
 """
@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from specsuite.families.bench import streams
+from specsuite.families.integrity import sglang_rules
+from specsuite.families.integrity.recorder import CheckingClient
 from specsuite.server import bench_formats
 from specsuite.server.kinds.registry import BenchBackend, ServerKind, get_json, register
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.sglang_launch import sglang_command
 from specsuite.server.transport import HttpTransport
-from specsuite.workloads.integrity import sglang_rules
-from specsuite.workloads.integrity.recorder import CheckingClient
-from specsuite.workloads.serving import streams
 
 MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
 

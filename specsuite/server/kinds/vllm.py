@@ -4,7 +4,7 @@ Detection: vLLM has no /model_info, answers `GET /version` with `{"version": ...
 `GET /v1/models` with `owned_by: "vllm"` (vllm/entrypoints/openai/models/serving.py builds the card). Its client
 (`specsuite.server.vllm_client.VLLMClient`) speaks /v1/completions and reads the server-wide accept length from the
 `vllm:spec_decode_*` counters of /metrics (no /server_info, /model_info or /flush_cache). Its integrity rules
-(`specsuite.workloads.integrity.vllm_rules`) check what vLLM really sent. The serving bench speaks
+(`specsuite.families.integrity.vllm_rules`) check what vLLM really sent. The serving bench speaks
 `vllm bench serve`'s completions format (vllm 0.32 benchmarks/lib/endpoint_request_func.py).
 """
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from specsuite.families.bench import streams
+from specsuite.families.integrity import vllm_rules
+from specsuite.families.integrity.recorder import CheckingVLLMClient
 from specsuite.server import bench_formats
 from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json, register
 from specsuite.server.transport import HttpTransport
 from specsuite.server.vllm_client import SERVER_KIND, VLLMClient
 from specsuite.server.vllm_launch import vllm_command
-from specsuite.workloads.integrity import vllm_rules
-from specsuite.workloads.integrity.recorder import CheckingVLLMClient
-from specsuite.workloads.serving import streams
 
 OWNER = "vllm"  # /v1/models' owned_by on every card vLLM serves
 

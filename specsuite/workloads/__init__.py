@@ -1,1 +1,0 @@
-"""harness workloads package."""
