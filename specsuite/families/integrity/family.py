@@ -140,7 +140,7 @@ def _section(view: FamilyView) -> ReportSection | None:
         rows.append([check, *cells, *view.verdict_cells((metric.name for metric in METRICS), check)])
     return one_table_section(
         "Integrity", "Every answer the suites received, checked against the server's protocol rules "
-                     "(specsuite/families/integrity): violations in all checked answers, summed over repeats, and per check "
+                     "(its server kind's integrity rules): violations in all checked answers, summed over repeats, and per check "
                      "that fired. A violation where the baseline has none is worse; where the baseline has violations too, "
                      "the exact conditional rate-ratio test per checked answer decides.", view.table_header("check"), rows)
 
