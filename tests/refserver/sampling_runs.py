@@ -5,7 +5,9 @@ pool) and a speculation-off one, with fault arms chosen by name. No HTTP, no sub
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -16,6 +18,30 @@ from specsuite.refserver.sampling import apply_min_p, renormalize_top_k_top_p
 
 STEPS = 5
 WAIT_S = 60
+
+ROOT = Path(__file__).resolve().parents[2]
+_FIXTURE = [json.loads(line)["prompt"] for line in (ROOT / "specsuite/fixtures/data/correctness_prompts.jsonl").read_text().splitlines()]
+# Prompts where the penalties bite within the budget (found once; fixed here): math word problems and a loop.
+PROMPTS = [_FIXTURE[i] for i in (46, 55, 10, 34, 52)] + ["la la la la la la la la"]
+BUDGET = 120
+
+
+def greedy(**params) -> SamplingConfig:
+    return SamplingConfig(**{"max_new_tokens": BUDGET, "temperature": 0.0, "top_k": 1, "ignore_eos": True, **params})
+
+
+def sampled(**params) -> SamplingConfig:
+    return SamplingConfig(**{"max_new_tokens": 60, "temperature": 1.0, "ignore_eos": True, **params})
+
+
+def token(text: str) -> int:
+    (token_id,) = model().encode(text)
+    return token_id
+
+
+def min_new_stop_ids() -> list[int]:
+    """Stop ids the greedy outputs hit early and often, so a block crosses min_new_tokens right before one."""
+    return [token("."), token("\n"), token(" =")]
 
 
 @functools.lru_cache(maxsize=1)

@@ -12,36 +12,28 @@ the mass (SGLang's joint top-k/top-p, srt/layers/sampler.py:435-439 and 820-827)
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from specsuite.refserver.engine import Engine, EngineConfig
-from specsuite.refserver.engine_request import LogprobConfig, SamplingConfig
+from specsuite.refserver.engine_request import LogprobConfig
 from specsuite.refserver.protocol import RequestValueError, parse_generate, sampling_config
 from specsuite.refserver.sampling import apply_min_p, renormalize_top_k_top_p
-from tests.refserver.sampling_runs import Ask, both, ids, model, run, target_rows
-
-ROOT = Path(__file__).resolve().parents[2]
-_FIXTURE = [json.loads(line)["prompt"] for line in (ROOT / "specsuite/fixtures/data/correctness_prompts.jsonl").read_text().splitlines()]
-# Prompts where the penalties bite within the budget (found once; fixed here): math word problems and a loop.
-PROMPTS = [_FIXTURE[i] for i in (46, 55, 10, 34, 52)] + ["la la la la la la la la"]
-BUDGET = 120
-
-
-def greedy(**params) -> SamplingConfig:
-    return SamplingConfig(**{"max_new_tokens": BUDGET, "temperature": 0.0, "top_k": 1, "ignore_eos": True, **params})
-
-
-def sampled(**params) -> SamplingConfig:
-    return SamplingConfig(**{"max_new_tokens": 60, "temperature": 1.0, "ignore_eos": True, **params})
-
-
-def token(text: str) -> int:
-    (token_id,) = model().encode(text)
-    return token_id
+from tests.refserver.sampling_runs import (
+    BUDGET,
+    PROMPTS,
+    Ask,
+    both,
+    greedy,
+    ids,
+    min_new_stop_ids,
+    model,
+    run,
+    sampled,
+    target_rows,
+    token,
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +48,7 @@ GREEDY_CASES = {
     "all_penalties": lambda: {"frequency_penalty": 0.5, "presence_penalty": 0.5, "repetition_penalty": 1.5},
     "logit_bias_ban": lambda: {"logit_bias": {token(" ="): -100.0, token("\n"): -100.0}},
     "logit_bias_boost": lambda: {"logit_bias": {token(" apple"): 9.0}},
-    "min_new_tokens": lambda: {"min_new_tokens": 25, "ignore_eos": False, "stop_token_ids": [token("."), token("\n")]},
+    "min_new_tokens": lambda: {"min_new_tokens": 10, "ignore_eos": False, "stop_token_ids": min_new_stop_ids()},
     "stop_token_ids": lambda: {"ignore_eos": False, "stop_token_ids": [token(" 2")]},
     "stop_strings": lambda: {"stop": [" each", "la la la la la la la la la la la la"]},
 }
@@ -74,11 +66,12 @@ def test_logit_bias_ban_and_min_new_tokens_hold_their_promises():
     banned = [token(" ="), token("\n")]
     for out in ids(run([Ask(p, greedy(logit_bias=dict.fromkeys(banned, -100.0))) for p in PROMPTS])):
         assert not set(out) & set(banned)
-    stops = [token("."), token("\n")]
-    requests = run([Ask(p, greedy(min_new_tokens=25, ignore_eos=False, stop_token_ids=stops)) for p in PROMPTS])
+    stops = min_new_stop_ids()
+    requests = run([Ask(p, greedy(min_new_tokens=10, ignore_eos=False, stop_token_ids=stops)) for p in PROMPTS])
     for request in requests:
-        assert not set(request.output_ids[:25]) & set(stops), "a stop id before min_new_tokens"
-    # Masked only until then: some request stops on a stop id right after its 25 tokens are in.
+        assert not set(request.output_ids[:9]) & set(stops), "a stop id before min_new_tokens"
+    assert any(len(r.output_ids) == 11 for r in requests), "no stop right after min_new_tokens"
+    # Masked only until then: some request stops on a stop id right after its 10 tokens are in.
     assert any(r.finish_reason.get("matched") in stops and len(r.output_ids) < BUDGET for r in requests)
 
 
