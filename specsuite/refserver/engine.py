@@ -8,6 +8,12 @@ the sampler, sampled rows go through the chain rejection sampler — and commits
 tokens of each step, then applies SGLang's finish rules to the step as a whole (stop strings in list
 order, then EOS/stop ids, then the length budget) and keeps the ids through the finish.
 
+Sampling parameters act the same in both paths, so a correct speculative engine is lossless under
+every one of them: each verify row j gets the penalties, min_new_tokens mask and logit_bias of the
+output so far plus the block's drafts before it (logit_adjust.py), then temperature, SGLang's joint
+top-k/top-p and min-p (sampling.py), as the speculation-off sampler does for the same ids.  The
+fault arms (faults.py, `--fault-NAME`) break one of these in the speculative path only.
+
 With --step-time-ms each decode result belongs to a numbered step of an emulated device and is
 published at that step's deadline (step_clock.py); the engine computes up to
 STEPS_COMPUTED_AHEAD steps ahead of the device, so its own compute time, as long as it keeps up
@@ -343,9 +349,15 @@ class Engine:
     def _adjust_next_rows(self, requests: list[EngineRequest], probs: np.ndarray) -> np.ndarray:
         """Each request's next-token row (prefill and speculation-off decode) after its penalties,
         min_new_tokens and logit_bias (logit_adjust.py); `probs` rows follow `requests`."""
-        rows = [adjust_rows(probs[i : i + 1], r.sampling, self._min_new_stop_ids(r), RowState.for_block(r, [], self.vocab_size))
-                for i, r in enumerate(requests)]
-        return np.concatenate(rows) if rows else probs
+        adjusted = [i for i, r in enumerate(requests) if _adjusts_logits(r)]
+        if not adjusted:
+            return probs
+        probs = probs.copy()
+        for i in adjusted:
+            request = requests[i]
+            probs[i : i + 1] = adjust_rows(probs[i : i + 1], request.sampling, self._min_new_stop_ids(request),
+                                           RowState.for_block(request, [], self.vocab_size))
+        return probs
 
     def _adjust_verify_block(self, request: EngineRequest, rows: np.ndarray, drafts: np.ndarray) -> np.ndarray:
         """A verify block's k+1 rows: row j's penalties count the output so far and drafts[:j], and
@@ -457,7 +469,11 @@ class Engine:
         verify_tails = np.stack([t for t, _ in verify], axis=1).reshape(batch * (steps + 1), width)
         verify_padded = np.stack([p for _, p in verify], axis=1).reshape(-1)
         target_probs = self.target.probabilities(verify_tails, verify_padded).reshape(batch, steps + 1, self.vocab_size)
-        target_probs = np.stack([self._adjust_verify_block(r, target_probs[i], drafts[i]) for i, r in enumerate(requests)])
+        adjusted = [i for i, r in enumerate(requests) if _adjusts_logits(r)]
+        if adjusted:
+            target_probs = target_probs.copy()
+            for i in adjusted:
+                target_probs[i] = self._adjust_verify_block(requests[i], target_probs[i], drafts[i])
         if self.pool is not None and draft_probs is not None:
             self.pool.replay_verify(np.array([r.sequence_length for r in requests]))
 
@@ -579,7 +595,8 @@ class Engine:
         SGLang's order (schedule_batch.py `update_finish_state`): stop strings, in list order, over
         a tail decoded with special tokens; then the first EOS/stop id of the step; then the length
         budget. A stop located past the budget becomes a length finish at the budget
-        (`_cap_finished_len_at_max_new_tokens`). min_new_tokens plays no part here."""
+        (`_cap_finished_len_at_max_new_tokens`). min_new_tokens plays no part here: it masks the ids
+        before they are drawn (logit_adjust.py)."""
         sampling = request.sampling
         ids = request.computed.output_ids
         # The fault arm searches only the window ending at the block's last id, as if it were the only new one.
@@ -628,6 +645,12 @@ class Engine:
         if request.log_metrics:
             self.counters.requests_finished += 1
         self._notify(request)
+
+
+def _adjusts_logits(request: EngineRequest) -> bool:
+    """Whether the request's rows need logit_adjust at all (most requests: no)."""
+    sampling = request.sampling
+    return sampling.penalized or bool(sampling.logit_bias) or sampling.min_new_tokens > 0
 
 
 def _top_logprobs(row: np.ndarray, count: int) -> list[tuple[float, int]]:

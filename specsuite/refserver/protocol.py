@@ -3,6 +3,8 @@
 Unknown `sampling_params` keys and wrong JSON types are rejected with serde-style messages
 (400 `{"error": "<string>"}`); range errors found after normalisation use SGLang's ValueError
 shape (400 `{"error": {"message": ...}}`).  Unknown top-level keys are ignored, as in SGLang.
+Penalties, min_p, logit_bias and min_new_tokens are accepted and honoured by the engine;
+stop_regex and the grammar keys are refused in one line.
 """
 
 from __future__ import annotations

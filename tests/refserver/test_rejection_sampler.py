@@ -6,7 +6,8 @@ chi-square goodness-of-fit test on the first committed token and on the second (
 was an accepted draft, with p and q for position 1 depending on that draft).  The fix arm's
 sampler must pass; the no-fix sampler fed a q row that the graph pool's mask overwrote (0, then
 -inf) must fail, and must emit the fallback id.  `renormalize_top_k_top_p` is checked against a
-brute-force sort with SGLang's semantics (top_k_renorm_prob, then top_p_renorm_prob).
+brute-force sort with SGLang's semantics: its sampler's joint top-k/top-p cut, and (joint=False)
+its verify's top_k_renorm_prob then top_p_renorm_prob.
 """
 
 from __future__ import annotations
