@@ -339,25 +339,28 @@ class Engine:
         progress.output_top_logprobs.append(_top_logprobs(row, request.logprobs.top_logprobs_num))
         progress.logprob_only_token = token
 
-    def _min_new_stop_ids(self, request: EngineRequest) -> list[int]:
+    def _min_new_stop_ids(self, request: EngineRequest, vocab_size: int) -> list[int]:
         """The ids min_new_tokens masks: EOS and the request's stop ids (penaltylib/min_new_tokens.py:
         183-225). It only masks: stop strings still end the request."""
         if request.sampling.min_new_tokens <= 0:
             return []
-        return sorted(t for t in {*self.config.eos_ids, *request.sampling.stop_token_ids} if 0 <= t < self.vocab_size)
+        return sorted(t for t in {*self.config.eos_ids, *request.sampling.stop_token_ids} if 0 <= t < vocab_size)
 
     def _adjust_next_rows(self, requests: list[EngineRequest], probs: np.ndarray) -> np.ndarray:
         """Each request's next-token row (prefill and speculation-off decode) after its penalties,
         min_new_tokens and logit_bias (logit_adjust.py); `probs` rows follow `requests`."""
-        adjusted = [i for i, r in enumerate(requests) if _adjusts_logits(r)]
-        if not adjusted:
-            return probs
-        probs = probs.copy()
-        for i in adjusted:
-            request = requests[i]
-            probs[i : i + 1] = adjust_rows(probs[i : i + 1], request.sampling, self._min_new_stop_ids(request),
-                                           RowState.for_block(request, [], self.vocab_size))
-        return probs
+        out = probs
+        for i, request in enumerate(requests):
+            if not _adjusts_logits(request):
+                continue
+            row, vocab_size = probs[i : i + 1], probs.shape[-1]
+            adjusted = adjust_rows(row, request.sampling, self._min_new_stop_ids(request, vocab_size), RowState.for_block(request, [], vocab_size))
+            if adjusted is not row:  # copied only when some row changes
+                out = probs.copy() if out is probs else out
+                out[i : i + 1] = adjusted
+        return out
+
+    _mask_stop_ids = _adjust_next_rows  # the name tests/sglang_contract knows it by (min_new_tokens' mask)
 
     def _adjust_verify_block(self, request: EngineRequest, rows: np.ndarray, drafts: np.ndarray) -> np.ndarray:
         """A verify block's k+1 rows: row j's penalties count the output so far and drafts[:j], and
@@ -367,7 +370,7 @@ class Engine:
         state = RowState.for_block(request, drafts, self.vocab_size,
                                    relaxed_penalties=config.has_fault(fault_arms.RELAXED_PENALTIES),
                                    min_new_in_steps=config.has_fault(fault_arms.MIN_NEW_TOKENS_IN_STEPS))
-        return adjust_rows(rows, request.sampling, self._min_new_stop_ids(request), state,
+        return adjust_rows(rows, request.sampling, self._min_new_stop_ids(request, self.vocab_size), state,
                            with_logit_bias=not config.has_fault(fault_arms.VERIFY_IGNORES_LOGIT_BIAS))
 
     def _prompt_logprobs(self, request: EngineRequest) -> None:
