@@ -17,7 +17,8 @@ temperature, top-k/top-p and min-p, in sampling.py.
 The counts are of output ids only: SGLang's penalizers are fed the last output id at each decode
 step (managers/schedule_batch.py:3715-3734, called at :3769-3770), never the prompt.  Here the
 model's "logits" are log-probabilities (models.py), so a logit is never positive and repetition
-always multiplies; the rule is written out in full anyway.
+always multiplies; the rule is written out in full anyway.  Padded rows (ids >= the tokenizer
+length) get their mass later, in models.tempered, so a logit_bias on one of them has no effect here.
 
 A row's state is what precedes its token: output ids so far, and in a verify block the earlier
 draft ids of the same block, which is what makes speculation lossless (`RowState.for_block`).
