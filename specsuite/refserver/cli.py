@@ -16,6 +16,7 @@ from aiohttp import web
 from specsuite.errors import SpecsuiteError
 from specsuite.refserver.engine import ARMS, Engine, EngineConfig
 from specsuite.refserver.engine_process import EngineProcess
+from specsuite.refserver.faults import FAULT_ARMS, fault_dest, fault_flag
 from specsuite.refserver.kernel_sampler import NUMPY_SAMPLER, parse_sampler_option
 from specsuite.refserver.model_loading import MODEL_DIR, load_reference_model
 
@@ -59,6 +60,10 @@ def build_parser(prog: str = "python -m specsuite.refserver") -> argparse.Argume
     add("--disable-cuda-graph", action="store_true", help="no graph memory pool: the control without aliasing")
     add("--served-model-name", default=None)
     add("--log-level", default="warning")
+    faults = parser.add_argument_group("fault arms", "Real bug classes of sampling parameters under speculation, each off by default "
+                                       "and each in the speculative path only: with --speculative-algorithm NONE they change nothing.")
+    for name, does in FAULT_ARMS.items():
+        faults.add_argument(fault_flag(name), dest=fault_dest(name), action="store_true", help=f"FAULT ARM: {does}")
     return parser
 
 
@@ -100,6 +105,7 @@ def resolve_config(args: argparse.Namespace, parser: argparse.ArgumentParser, eo
         accept_inflation=args.accept_inflation,
         sampler=args.sampler,
         eos_ids=eos_ids,
+        faults=frozenset(name for name in FAULT_ARMS if getattr(args, fault_dest(name), False)),
     )
 
 
@@ -146,6 +152,7 @@ def server_args_dict(args: argparse.Namespace, config: EngineConfig, model_path:
         "refserver_lossy_greedy_gap": config.lossy_greedy_gap,
         "refserver_accept_inflation": config.accept_inflation,
         "refserver_padded_row_logit_gap": args.padded_row_logit_gap,
+        "refserver_faults": sorted(config.faults),  # the fault arms switched on (faults.py)
         # Which sampler decided: label, version, sha256 of the kernel file, device.
         "refserver_sampler": sampler_identity,
     }

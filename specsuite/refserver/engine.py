@@ -8,6 +8,12 @@ the sampler, sampled rows go through the chain rejection sampler — and commits
 tokens of each step, then applies SGLang's finish rules to the step as a whole (stop strings in list
 order, then EOS/stop ids, then the length budget) and keeps the ids through the finish.
 
+Sampling parameters act the same in both paths, so a correct speculative engine is lossless under
+every one of them: each verify row j gets the penalties, min_new_tokens mask and logit_bias of the
+output so far plus the block's drafts before it (logit_adjust.py), then temperature, SGLang's joint
+top-k/top-p and min-p (sampling.py), as the speculation-off sampler does for the same ids.  The
+fault arms (faults.py, `--fault-NAME`) break one of these in the speculative path only.
+
 With --step-time-ms each decode result belongs to a numbered step of an emulated device and is
 published at that step's deadline (step_clock.py); the engine computes up to
 STEPS_COMPUTED_AHEAD steps ahead of the device, so its own compute time, as long as it keeps up
@@ -31,13 +37,16 @@ from typing import Callable
 
 import numpy as np
 
+from specsuite.refserver import faults as fault_arms
 from specsuite.refserver.engine_request import EngineRequest
 from specsuite.refserver.graph_pool import GraphMemoryPool
 from specsuite.refserver.kernel_sampler import NUMPY_SAMPLER, KernelChainSampler, numpy_sampler_identity
+from specsuite.refserver.logit_adjust import RowState, adjust_rows
 from specsuite.refserver.models import DegeneratingModel
 from specsuite.refserver.ngram import context_tails
 from specsuite.refserver.sampling import (
     SamplerGuards,
+    apply_min_p,
     chain_rejection_sample,
     greedy_verify,
     lossy_greedy_argmax,
@@ -74,10 +83,14 @@ class EngineConfig:
     eos_ids: tuple[int, ...] = ()
     decode_log_interval: int = 40
     aliased_draft_step: int = 2  # fixed by "capture order"
+    faults: frozenset[str] = frozenset()  # fault arms of the speculative path (faults.py)
 
     @property
     def speculative(self) -> bool:
         return self.speculative_algorithm != "NONE"
+
+    def has_fault(self, name: str) -> bool:
+        return name in self.faults
 
     @property
     def copies_draft_probs(self) -> bool:
@@ -145,6 +158,8 @@ class Engine:
         if config.speculative and not config.disable_cuda_graph:
             self.pool = GraphMemoryPool(config.max_running_requests, config.num_steps, self.vocab_size, config.aliased_draft_step)
         self.counters = EngineCounters()
+        # The engine's own stream: only the batch-ignores-seed fault arm draws from it.
+        self._shared_rng = np.random.default_rng([config.random_seed, 0x5EED])
         self.waiting: deque[EngineRequest] = deque()
         self.running: list[EngineRequest] = []
         self._wake = threading.Condition()
@@ -304,7 +319,7 @@ class Engine:
                 self._finish(request, {"type": "length", "length": 0})
         if not ready:
             return
-        probs = self._mask_stop_ids(ready, self.target.probabilities_for_contexts([r.prompt_ids for r in ready]))
+        probs = self._adjust_next_rows(ready, self.target.probabilities_for_contexts([r.prompt_ids for r in ready]))
         tokens = self._sample_positions(ready, probs)
         for request, row_probs, token in zip(ready, probs, tokens, strict=True):
             request.first_token_at = time.time()
@@ -324,19 +339,39 @@ class Engine:
         progress.output_top_logprobs.append(_top_logprobs(row, request.logprobs.top_logprobs_num))
         progress.logprob_only_token = token
 
-    def _mask_stop_ids(self, requests: list[EngineRequest], probs: np.ndarray) -> np.ndarray:
-        """SGLang's min_new_tokens penalizer: while a request has fewer output ids than
-        min_new_tokens, its EOS and stop ids get -inf logits (penaltylib/min_new_tokens.py). It
-        only masks: stop strings still end the request. `probs` rows (or row blocks) follow
-        `requests`."""
-        masked = [i for i, r in enumerate(requests) if len(r.computed.output_ids) < r.sampling.min_new_tokens]
-        if not masked:
-            return probs
-        probs = probs.copy()
-        for i in masked:
-            stop_ids = [t for t in {*self.config.eos_ids, *requests[i].sampling.stop_token_ids} if 0 <= t < probs.shape[-1]]
-            probs[i, ..., stop_ids] = 0.0
-        return probs
+    def _min_new_stop_ids(self, request: EngineRequest, vocab_size: int) -> list[int]:
+        """The ids min_new_tokens masks: EOS and the request's stop ids (penaltylib/min_new_tokens.py:
+        183-225). It only masks: stop strings still end the request."""
+        if request.sampling.min_new_tokens <= 0:
+            return []
+        return sorted(t for t in {*self.config.eos_ids, *request.sampling.stop_token_ids} if 0 <= t < vocab_size)
+
+    def _adjust_next_rows(self, requests: list[EngineRequest], probs: np.ndarray) -> np.ndarray:
+        """Each request's next-token row (prefill and speculation-off decode) after its penalties,
+        min_new_tokens and logit_bias (logit_adjust.py); `probs` rows follow `requests`."""
+        out = probs
+        for i, request in enumerate(requests):
+            if not _adjusts_logits(request):
+                continue
+            row, vocab_size = probs[i : i + 1], probs.shape[-1]
+            adjusted = adjust_rows(row, request.sampling, self._min_new_stop_ids(request, vocab_size), RowState.for_block(request, [], vocab_size))
+            if adjusted is not row:  # copied only when some row changes
+                out = probs.copy() if out is probs else out
+                out[i : i + 1] = adjusted
+        return out
+
+    _mask_stop_ids = _adjust_next_rows  # the name tests/sglang_contract knows it by (min_new_tokens' mask)
+
+    def _adjust_verify_block(self, request: EngineRequest, rows: np.ndarray, drafts: np.ndarray) -> np.ndarray:
+        """A verify block's k+1 rows: row j's penalties count the output so far and drafts[:j], and
+        its min_new_tokens length is the output length plus j, so every row is the row speculation
+        off would see had it generated the same ids.  The fault arms break exactly this."""
+        config = self.config
+        state = RowState.for_block(request, drafts, self.vocab_size,
+                                   relaxed_penalties=config.has_fault(fault_arms.RELAXED_PENALTIES),
+                                   min_new_in_steps=config.has_fault(fault_arms.MIN_NEW_TOKENS_IN_STEPS))
+        return adjust_rows(rows, request.sampling, self._min_new_stop_ids(request, self.vocab_size), state,
+                           with_logit_bias=not config.has_fault(fault_arms.VERIFY_IGNORES_LOGIT_BIAS))
 
     def _prompt_logprobs(self, request: EngineRequest) -> None:
         """Logprobs of prompt[start+1:] given their prefixes (SGLang reports the first as null)."""
@@ -381,6 +416,7 @@ class Engine:
                 np.array([requests[i].sampling.top_k for i in sampled]),
                 np.array([requests[i].sampling.top_p for i in sampled]),
             )
+            tempered = apply_min_p(tempered, np.array([requests[i].sampling.min_p for i in sampled]))
             coins = np.array([requests[i].rng.random() for i in sampled])
             tokens[sampled] = sample_from(tempered, coins)
         return tokens
@@ -391,7 +427,7 @@ class Engine:
         if self.config.speculative:
             self._speculative_step(requests)
         else:
-            probs = self._mask_stop_ids(requests, self.target.probabilities_for_contexts([r.context() for r in requests]))
+            probs = self._adjust_next_rows(requests, self.target.probabilities_for_contexts([r.context() for r in requests]))
             tokens = self._sample_positions(requests, probs)
             for request, row_probs, token in zip(requests, probs, tokens, strict=True):
                 self._commit(request, [int(token)], row_probs[None, :])
@@ -403,7 +439,7 @@ class Engine:
         batch = len(requests)
         sampled_mask = np.array([config.use_rejection_sampling and not r.sampling.greedy for r in requests])
         temperatures = np.array([r.sampling.temperature if s else 0.0 for r, s in zip(requests, sampled_mask, strict=True)])
-        coins = [r.rng.random(2 * steps + 1) if s else None for r, s in zip(requests, sampled_mask, strict=True)]
+        coins = [self._coin_stream(r, batch).random(2 * steps + 1) if s else None for r, s in zip(requests, sampled_mask, strict=True)]
         width = self.target.tail_width
         base_tails = context_tails([r.context_tail(width) for r in requests], width)
         base_padded = np.array([r.padded_ids_in_context(self.tokenizer_length) for r in requests], dtype=np.int64)
@@ -436,7 +472,11 @@ class Engine:
         verify_tails = np.stack([t for t, _ in verify], axis=1).reshape(batch * (steps + 1), width)
         verify_padded = np.stack([p for _, p in verify], axis=1).reshape(-1)
         target_probs = self.target.probabilities(verify_tails, verify_padded).reshape(batch, steps + 1, self.vocab_size)
-        target_probs = self._mask_stop_ids(requests, target_probs)
+        adjusted = [i for i, r in enumerate(requests) if _adjusts_logits(r)]
+        if adjusted:
+            target_probs = target_probs.copy()
+            for i in adjusted:
+                target_probs[i] = self._adjust_verify_block(requests[i], target_probs[i], drafts[i])
         if self.pool is not None and draft_probs is not None:
             self.pool.replay_verify(np.array([r.sequence_length for r in requests]))
 
@@ -458,6 +498,8 @@ class Engine:
         self._fold_spec_statistics(accepted, logged=sum(r.log_metrics for r in requests))
         for i, request in enumerate(requests):
             tokens = [int(t) for t in drafts[i, : accepted[i]]] + [int(finals[i])]
+            if accepted[i] < steps and config.has_fault(fault_arms.LEAK_REJECTED_SLOT):
+                tokens.append(0)  # the slot past the accept length, never written
             progress = request.computed
             progress.verify_ct += 1
             progress.num_correct_drafts += int(accepted[i])
@@ -469,15 +511,28 @@ class Engine:
                 self.counters.sampler_fallback_emissions += 1
             self._notify(request)
 
+    def _coin_stream(self, request: EngineRequest, batch: int) -> np.random.Generator:
+        """The request's own generator (its sampling_seed's, or its arrival's), so a seed reproduces
+        its answer whatever shares the step; the batch-ignores-seed fault arm draws a seeded request's
+        coins from the engine's stream whenever it shares the verify step."""
+        if batch > 1 and request.sampling.sampling_seed is not None and self.config.has_fault(fault_arms.BATCH_IGNORES_SEED):
+            return self._shared_rng
+        return request.rng
+
     def _rejection_sample(self, requests, rows, target_probs, sampler_q, drafts, coins, temperatures):
-        steps = self.config.num_steps
+        config = self.config
+        steps = config.num_steps
         flat = target_probs[rows].reshape(len(rows) * (steps + 1), self.vocab_size)
         probs = self.target.tempered(flat, np.repeat(temperatures[rows], steps + 1))
         probs = renormalize_top_k_top_p(
             probs,
             np.repeat([requests[i].sampling.top_k for i in rows], steps + 1),
             np.repeat([requests[i].sampling.top_p for i in rows], steps + 1),
-        ).reshape(len(rows), steps + 1, self.vocab_size)
+            joint=not config.has_fault(fault_arms.VERIFY_TOP_K_RENORM_BEFORE_TOP_P),
+        )
+        if not config.has_fault(fault_arms.VERIFY_SKIPS_MIN_P):
+            probs = apply_min_p(probs, np.repeat([requests[i].sampling.min_p for i in rows], steps + 1))
+        probs = probs.reshape(len(rows), steps + 1, self.vocab_size)
         q = sampler_q[rows]
         nonfinite = int(np.count_nonzero(~np.isfinite(q)))
         counters = self.counters
@@ -529,6 +584,8 @@ class Engine:
                 progress.output_logprobs.append(float(logprob_rows[position, token]))
                 progress.output_top_logprobs.append(_top_logprobs(logprob_rows[position], request.logprobs.top_logprobs_num))
         progress.padded_ids += sum(token >= self.tokenizer_length for token in kept)
+        if kept:
+            progress.step_last_ids.append(kept[-1])
         if request.log_metrics:
             self.counters.generation_tokens += len(kept)
         if finish is not None:
@@ -541,10 +598,12 @@ class Engine:
         SGLang's order (schedule_batch.py `update_finish_state`): stop strings, in list order, over
         a tail decoded with special tokens; then the first EOS/stop id of the step; then the length
         budget. A stop located past the budget becomes a length finish at the budget
-        (`_cap_finished_len_at_max_new_tokens`). min_new_tokens plays no part here."""
+        (`_cap_finished_len_at_max_new_tokens`). min_new_tokens plays no part here: it masks the ids
+        before they are drawn (logit_adjust.py)."""
         sampling = request.sampling
         ids = request.computed.output_ids
-        found = self._stop_string_finish(request, new_count)
+        # The fault arm searches only the window ending at the block's last id, as if it were the only new one.
+        found = self._stop_string_finish(request, 1 if self.config.has_fault(fault_arms.STOP_STRING_AT_BLOCK_END_ONLY) else new_count)
         if found is None and not sampling.ignore_eos:
             first_new = len(ids) - new_count
             for offset, token in enumerate(ids[first_new:]):
@@ -589,6 +648,12 @@ class Engine:
         if request.log_metrics:
             self.counters.requests_finished += 1
         self._notify(request)
+
+
+def _adjusts_logits(request: EngineRequest) -> bool:
+    """Whether the request's rows need logit_adjust at all (most requests: no)."""
+    sampling = request.sampling
+    return sampling.penalized or bool(sampling.logit_bias) or sampling.min_new_tokens > 0
 
 
 def _top_logprobs(row: np.ndarray, count: int) -> list[tuple[float, int]]:

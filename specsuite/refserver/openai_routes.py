@@ -50,7 +50,9 @@ def _sampling_params(body: dict[str, Any], max_tokens: int | None) -> dict[str, 
     params: dict[str, Any] = {"max_new_tokens": max_tokens}
     for ours, theirs in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"), ("stop", "stop"),
                          ("stop_token_ids", "stop_token_ids"), ("ignore_eos", "ignore_eos"), ("min_new_tokens", "min_tokens"),
-                         ("skip_special_tokens", "skip_special_tokens"), ("no_stop_trim", "no_stop_trim"), ("sampling_seed", "seed")):
+                         ("skip_special_tokens", "skip_special_tokens"), ("no_stop_trim", "no_stop_trim"), ("sampling_seed", "seed"),
+                         ("min_p", "min_p"), ("frequency_penalty", "frequency_penalty"), ("presence_penalty", "presence_penalty"),
+                         ("repetition_penalty", "repetition_penalty"), ("logit_bias", "logit_bias")):
         if body.get(theirs) is not None:
             params[ours] = body[theirs]
     return params

@@ -3,6 +3,8 @@
 Unknown `sampling_params` keys and wrong JSON types are rejected with serde-style messages
 (400 `{"error": "<string>"}`); range errors found after normalisation use SGLang's ValueError
 shape (400 `{"error": {"message": ...}}`).  Unknown top-level keys are ignored, as in SGLang.
+Penalties, min_p, logit_bias and min_new_tokens are accepted and honoured by the engine;
+stop_regex and the grammar keys are refused in one line.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ _SAMPLING_TYPES: dict[str, tuple[str, ...]] = {
 SAMPLING_PARAM_KEYS = tuple(_SAMPLING_TYPES)
 _WATERMARK_TYPES = {"enabled": "bool", "key": "str", "context_window": "int"}
 WATERMARK_CONTEXT_WINDOW = 4  # srt/arg_groups/fields/exec_.py: watermark_context_window's default
-_UNSUPPORTED_HERE = ("stop_regex", "json_schema", "regex", "ebnf", "structural_tag", "logit_bias")
+_UNSUPPORTED_HERE = ("stop_regex", "json_schema", "regex", "ebnf", "structural_tag")
 
 
 def _json_kind_matches(value: Any, kind: str) -> bool:
@@ -188,6 +190,11 @@ def sampling_config(params: dict[str, Any]) -> SamplingConfig:
         temperature=temperature,
         top_p=float(params.get("top_p", 1.0)),
         top_k=top_k,
+        min_p=float(params.get("min_p", 0.0)),
+        frequency_penalty=float(params.get("frequency_penalty", 0.0)),
+        presence_penalty=float(params.get("presence_penalty", 0.0)),
+        repetition_penalty=float(params.get("repetition_penalty", 1.0)),
+        logit_bias=_logit_bias(params.get("logit_bias")),
         stop=[params["stop"]] if isinstance(params.get("stop"), str) else list(params.get("stop") or []),
         stop_token_ids=list(params.get("stop_token_ids") or []),
         ignore_eos=params.get("ignore_eos", False),
@@ -200,6 +207,31 @@ def sampling_config(params: dict[str, Any]) -> SamplingConfig:
     if config.temperature < 1e-6:  # SGLang: near-zero temperature means greedy
         config.temperature, config.top_k = 1.0, 1
     return config
+
+
+def _logit_bias(bias: dict[str, Any] | None) -> dict[int, float]:
+    """`logit_bias` by token id: keys are read with int() as SGLang's verify does
+    (srt/sampling/sampling_params.py:295-300); their range is checked against the model's
+    vocabulary when the request is built (server.engine_requests)."""
+    out: dict[int, float] = {}
+    for key, value in (bias or {}).items():
+        if not _json_kind_matches(value, "num"):
+            raise ContractError(f"invalid type: {_describe(value)}, expected f64 for `logit_bias`")
+        try:
+            token_id = int(key)
+        except ValueError:
+            raise RequestValueError(f"logit_bias keys must be token ids, got {key[:40]!r}.") from None
+        if value != value or abs(value) == float("inf"):
+            raise RequestValueError(f"logit_bias values must be finite, got {value} for token {token_id}.")
+        out[token_id] = float(value)  # "1" and "01" are one id: the last value wins, as SGLang's dedup
+    return out
+
+
+def check_logit_bias_ids(sampling: SamplingConfig, vocab_size: int) -> None:
+    """Every biased id must be a row of the model's vocabulary (SamplingParams.verify's message)."""
+    for token_id in sampling.logit_bias:
+        if not 0 <= token_id < vocab_size:
+            raise RequestValueError(f"logit_bias must has keys in [0, {vocab_size - 1}], got {token_id}.")
 
 
 def _check_ranges(config: SamplingConfig, params: dict[str, Any]) -> None:
@@ -222,11 +254,8 @@ def _check_ranges(config: SamplingConfig, params: dict[str, Any]) -> None:
     for key, low, high in (("min_p", 0.0, 1.0), ("frequency_penalty", -2.0, 2.0), ("presence_penalty", -2.0, 2.0)):
         if key in params and not low <= params[key] <= high:
             raise RequestValueError(f"{key} must be in [{low}, {high}], got {params[key]}.")
-    for key in ("frequency_penalty", "presence_penalty"):
-        if params.get(key):
-            raise RequestValueError(f"sampling param `{key}` is not supported by the reference server")
-    if params.get("repetition_penalty", 1.0) != 1.0:
-        raise RequestValueError("repetition_penalty other than 1.0 is not supported by the reference server")
+    if not 0.0 < config.repetition_penalty <= 2.0:
+        raise RequestValueError(f"repetition_penalty must be in (0, 2] (1.0 = no penalty), got {config.repetition_penalty}.")
     if params.get("n", 1) > MAX_N:
         raise RequestValueError(f"n must be at most {MAX_N} in the reference server.")
 

@@ -1,4 +1,4 @@
-"""Token distributions and samplers: temperature, top-k/top-p renormalisation, greedy and
+"""Token distributions and samplers: temperature, top-k/top-p/min-p filtering, greedy and
 chain speculative (rejection) sampling, all in numpy and vectorised over the batch.
 
 `chain_rejection_sample` follows the semantics of SGLang's chain speculative sampling kernel
@@ -27,22 +27,33 @@ import numpy as np
 _CANDIDATES = 256  # top-p is resolved among this many top tokens when they hold enough mass
 
 
-def _keep_mask_from_sorted(sorted_probs: np.ndarray, top_p: np.ndarray, top_k: np.ndarray, row_mass: np.ndarray) -> np.ndarray:
-    """Mask over descending-sorted probs: top-k first, then the nucleus of the top-k-renormalised
-    row (prefix mass before a token < top_p), as top_k_renorm_prob then top_p_renorm_prob do.
-    `row_mass` is each row's total, used when top-k keeps more ids than `sorted_probs` holds."""
+def _keep_mask_from_sorted(sorted_probs: np.ndarray, top_p: np.ndarray, top_k: np.ndarray, row_mass: np.ndarray,
+                           joint: bool = True) -> np.ndarray:
+    """Mask over descending-sorted probs: rank < top_k and prefix mass before a token < top_p.
+
+    joint (SGLang's non-speculative sampler): both cut-offs are read off the same unrenormalised
+    row, as top_k_top_p_sampling_from_probs(filter_apply_order="joint") and the pytorch backend's
+    top_k_top_p_min_p_sampling_from_probs_torch do (0.5.23 srt/layers/sampler.py:435-439, 820-827).
+    joint=False: the nucleus of the top-k-renormalised row, top_k_renorm_prob then
+    top_p_renorm_prob, which is what SGLang 0.5.23's verify does (srt/speculative/eagle_utils.py:
+    725-745): a narrower nucleus whenever top-k cut any mass.  `row_mass` is each row's total,
+    used when top-k keeps more ids than `sorted_probs` holds."""
     ranks = np.arange(sorted_probs.shape[1])[None, :]
     in_top_k = ranks < top_k[:, None]
-    top_k_mass = np.where(top_k <= sorted_probs.shape[1], np.where(in_top_k, sorted_probs, 0.0).sum(axis=1), row_mass)
+    if joint:
+        top_k_mass = row_mass
+    else:
+        top_k_mass = np.where(top_k <= sorted_probs.shape[1], np.where(in_top_k, sorted_probs, 0.0).sum(axis=1), row_mass)
     before = (np.cumsum(sorted_probs, axis=1) - sorted_probs) / top_k_mass[:, None]
     keep = in_top_k & (before < top_p[:, None])
     keep[:, 0] = True
     return keep
 
 
-def renormalize_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndarray) -> np.ndarray:
-    """Zero everything outside each row's top-k and nucleus, then renormalise (like
-    top_k_renorm_prob followed by top_p_renorm_prob).  Rows with top_p >= 1 and top_k >= V pass."""
+def renormalize_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndarray, joint: bool = True) -> np.ndarray:
+    """Zero everything outside each row's top-k and nucleus, then renormalise.  joint: both
+    cut-offs on the row as given (SGLang's sampler); False: top-k renormalised first, then the
+    nucleus of what is left (see `_keep_mask_from_sorted`).  Rows with top_p >= 1 and top_k >= V pass."""
     vocab = probs.shape[1]
     active = np.flatnonzero((top_p < 1.0) | (top_k < vocab))
     if active.size == 0:
@@ -56,7 +67,7 @@ def renormalize_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndar
     candidate_idx = np.take_along_axis(candidate_idx, order, axis=1)
     candidate_p = np.take_along_axis(candidate_p, order, axis=1)
     row_mass = sub.sum(axis=1)
-    keep = _keep_mask_from_sorted(candidate_p, top_p[active], top_k[active], row_mass)
+    keep = _keep_mask_from_sorted(candidate_p, top_p[active], top_k[active], row_mass, joint)
     # The nucleus fits among the candidates unless every candidate was kept and more remain.
     resolved = ~keep[:, -1] | (width == vocab) | (top_k[active] <= width)
     kept = np.zeros_like(sub)
@@ -64,9 +75,24 @@ def renormalize_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndar
     for local in np.flatnonzero(~resolved):
         row = active[local]
         full_order = np.argsort(-sub[local], kind="stable")
-        full_keep = _keep_mask_from_sorted(sub[local][full_order][None, :], top_p[row : row + 1], top_k[row : row + 1], row_mass[local : local + 1])[0]
+        full_keep = _keep_mask_from_sorted(sub[local][full_order][None, :], top_p[row : row + 1], top_k[row : row + 1],
+                                           row_mass[local : local + 1], joint)[0]
         kept[local] = 0.0
         kept[local, full_order[full_keep]] = sub[local, full_order[full_keep]]
+    out[active] = kept / kept.sum(axis=1, keepdims=True)
+    return out
+
+
+def apply_min_p(probs: np.ndarray, min_p: np.ndarray) -> np.ndarray:
+    """Zero ids below min_p times their row's largest probability, then renormalise: SGLang's min-p
+    after top-k/top-p (srt/layers/sampler.py:829-835; the threshold is relative to the row's
+    maximum, so renormalising first changes nothing).  Rows with min_p 0 pass untouched."""
+    active = np.flatnonzero(min_p > 0.0)
+    if active.size == 0:
+        return probs
+    out = probs.copy()
+    sub = probs[active]
+    kept = np.where(sub >= (sub.max(axis=1) * min_p[active])[:, None], sub, 0.0)
     out[active] = kept / kept.sum(axis=1, keepdims=True)
     return out
 

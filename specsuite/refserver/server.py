@@ -25,7 +25,14 @@ from specsuite.refserver.engine_process import EngineProcess
 from specsuite.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
 from specsuite.refserver.metrics import render_metrics
 from specsuite.refserver.model_loading import ReferenceModel
-from specsuite.refserver.protocol import ContractError, GenerateItem, RequestValueError, UnhandledServerError, parse_generate
+from specsuite.refserver.protocol import (
+    ContractError,
+    GenerateItem,
+    RequestValueError,
+    UnhandledServerError,
+    check_logit_bias_ids,
+    parse_generate,
+)
 from specsuite.refserver.responses import generate_result, meta_info, output_text, streamable_text
 
 SGLANG_VERSION = "0.5.23"
@@ -168,6 +175,7 @@ def engine_requests(state: ServerState, items: list[GenerateItem], loop: asyncio
         if item.sampling.max_new_tokens is None:  # SGLang: null means "up to the context length"
             item.sampling.max_new_tokens = max(model.context_length - len(prompt_ids) - 1, 0)
         item.sampling.stop_str_max_len = model.stop_str_max_len(item.sampling.stop)
+        check_logit_bias_ids(item.sampling, model.vocab_size)
         if item.logprobs.return_logprob and item.logprobs.logprob_start_len > len(prompt_ids):
             raise RequestValueError(f"logprob_start_len={item.logprobs.logprob_start_len} is higher than the number of input tokens {len(prompt_ids)}.")
         if item.beam_width > 1 and not state.engine.config.speculative:

@@ -6,7 +6,8 @@ chi-square goodness-of-fit test on the first committed token and on the second (
 was an accepted draft, with p and q for position 1 depending on that draft).  The fix arm's
 sampler must pass; the no-fix sampler fed a q row that the graph pool's mask overwrote (0, then
 -inf) must fail, and must emit the fallback id.  `renormalize_top_k_top_p` is checked against a
-brute-force sort with SGLang's semantics (top_k_renorm_prob, then top_p_renorm_prob).
+brute-force sort with SGLang's semantics: its sampler's joint top-k/top-p cut, and (joint=False)
+its verify's top_k_renorm_prob then top_p_renorm_prob.
 """
 
 from __future__ import annotations
@@ -189,18 +190,20 @@ def test_nofix_sampler_with_corrupted_q_misses_target(aliased_step):
 
 
 # --------------------------------------------------------------------------- top-k / top-p
-def _brute_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndarray) -> np.ndarray:
-    """SGLang's verify path: top_k_renorm_prob, then top_p_renorm_prob on the renormalised row
-    (keep the smallest most-probable prefix whose mass reaches top_p); no ties in the inputs."""
+def _brute_top_k_top_p(probs: np.ndarray, top_k: np.ndarray, top_p: np.ndarray, joint: bool = True) -> np.ndarray:
+    """joint (SGLang's sampler, srt/layers/sampler.py:435-439, 820-827): the top-k and the smallest
+    most-probable prefix whose mass reaches top_p, both cut on the row as given.  joint=False (SGLang
+    0.5.23's verify, srt/speculative/eagle_utils.py:728-745): top_k_renorm_prob, then
+    top_p_renorm_prob on the renormalised row.  No ties in the inputs."""
     out = np.zeros_like(probs)
     for row, (p, k, nucleus) in enumerate(zip(probs, top_k, top_p, strict=False)):
         order = np.argsort(-p)
-        kept = p[order][: min(int(k), len(p))]
-        kept = kept / kept.sum()
+        ranked = p[order]
+        size = min(int(k), len(p))
         if nucleus < 1.0:
-            size = int(np.searchsorted(np.cumsum(kept), nucleus)) + 1
-            kept = kept[:size] / kept[:size].sum()
-        out[row, order[: len(kept)]] = kept
+            basis = ranked / ranked.sum() if joint else ranked[:size] / ranked[:size].sum()
+            size = min(size, int(np.searchsorted(np.cumsum(basis), nucleus)) + 1)
+        out[row, order[:size]] = ranked[:size] / ranked[:size].sum()
     return out
 
 
@@ -232,10 +235,27 @@ def test_top_k_only_matches_brute_force(vocab):
     np.testing.assert_allclose(got, _brute_top_k_top_p(probs, top_k, top_p), rtol=1e-12, atol=0)
 
 
-def test_top_k_then_top_p_matches_sglang_order():
+def test_top_k_and_top_p_cut_jointly_as_sglangs_sampler():
+    """Changed on purpose: the nucleus was cut on the top-k-renormalised row, which is SGLang's verify,
+    not its sampler; the engine now cuts jointly in both paths (joint=False is a fault arm of the verify)."""
     probs = np.array([[0.4, 0.3, 0.2, 0.1]])
-    got = renormalize_top_k_top_p(probs, np.array([2]), np.array([0.55]))
-    np.testing.assert_allclose(got, _brute_top_k_top_p(probs, np.array([2]), np.array([0.55])))
+    top_k, top_p = np.array([2]), np.array([0.5])
+    joint = renormalize_top_k_top_p(probs, top_k, top_p)
+    np.testing.assert_allclose(joint, _brute_top_k_top_p(probs, top_k, top_p))
+    np.testing.assert_allclose(joint, [[4 / 7, 3 / 7, 0, 0]])
+    sequential = renormalize_top_k_top_p(probs, top_k, top_p, joint=False)
+    np.testing.assert_allclose(sequential, _brute_top_k_top_p(probs, top_k, top_p, joint=False))
+    np.testing.assert_allclose(sequential, [[1, 0, 0, 0]])
+
+
+@pytest.mark.parametrize("joint", [True, False])
+def test_top_k_with_top_p_matches_brute_force(joint):
+    rng = np.random.default_rng(11 + joint)
+    probs = _random_rows(rng, 24, 300, peaked=True)
+    top_k = rng.integers(1, 12, size=24)
+    top_p = rng.uniform(0.05, 0.99, size=24)
+    got = renormalize_top_k_top_p(probs, top_k, top_p, joint=joint)
+    np.testing.assert_allclose(got, _brute_top_k_top_p(probs, top_k, top_p, joint=joint), rtol=1e-12, atol=0)
 
 
 def test_rows_without_truncation_pass_through_unchanged():
