@@ -248,11 +248,7 @@ def relaxed_replay(cand: Client, ref: Client, prompt: str, kind: str, strength: 
         raise ProbeError(f"{cand.url}/generate (stream): {type(exc).__name__}: {exc}") from None
     ends = [len(c["output_ids"]) for c in chunks]
     ids = chunks[-1]["output_ids"]
-    status, scored = ref._post("/generate", {"text": prompt, "return_logprob": True, "logprob_start_len": 0,
-                                             "sampling_params": greedy(1)})
-    if status != 200:
-        raise ProbeError(f"{ref.url}: could not read the prompt's ids ({scored})")
-    prompt_ids = [entry[1] for entry in scored["meta_info"]["input_token_logprobs"]]
+    prompt_ids = prompt_ids_of(ref, prompt)
     counted: Counter[int] = Counter()
     reproduced = 0
     for start, end in zip(ends, ends[1:], strict=False):
@@ -282,6 +278,37 @@ def relaxed_replay(cand: Client, ref: Client, prompt: str, kind: str, strength: 
             f"{exact_mismatch or 'none'}")
 
 
+def prompt_ids_of(client: Client, prompt: str) -> list[int]:
+    """The prompt's token ids as the server tokenises it (SGLang API)."""
+    status, scored = client._post("/generate", {"text": prompt, "return_logprob": True, "logprob_start_len": 0,
+                                                "sampling_params": greedy(1)})
+    if status != 200:
+        raise ProbeError(f"{client.url}: could not read the prompt's ids ({scored})")
+    return [entry[1] for entry in scored["meta_info"]["input_token_logprobs"]]
+
+
+def penalty_timing(client: Client, prompt: str, strength: float, max_new: int) -> str:
+    """Which frequency-penalty state reproduces a server's own penalised greedy answer, position by position:
+    every earlier output token counted (exact), or one token late with the prompt's last token counted first
+    (what SGLang's overlap schedule feeds the penalizers). SGLang API."""
+    status, answer = client._post("/generate", {"text": prompt, "sampling_params": greedy(max_new, frequency_penalty=strength)})
+    if status != 200:
+        raise ProbeError(f"{client.url}: penalised request refused ({answer})")
+    ids, prompt_ids = answer["output_ids"], prompt_ids_of(client, prompt)
+    missed: dict[str, list[int]] = {"exact": [], "one token late": []}
+    for k in range(1, len(ids)):
+        for name, seen in (("exact", ids[:k]), ("one token late", [prompt_ids[-1], *ids[:k - 1]])):
+            bias = {str(t): -strength * c for t, c in Counter(seen).items()}
+            status, out = client._post("/generate", {"input_ids": prompt_ids + ids[:k],
+                                                     "sampling_params": greedy(1, logit_bias=bias)})
+            if status != 200:
+                raise ProbeError(f"{client.url}: replay refused ({out})")
+            if out["output_ids"][:1] != ids[k:k + 1]:
+                missed[name].append(k)
+    return (f"frequency_penalty={strength} on {prompt!r}: {len(ids)} tokens; positions not reproduced: "
+            + "; ".join(f"{name} counts {where or 'none'}" for name, where in missed.items()))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("candidate", help="speculation-on server URL")
@@ -294,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--relaxed-replay", default="", metavar="KIND=STRENGTH",
                         help="SGLang only: replay the candidate's blocks under the one-token-per-step penalty "
                              "(frequency_penalty=1.0 or presence_penalty=1.5) instead of the table")
+    parser.add_argument("--penalty-timing", type=float, default=None, metavar="STRENGTH",
+                        help="SGLang only: on the REFERENCE, test whether its frequency penalty counts every earlier "
+                             "token or runs one token late (the overlap schedule) instead of the table")
     args = parser.parse_args(argv)
     if not 1 <= args.prompts <= len(PROMPTS):
         print(f"sampling_parity_probe: --prompts must be 1..{len(PROMPTS)}", file=sys.stderr)
@@ -308,6 +338,12 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     cand, ref = Client(args.candidate, args.api), Client(args.reference, args.api)
     prompts = PROMPTS[:args.prompts]
+    if args.penalty_timing is not None:
+        if args.api != "sglang":
+            raise ProbeError("--penalty-timing needs --api sglang")
+        for prompt in prompts:
+            print(penalty_timing(ref, prompt, args.penalty_timing, args.max_new_tokens))
+        return 0
     if args.relaxed_replay:
         kind, _, value = args.relaxed_replay.partition("=")
         if args.api != "sglang" or kind not in ("frequency_penalty", "presence_penalty"):
