@@ -20,13 +20,22 @@ Start the servers (one pair at a time on a small machine; stop both by PID after
     SPECSUITE_SGLANG_DIR=$PWD/.sglang specsuite serve-sglang --sglang-version 0.5.23 --method none --port 30422 &
     python tools/calibration/sampling_parity_probe.py --api sglang http://127.0.0.1:30421 http://127.0.0.1:30422
 
-    # vLLM 0.32 (OpenAI /v1/completions with return_token_ids), EAGLE against speculation off
-    specsuite serve-vllm --method eagle --port 30431 &
+    # vLLM 0.32 (OpenAI /v1/completions with return_token_ids), EAGLE against speculation off; --patch expand_fix
+    # keeps the CPU expand bug (docs/findings/vllm-spec-padded-ids.md) out of the T > 0 rows
+    export SPECSUITE_VLLM_PYTHON=$PWD/.venv-vllm/bin/python
+    specsuite serve-vllm --method eagle --patch expand_fix --port 30431 &
     specsuite serve-vllm --method none --port 30432 &
     python tools/calibration/sampling_parity_probe.py --api openai http://127.0.0.1:30431 http://127.0.0.1:30432
 
-Options: ``--prompts N`` (default 8), ``--max-new-tokens`` (48), ``--only NAME,...`` (cases by name), ``--json PATH``
-(every answer, for a write-up). Needs only the standard library and ``requests``.
+On vLLM 0.32 CPU the case ``top_k=1 at T=1`` kills the speculative engine (docs/findings/vllm-cpu-spec-top-k-kills-engine.md):
+the probe stops there with the 500; run the other cases with ``--only``.
+
+Options: ``--prompts N`` (default 8), ``--max-new-tokens`` (48), ``--only NAME,...`` (cases whose names start so),
+``--json PATH`` (every answer, for a write-up). Two SGLang-only modes replace the table: ``--relaxed-replay
+frequency_penalty=1.0`` replays the candidate's verify blocks under the one-token-per-step penalty on the reference
+(docs/findings/sglang-eagle-relaxed-penalties.md); ``--penalty-timing 0.5`` tests whether the reference's own
+penalty runs one token late (docs/findings/sglang-overlap-penalties-one-token-late.md). Needs only the standard
+library and ``requests``.
 """
 
 from __future__ import annotations
@@ -86,8 +95,9 @@ class Client:
             raise ProbeError(f"{self.url}{path}: no answer ({type(exc).__name__}: {exc})") from None
         if 400 <= reply.status_code < 500:
             return reply.status_code, reply.text.strip().replace("\n", " ")[:300]
-        if reply.status_code != 200:
-            raise ProbeError(f"{self.url}{path}: HTTP {reply.status_code}: {reply.text.strip()[:200]}")
+        if reply.status_code != 200:  # a 5xx usually means the engine died: stop, naming the request
+            raise ProbeError(f"{self.url}{path}: HTTP {reply.status_code} for {json.dumps(body)[:300]}: "
+                             f"{reply.text.strip()[:200]}")
         return 200, reply.json()
 
     def _sglang(self, prompt: str, params: dict[str, Any]) -> Answer:
@@ -164,8 +174,12 @@ def build_cases(base: dict[str, Answer], max_new: int) -> dict[str, dict[str, di
     # min_new_tokens 3 below where the reference stops on its own: it must change nothing (EOS is allowed from then on);
     # a server that counts verify steps instead of tokens keeps EOS masked and runs on.
     cases["min_new_tokens"] = {p: greedy(max_new, min_new_tokens=len(a.ids) - 3) for p, a in base.items()
-                               if '"stop"' in a.finish and len(a.ids) >= 8}
+                               if "stop" in a.finish and len(a.ids) >= 8}
     every("min_p=0.3 (T=0)", greedy(max_new, min_p=0.3))
+    # at T=1 outputs are random: these two rows only show a refusal (4xx) or a crash, not parity
+    every("min_p=0.3 at T=1 (refusal)", {"temperature": 1.0, "min_p": 0.3, "max_new_tokens": max_new, "seed": SEED})
+    every("logit_bias at T=1 (refusal)", {"temperature": 1.0, "logit_bias": {"5": -100.0}, "max_new_tokens": max_new,
+                                          "seed": SEED})
     every("top_k=1 at T=1", {"temperature": 1.0, "top_k": 1, "max_new_tokens": max_new, "seed": SEED})
     every("top_k=5,top_p=0.5 at T=1e-5", {"temperature": 1e-5, "top_k": 5, "top_p": 0.5, "max_new_tokens": max_new, "seed": SEED})
     # logit_bias: ban the reference's most frequent output token; force token id 5 (its output is then all 5s)
