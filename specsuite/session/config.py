@@ -5,9 +5,12 @@ Both front ends read their options through the option table's names (specsuite/s
 front end does not have reads as None and takes the table's default here; equal options give equal configurations
 (tests/session/test_session_config.py).
 
-Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
-metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
-read one way (`_section`); the server's options go to ServerOptions (each names its field, `Option.server_field`).
+Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its option in its
+metadata (`setting(flag)`, specsuite.config.option.setting_from), takes its default from the option and its value
+through the option's parser, all read one way (`_section`); the server's options go to ServerOptions (each names its
+field, `Option.server_field`). Each registered workload family brings its own section (`WorkloadFamily.settings`,
+declared with its options in specsuite/families/<name>/options.py), held in `RunConfig.families` and read as an
+attribute (`config.gsm8k`); this module names no family.
 `mapped_options()` lists them all, and tests/session/test_session_config.py fails on a pytest option that is neither mapped
 nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not
 pytest's options by name; `specsuite run` hands a whole RunConfig to each child session (specsuite/session/config_file.py),

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from specsuite.families.registry import families
-from specsuite.session.config import RunConfig, with_options
+from specsuite.session.config import RunConfig, family_sections, with_options
 
 
 def families_main_job() -> tuple[tuple[str, Any], ...]:
@@ -45,6 +45,12 @@ class MainJobProfile:
     def settings(self, name: str) -> Any:
         """A family's settings section as the profile's sessions start with it (`MAIN.settings("gsm8k")`)."""
         return getattr(self.applied_to(RunConfig()), name)
+
+    def __getattr__(self, name: str) -> Any:
+        """A family's section by its name, as for RunConfig (`MAIN.gsm8k.temperatures`); only called for non-fields."""
+        if name.startswith("_") or name not in family_sections():
+            raise AttributeError(f"MainJobProfile has no attribute {name!r}")
+        return self.settings(name)
 
 
 # The bug report's tables: correctness, GSM8K and the bench. GSM8K at T=0 (greedy, clean) and T=1 (sampled) on the bundled

@@ -17,8 +17,8 @@ import pytest
 from _pytest.config.argparsing import Parser
 
 from specsuite.cli.main import build_parser, main
-from specsuite.errors import SpecsuiteError
 from specsuite.config.option import CLI_FRONT_ENDS, FRONT_ENDS, PYTEST_GROUPS, Alias, Option
+from specsuite.errors import SpecsuiteError
 from specsuite.session import option_table as table
 
 PLUGIN_MODULES = ("specsuite.pytest_plugin.plugin", "specsuite.pytest_plugin.core", "specsuite.pytest_plugin.integrity",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.errors import SpecsuiteError
 from specsuite.config.option import FRONT_ENDS, Range
+from specsuite.errors import SpecsuiteError
 from specsuite.session.option_table import all_options, check_values, options_for
 
 ROOT = Path(__file__).resolve().parents[2]

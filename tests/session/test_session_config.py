@@ -17,9 +17,9 @@ from _pytest.config.argparsing import Parser
 
 from specsuite.cli.main import build_parser
 from specsuite.config.bench_profiles import BENCH_SERVING, SUITE
-from specsuite.server.session import ServerOptions
 from specsuite.config.option import Option, count_list, temperature_list, top_p_list
 from specsuite.families.lossless.options import lossless_settings
+from specsuite.server.session import ServerOptions
 from specsuite.session import option_table as table
 from specsuite.session.bench import build_bench_config, chosen_from_cli, chosen_from_pytest
 from specsuite.session.config import NOT_RUN_SETTINGS, RunConfig, mapped_options, run_config_from_options
