@@ -31,6 +31,7 @@ from typing import Any
 
 from specsuite.analysis.metric_registry import BY_NAME, METRICS, REGISTRY
 from specsuite.errors import SpecsuiteError
+from specsuite.families.registry import families
 from specsuite.results.types import Comparison, ComparisonRow, Effect
 
 _THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
@@ -38,9 +39,12 @@ COUNT_METRICS = tuple(metric.name for metric in REGISTRY if metric.bad_events)  
 SUSPECT_METRICS = tuple(metric.name for metric in REGISTRY if metric.suspect_when_better)  # where `suspect` applies
 SUSPECT_METRIC = SUSPECT_METRICS[0]  # what a bare `suspect` term means
 # `--profile nightly`'s exit policy, with no --fail-on needed: a candidate that is worse on a correctness metric (a
-# sign of corrupt sampling, or GSM8K's answers) or suspect on acceptance exits 1.  Performance rows do not gate it.
-NIGHTLY_GATE_METRICS = tuple(metric.name for metric in REGISTRY if metric.corruption_sign or metric.source == "gsm8k")
-NIGHTLY_FAIL_ON = ",".join([f"{name}:worse" for name in NIGHTLY_GATE_METRICS] + [f"{name}:suspect" for name in SUSPECT_METRICS])
+# sign of corrupt sampling, or a metric its family gates nightly: `WorkloadFamily.nightly_gate`) or suspect on
+# acceptance exits 1.  Performance rows do not gate it.
+_FAMILY_GATE = {term.partition(":")[0]: term for known in families() for term in known.nightly_gate}
+NIGHTLY_GATE_METRICS = tuple(metric.name for metric in REGISTRY if metric.corruption_sign or metric.name in _FAMILY_GATE)
+NIGHTLY_FAIL_ON = ",".join([_FAMILY_GATE.get(name, f"{name}:worse") for name in NIGHTLY_GATE_METRICS]
+                           + [f"{name}:suspect" for name in SUSPECT_METRICS])
 
 
 def with_nightly_gate(expression: str | None, profile: str) -> str | None:

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from specsuite.cli.exit_codes import EXIT_OK, EXIT_REQUESTS_FAILED
-from specsuite.config.options import BENCH_SERVING, add_arguments
+from specsuite.session.option_table import BENCH_SERVING, add_arguments
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark's own flags (bench_serving's names and defaults; specsuite/config/options.py)."""
+    """The benchmark's own flags (bench_serving's names and defaults; specsuite/session/option_table.py)."""
     group = parser.add_argument_group("benchmark (bench_serving's flags)")
     add_arguments(parser, "bench", groups={BENCH_SERVING: group}, only_group=BENCH_SERVING)
 

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from specsuite.cli.exit_codes import EXIT_OK, EXIT_REGRESSION
-from specsuite.config.options import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
-from specsuite.config.options import add_arguments
-from specsuite.config.options import results_db_default as results_db_default
 from specsuite.errors import SpecsuiteError
+from specsuite.session.option_table import RESULTS_DB_ENV as RESULTS_DB_ENV  # re-exported: the history's env var, for older imports
+from specsuite.session.option_table import add_arguments
+from specsuite.session.option_table import results_db_default as results_db_default
 
 if TYPE_CHECKING:
     from specsuite.history.runs import RunRecord
@@ -36,7 +36,7 @@ REGRESSIONS_KEYS = ("generated_utc", "store", "filters", "alpha", "min_size", "t
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Register `specsuite history` and its verbs (options: specsuite/config/options.py)."""
+    """Register `specsuite history` and its verbs (options: specsuite/session/option_table.py)."""
     history = subparsers.add_parser("history", help="nightly results database: ingest runs, list them, render trends and regressions",
                                     description="Without a verb: render trends and the regression list (--out DIR).")
     add_arguments(history, "history")

@@ -21,10 +21,10 @@ from typing import Sequence
 from specsuite.cli import bench as bench_command
 from specsuite.cli import history as history_command
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
-from specsuite.config.options import add_arguments, check_values, deprecation_notes, front_end_of
 from specsuite.errors import SpecsuiteError
 from specsuite.server import refserver_contract
 from specsuite.server.interrupts import interrupt_after_children
+from specsuite.session.option_table import add_arguments, check_values, deprecation_notes, front_end_of
 
 
 def _add_run_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -217,14 +217,14 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
     """The RunConfig every session starts from (the runner adds each one's server, folder, name and seed), and the
     --pytest-arg arguments the option table does not know, which go to pytest as they are.
 
-    A session gets the main job's settings (its GSM8K profile), the run's --profile, --temperatures, --top-p,
+    A session gets the main job's settings (each family's: GSM8K's data and temperatures, the lossless sizes), the run's --profile, --temperatures, --top-p,
     --tokenizer and --vocab-size, then the table's options among --pytest-arg (last, so the user's settings win),
     each checked as a session would check it: one line naming the option."""
     from dataclasses import replace
 
-    from specsuite.config.options import check_values, find_option, given_options, options_for
     from specsuite.session.config import RunConfig, with_options
     from specsuite.session.main_job_profiles import MAIN
+    from specsuite.session.option_table import check_values, find_option, given_options, options_for
 
     junit = [token for token in args.pytest_arg if token.split("=", 1)[0] in ("--junitxml", "--junit-xml")]
     if junit:  # pytest keeps one: a session's own file is what the gate and the report read
@@ -244,11 +244,10 @@ def sessions_config(args: argparse.Namespace) -> tuple[RunConfig, list[str]]:
                              "use specsuite run's own options")
     defaults = RunConfig()
     # A session stores nothing in the history itself (the runner leaves SPECSUITE_RESULTS_DB out of its environment).
-    config = replace(defaults, gsm8k=MAIN.gsm8k, history=replace(defaults.history, results_db=None))
+    config = MAIN.applied_to(replace(defaults, history=replace(defaults.history, results_db=None)))  # --pytest-arg wins below
     run_options = {"--profile": args.profile, "--temperatures": args.temperatures, "--top-p": args.top_p,
                    "--tokenizer": args.tokenizer, "--vocab-size": args.vocab_size}
     config = with_options(config, {flag: value for flag, value in run_options.items() if value})
-    config = with_options(config, dict(MAIN.lossless_options))  # the main job's lossless check; --pytest-arg wins below
     return with_options(config, given), extra
 
 

@@ -21,12 +21,12 @@ import sys
 from pathlib import Path
 
 from specsuite.cli.serving_loop import serve_until_stopped
-from specsuite.config.options import find_option
 from specsuite.errors import SpecsuiteError
 from specsuite.server.identity import redact_command
 from specsuite.server.launcher import LaunchedServer
 from specsuite.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
 from specsuite.server.vllm_patches import patch_env, require_patch_active
+from specsuite.session.option_table import find_option
 
 
 def serve_vllm(args: argparse.Namespace) -> int:

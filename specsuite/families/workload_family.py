@@ -22,6 +22,7 @@ from typing import Any
 from specsuite.compare.engines import Engine
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns
+from specsuite.config.option import Option
 from specsuite.families.correctness.workload import SamplingCase
 from specsuite.results.types import ComparisonRow, Document, EstimateRow, FamilyFacts, Repeat, ReportSection, ReportTable, Workloads
 
@@ -119,6 +120,17 @@ class WorkloadFamily:
     reported_when_absent: bool = False  # described in every analysis, and named in the "not run" line when absent
     effect_in_line: bool = True  # a verdict line names the effect of a metric with one hit
     where_in_line: bool = True  # a verdict line names the cases its verdicts hold in
+    # options, settings and nightly rules
+    options: tuple[Option, ...] = ()  # its options (specsuite/families/<name>/options.py), in the option table after the generic ones
+    settings: type | None = None  # its settings section, a frozen dataclass whose fields read `options` (RunConfig.<settings_key>)
+    settings_key: str | None = None  # the section's name in RunConfig; None: the family's name
+    main_job: tuple[tuple[str, Any], ...] = ()  # option values `specsuite run`'s main job sets (flag, value as pytest parses it)
+    nightly_gate: tuple[str, ...] = ()  # `--fail-on` terms `--profile nightly` adds, besides every corruption sign's `worse`
+
+    @property
+    def settings_name(self) -> str:
+        """Where RunConfig holds its settings section (`run_config.gsm8k`)."""
+        return self.settings_key or self.name
 
     @property
     def is_workload(self) -> bool:

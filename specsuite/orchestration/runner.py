@@ -45,8 +45,8 @@ from typing import IO, Any
 
 from tqdm import tqdm
 
-from specsuite.config.options import RESULTS_DB_ENV
 from specsuite.errors import SpecsuiteError
+from specsuite.families.lossless.options import LosslessSettings
 from specsuite.orchestration.arms import ArmSpec, free_ports
 from specsuite.orchestration.junit import combine as combine_junit
 from specsuite.orchestration.junit import junit_path, read_junit
@@ -55,8 +55,9 @@ from specsuite.results.store import RunDirectory, load_results, write_json_atomi
 from specsuite.results.types import Arm, Document, Repeat, Workloads
 from specsuite.server.interrupts import child_pids
 from specsuite.server.session import SERVER_URL_ENV
-from specsuite.session.config import LosslessSettings, RunConfig
+from specsuite.session.config import RunConfig
 from specsuite.session.config_file import CONFIG_FILE_OPTION, write_config_file
+from specsuite.session.option_table import RESULTS_DB_ENV
 
 SUITES_PLUGIN = "specsuite.pytest_plugin.plugin"  # their pytest plugin (the `pytest11` entry point of the same name)
 SESSION_TIMEOUT_S = 3 * 3600

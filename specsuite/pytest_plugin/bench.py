@@ -1,5 +1,5 @@
 """pytest fixtures of the serving-benchmark suite (suites/test_serving_bench.py); its `--bench-*`
-options are declared in specsuite/config/options.py.
+options are declared in specsuite/session/option_table.py.
 
 The benchmark runs once per session against the server under test (results also appended to
 `arms/<arm>/bench.jsonl` and stored as `workloads["bench"]`). With `--baseline-url` (the same
@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.results.types import BenchSummary, ComparisonRow
+from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads
     from specsuite.analysis.fail_on import FailOnOutcome
@@ -32,7 +32,7 @@ INFORMATIONAL_FIELDS = ("median_tpot_ms",)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "bench")  # the --bench-* options (specsuite/session/option_table.py)
 
 
 @dataclass

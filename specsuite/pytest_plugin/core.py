@@ -30,7 +30,6 @@ from typing import Any
 
 import pytest
 
-from specsuite.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.errors import SpecsuiteError
 from specsuite.families.correctness.prompts import PromptItem, load_prompts
 from specsuite.families.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
@@ -46,6 +45,7 @@ from specsuite.server.session import ServerOptions, ServerUnderTest, describe_se
 from specsuite.session.config import RunConfig, run_config_from_options
 from specsuite.session.config_file import CONFIG_FILE_OPTION, read_config_file
 from specsuite.session.dependencies import missing_for_results_db, preflight
+from specsuite.session.option_table import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.session.run_session import RunSession
 
 
@@ -261,7 +261,7 @@ RESTORE_SIGTERM_KEY = pytest.StashKey[Callable[[], None]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "pytest_plugin")  # the fault policy and --require-server-url (specsuite/session/option_table.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,7 +1,7 @@
 """Nightly history for the suites: store the session in the results database, take the baseline from it,
 and put the server's identity into JUnit XML.
 
-Options (group "specsuite", declared in specsuite/config/options.py):
+Options (group "specsuite", declared in specsuite/session/option_table.py):
 
 - `--results-db URL`: when the session ends with its checks run (exit 0 or 1), store its
   results.json in the history (outcome "passed" or "failed"); default env SPECSUITE_RESULTS_DB, as for
@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.history import HistoryBaseline, HistoryStore, config_from_identity, config_key, items_from_file, parse_compare_to, resolve_baseline
 from specsuite.results.types import ArmIdentity, ServerChoice, SpeculativeSettings
+from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:
     from specsuite.pytest_plugin.core import SpecsuiteSession
@@ -39,7 +39,7 @@ STORED_EXIT_CODES = {int(pytest.ExitCode.OK): "passed", int(pytest.ExitCode.TEST
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "history")  # --results-db, --compare-to, --build-hash, --accelerator (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "history")  # --results-db, --compare-to, --build-hash, --accelerator (specsuite/session/option_table.py)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""pytest plugin of the integrity suite: its options (declared in specsuite/config/options.py), the
+"""pytest plugin of the integrity suite: its options (declared in specsuite/session/option_table.py), the
 checked client every suite uses, and the probe that the tests in suites/test_integrity.py drive.
 
 At session start (after the main plugin resolved the server) the session's client is replaced by its kind's
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import pytest
 
-from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.families.integrity.native_answer import ids_if_any, output_ids_of, text_of
 from specsuite.families.integrity.near_ties import describe, numerics_flip
@@ -31,6 +30,7 @@ from specsuite.server import kinds, refserver_contract
 from specsuite.server.bench_answers import model_type_of
 from specsuite.server.generated_text import text_context
 from specsuite.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
+from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:
     from specsuite.pytest_plugin.core import SpecsuiteSession
@@ -51,7 +51,7 @@ REPETITIVE_PROMPTS = (
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "integrity")  # --assume-deterministic and the --integrity-* sizes (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "integrity")  # --assume-deterministic and the --integrity-* sizes (specsuite/session/option_table.py)
 
 
 def specsuite_session(config: pytest.Config) -> SpecsuiteSession:

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.kernels import engines
 from specsuite.kernels.inputs import KernelShape
 from specsuite.kernels.suite import KernelSuiteRun
 from specsuite.results.store import RunDirectory
+from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:
     from specsuite.pytest_plugin.core import SpecsuiteSession
@@ -38,7 +38,7 @@ KERNEL_MARKER = "kernel"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "kernel")  # the "specsuite kernel" group (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "kernel")  # the "specsuite kernel" group (specsuite/session/option_table.py)
 
 
 @dataclass

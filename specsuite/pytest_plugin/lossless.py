@@ -1,4 +1,4 @@
-"""pytest plugin of the losslessness suite: its options (declared in specsuite/config/options.py), the
+"""pytest plugin of the losslessness suite: its options (declared in specsuite/session/option_table.py), the
 session-wide workload (run once per setting, cached) and the speculation-off reference
 (--lossless-reference-url, alias --reference-url; else the embedded reference server launched
 with --speculative-algorithm NONE when the server under test serves its model).
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
 from specsuite.families.lossless.directed import DraftSampling, acceptance_betting_test, draft_sampling_of, top_token_rate_test
 from specsuite.families.lossless.reference import ReferenceServer, open_reference
@@ -27,6 +26,7 @@ from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPi
 from specsuite.server import kinds
 from specsuite.server.sampling_pins import model_generation_defaults
 from specsuite.server.secrets import load_api_key
+from specsuite.session.option_table import add_pytest_options
 from specsuite.stats import FamilyBudget, family_budget
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ FAMILY_KEY = pytest.StashKey[int]()  # how many lossless tests were collected
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (specsuite/config/options.py)
+    add_pytest_options(parser.getgroup, "lossless")  # --lossless-* (specsuite/session/option_table.py)
 
 
 def lossless_family_size(items: list[pytest.Item]) -> int:

@@ -19,7 +19,7 @@ exit_unless_project_packages()  # a Python without the project's packages: one l
 
 import pytest  # noqa: E402
 
-from specsuite.config.options import add_pytest_options  # noqa: E402
+from specsuite.session.option_table import add_pytest_options  # noqa: E402
 
 pytest_plugins = (
     "specsuite.pytest_plugin.core",

@@ -35,6 +35,9 @@ from specsuite.server.secrets import redact, redact_text
 logger = logging.getLogger("specsuite.launcher")
 
 POLL_TIMEOUT_S = 2.0
+# Seconds to wait for a launched server to answer its health route: every launch, the option defaults included
+# (--launch-timeout, serve-vllm/serve-sglang --ready-timeout). A real model loading on CPU takes minutes.
+READY_TIMEOUT_S = 900.0
 TAIL_LINES = 5
 _TAIL_BYTES = 64 * 1024
 _TAIL_LINE_CHARS = 300
@@ -112,7 +115,7 @@ class LaunchedServer:
         log_path: str | os.PathLike[str],
         env: Mapping[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        ready_timeout_s: float = 120.0,
+        ready_timeout_s: float = READY_TIMEOUT_S,
         api_key: str | None = None,
         poll_interval_s: float = 0.25,
         stop_timeout_s: float = 10.0,
@@ -294,17 +297,17 @@ class LaunchedServer:
 
 
 def reference_server_command(
-    arm: str = "fix", *, port: int, host: str = "127.0.0.1", extra_args: Sequence[str] = ()
+    arm: str = refserver_contract.DEFAULT_ARM, *, port: int, host: str = "127.0.0.1", extra_args: Sequence[str] = ()
 ) -> list[str]:
     """The argv of the bundled reference server with the recycled-draft_probs bug's speculative configuration."""
     return refserver_contract.server_command(arm, port=port, host=host, extra_args=extra_args)
 
 
 def launch_reference_server(
-    arm: str = "fix",
+    arm: str = refserver_contract.DEFAULT_ARM,
     log_dir: str | os.PathLike[str] = ".",
     extra_args: Sequence[str] = (),
-    ready_timeout_s: float = 120.0,
+    ready_timeout_s: float = READY_TIMEOUT_S,
     *,
     host: str = "127.0.0.1",
     api_key: str | None = None,

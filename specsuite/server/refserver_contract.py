@@ -18,7 +18,10 @@ from typing import Any
 
 MODULE = "specsuite.refserver"
 SERVER_KIND = "sglang"  # the server kind whose HTTP API it emulates (specsuite.server.kinds): SGLang's native routes
-ARMS = ("nofix", "fix")  # the recycled-draft_probs bug unfixed and fixed, in run order (the last one is the A/B baseline)
+FIX_ARM = "fix"  # copy draft_probs + sampler guards: the correct arm
+ARMS = ("nofix", FIX_ARM)  # the recycled-draft_probs bug unfixed and fixed, in run order (the last one is the A/B baseline)
+ABLATION_ARMS = ("copy-only", "guards-only")  # one half of the fix each (specsuite/refserver/engine.py ARMS)
+DEFAULT_ARM = FIX_ARM  # the arm the harness launches when none is named (the embedded server, the speculation-off reference)
 
 # The configuration that reaches the recycled-draft_probs bug: EAGLE chain drafts of 5 steps, rejection sampling.
 SPECULATIVE_ARGS = (

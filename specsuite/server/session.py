@@ -22,7 +22,7 @@ from specsuite.errors import SpecsuiteError
 from specsuite.results.types import ServerChoice
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.identity import ServerIdentity, tokenizer_folder
-from specsuite.server.launcher import LaunchedServer, launch_reference_server
+from specsuite.server.launcher import READY_TIMEOUT_S, LaunchedServer, launch_reference_server
 from specsuite.server.protocol import ServerClient
 from specsuite.server.vocab import VocabInfo, load_vocab_info
 
@@ -130,10 +130,10 @@ class ServerOptions:
     server_url: str | None = None
     launch: str | None = None
     launch_url: str | None = None  # where a launched command serves, when its --host/--port do not say
-    ready_timeout_s: float = 600.0
+    ready_timeout_s: float = READY_TIMEOUT_S
     request_timeout_s: float = 120.0  # the client's read timeout: how long the harness waits for one answer
     arm: str | None = None
-    reference_arm: str = "fix"
+    reference_arm: str = refserver_contract.DEFAULT_ARM
     tokenizer: str | None = None
     vocab_size: int | None = None
     server_kind: str = kinds.AUTO

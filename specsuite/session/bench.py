@@ -1,19 +1,21 @@
 """The one BenchConfig builder of the serving benchmark, for `pytest suites -m perf` and `specsuite bench` alike.
 
-Each front end names what its user chose, in BenchConfig's field names (None: not chosen), and a profile
+Each front end names what its user chose, in BenchConfig's field names (None: not chosen), read one way from the
+options that name a BenchConfig field (`Option.bench_field`, `chosen_by`), and a profile
 (specsuite/config/bench_profiles.py) supplies the rest; the rules that depend on the backend (and on the server kind that
 offers it, specsuite.server.kinds) are applied here once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from specsuite.config.bench_profiles import BENCH_SERVING, SUITE, BenchProfile
-from specsuite.config.options import options_for
+from specsuite.config.option import Option
 from specsuite.server import kinds
-from specsuite.session.config import OptionGetter, RunConfig
+from specsuite.session.config import OptionGetter, RunConfig, setting_values
+from specsuite.session.option_table import options_for
 
 
 def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base_url: str, run_seed: int | None = None,
@@ -40,30 +42,30 @@ def build_bench_config(chosen: Mapping[str, Any], profile: BenchProfile, *, base
     return config
 
 
-def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:
-    """What the suites' --bench-* options chose, read from the run's typed settings (profile "suite" supplies the rest)."""
-    bench = config.bench
-    return {
-        "backend": bench.backend, "dataset_name": bench.dataset, "dataset_path": bench.dataset_path, "tokenizer": config.server.tokenizer,
-        "num_prompts": bench.num_prompts, "random_input_len": bench.input_len, "random_output_len": bench.output_len,
-        "random_range_ratio": bench.range_ratio, "max_concurrency": bench.max_concurrency, "request_rate": bench.request_rate,
-        "warmup_requests": bench.warmup, "seed": config.seed, "flush_cache": False if bench.no_flush else None,
-        "tokenize_prompt": False if bench.text_prompts else None,
-    }
-
-
-def chosen_from_cli(get: OptionGetter) -> dict[str, Any]:
-    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest): each flag names
-    the BenchConfig field it sets (`Option.bench_field`); a switch not given chooses nothing."""
+def chosen_by(options: Iterable[Option], value_of: Callable[[Option], Any], *, parse: bool) -> dict[str, Any]:
+    """What these options chose, in BenchConfig's field names: each option names the field it sets (`Option.bench_field`),
+    a switch not given chooses nothing (given: its `bench_when_set`); `parse`: the values are still the parser's text."""
     chosen = {}
-    for option in options_for("bench"):
+    for option in options:
         if option.bench_field is None:
             continue
-        value = get(option.dest_for("bench"))
+        value = value_of(option)
         if option.action == "store_true":
             value = option.bench_when_set if value else None
-        chosen[option.bench_field] = option.parse_value(value)
+        chosen[option.bench_field] = option.parse_value(value) if parse else value
     return chosen
 
 
-__all__ = ["BENCH_SERVING", "SUITE", "build_bench_config", "chosen_from_cli", "chosen_from_pytest"]
+def chosen_from_pytest(config: RunConfig) -> dict[str, Any]:
+    """What the suites' options chose (the --bench-* options, --tokenizer, --seed), read from the run's typed settings
+    (profile "suite" supplies the rest)."""
+    values = setting_values(config)
+    return chosen_by(options_for("pytest"), lambda option: values.get(option.flag), parse=False)
+
+
+def chosen_from_cli(get: OptionGetter) -> dict[str, Any]:
+    """What `specsuite bench`'s bench_serving flags chose (profile "bench_serving" supplies the rest)."""
+    return chosen_by(options_for("bench"), lambda option: get(option.dest_for("bench")), parse=True)
+
+
+__all__ = ["BENCH_SERVING", "SUITE", "build_bench_config", "chosen_by", "chosen_from_cli", "chosen_from_pytest"]

@@ -1,13 +1,16 @@
 """The typed run configuration, built the same way from pytest's options and from a `specsuite` verb's flags.
 
-Both front ends read their options through the option table's names (specsuite/config/options.py), so
+Both front ends read their options through the option table's names (specsuite/session/option_table.py), so
 `run_config_from_options` takes a getter: pytest's `config.getoption`, or the CLI's `getattr(args, ...)`. An option a
 front end does not have reads as None and takes the table's default here; equal options give equal configurations
 (tests/session/test_session_config.py).
 
-Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its flag in its
-metadata (`setting(flag)`), takes its default from the option table and its value through the table's parser, all
-read one way (`_section`); the server's options go to ServerOptions (each names its field, `Option.server_field`).
+Every option pytest offers is a field here: each field, RunConfig's own and its sections', names its option in its
+metadata (`setting(flag)`, specsuite.config.option.setting_from), takes its default from the option and its value
+through the option's parser, all read one way (`_section`); the server's options go to ServerOptions (each names its
+field, `Option.server_field`). Each registered workload family brings its own section (`WorkloadFamily.settings`,
+declared with its options in specsuite/families/<name>/options.py), held in `RunConfig.families` and read as an
+attribute (`config.gsm8k`); this module names no family.
 `mapped_options()` lists them all, and tests/session/test_session_config.py fails on a pytest option that is neither mapped
 nor listed in `NOT_RUN_SETTINGS`. The suites read these sections (`specsuite.run_config.lossless.pit_requests`), not
 pytest's options by name; `specsuite run` hands a whole RunConfig to each child session (specsuite/session/config_file.py),
@@ -16,23 +19,27 @@ and `with_options` sets fields by flag where a command line's options join a con
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from specsuite.config.options import OPTIONS, Option, find_option, parse_option
+from specsuite.config.generic_options import GENERIC_OPTIONS
+from specsuite.config.option import DECODE, OPTION, OPTION_OBJECT, Option, setting_from, typed_value
+from specsuite.families.registry import families
 from specsuite.server.session import ServerOptions
+from specsuite.session.option_table import all_options, find_option
 
 OptionGetter = Callable[[str], Any]  # an option's value by its dest name (`gsm8k_num_questions`), None when absent
 
-OPTION = "specsuite_option"  # a field's metadata: the option-table flag it is read from
 SECTION = "specsuite_section"  # a RunConfig field's metadata: a section of settings
-DECODE = "specsuite_decode"  # a field's metadata: how its value is rebuilt from JSON (specsuite/session/config_file.py)
+__all__ = ["DECODE", "OPTION", "SECTION", "RunConfig", "family_sections", "mapped_options", "run_config_from_options", "setting_values",
+           "with_options"]
 
 
 def server_options_on(front_end: str) -> list[Option]:
     """The options of this front end that set a ServerOptions field (a specsuite/server type, so the option names the field)."""
-    return [option for option in OPTIONS if option.server_field and front_end in option.front_ends]
+    return [option for option in all_options() if option.server_field and front_end in option.front_ends]
 
 
 # pytest options that are not settings of a run (flag: why), so RunConfig leaves them out. Adding one here needs a
@@ -44,89 +51,14 @@ NOT_RUN_SETTINGS: Mapping[str, str] = {
 
 def _typed(flag: str, value: Any) -> Any:
     """A value through the option table's parser (comma lists parsed, as tuples); other options come typed already."""
-    parsed = parse_option(flag, value)
-    return tuple(parsed) if isinstance(parsed, list) else parsed
+    return typed_value(find_option(flag), value)
 
 
-def table_default(flag: str) -> Any:
-    """The option's default as every front end's parser resolves it (its environment variable, its computed default)."""
-    return _typed(flag, find_option(flag).resolved_default())
-
-
-def setting(flag: str, *, shown: bool = True, decode: Callable[[Any], Any] | None = None) -> Any:
-    """A field read from this option: the table's default, the table's parser (`shown`: in the repr; `decode`: its
-    value from JSON, where a list of numbers is not enough)."""
-    metadata = {OPTION: flag, **({DECODE: decode} if decode else {})}
-    return field(default_factory=lambda: table_default(flag), metadata=metadata, repr=shown)
-
-
-def _sampling_settings(items: list[dict[str, float]]) -> tuple[Any, ...]:
-    from specsuite.families.lossless.workload import SamplingSetting  # numpy and scipy load only when the suite runs
-
-    return tuple(SamplingSetting(**item) for item in items)
+setting = setting_from(GENERIC_OPTIONS)
 
 
 def section(cls: type) -> Any:
     return field(default_factory=cls, metadata={SECTION: cls})
-
-
-@dataclass(frozen=True)
-class GSM8KSettings:
-    """One GSM8K run per temperature: the data set and how it is asked; and the suite's pass thresholds."""
-
-    path: str = setting("--gsm8k-path")
-    num_questions: int = setting("--gsm8k-num-questions")
-    num_shots: int = setting("--gsm8k-num-shots")
-    parallel: int = setting("--gsm8k-parallel")
-    shots_from_eval: bool = setting("--gsm8k-shots-from-eval")
-    temperatures: tuple[float, ...] = setting("--gsm8k-temperatures")
-    min_accuracy: float | None = setting("--gsm8k-min-accuracy")  # the suite's floor (SGLang's last-integer rule); None: none
-    max_invalid: float | None = setting("--gsm8k-max-invalid")  # the suite's cap on unparsable answers; None: none
-
-
-@dataclass(frozen=True)
-class CorrectnessSettings:
-    """The correctness suites' sampling grid (every temperature with every top_p) and the optional stray cap."""
-
-    temperatures: tuple[float, ...] = setting("--temperatures")
-    top_p: tuple[float, ...] = setting("--top-p")
-    max_stray_per_1200: float | None = setting("--max-stray-per-1200")
-
-
-@dataclass(frozen=True)
-class IntegritySettings:
-    """The integrity suite: whether sampling_seed is trusted, and its probe sizes."""
-
-    assume_deterministic: bool = setting("--assume-deterministic")
-    stop_offsets: int = setting("--integrity-stop-offsets")
-    batch_size: int = setting("--integrity-batch-size")
-
-
-@dataclass(frozen=True)
-class LosslessSettings:
-    """The losslessness suite: its speculation-off reference and the workload's sizes (LosslessConfig's names)."""
-
-    reference_url: str | None = setting("--lossless-reference-url")
-    settings: tuple[Any, ...] = setting("--lossless-temperatures", decode=_sampling_settings)  # SamplingSetting, T or T:TOP_P
-    pit_requests: int = setting("--lossless-samples")
-    pit_max_new_tokens: int = setting("--lossless-max-new-tokens")
-    top_k: int = setting("--lossless-top-k")
-    two_sample_prompts: int = setting("--lossless-two-sample-prompts")
-    two_sample_size: int = setting("--lossless-two-sample-size")
-    greedy_prompts: int = setting("--lossless-greedy-prompts")
-    greedy_max_new_tokens: int = setting("--lossless-greedy-tokens")
-    greedy_concurrencies: tuple[int, ...] = setting("--lossless-concurrencies")
-    concurrency: int = setting("--lossless-concurrency")
-    numerics_gap: float | None = setting("--lossless-numerics-gap")  # None: from the served dtype
-
-    def workload_config(self, *, alpha: float, seed: int):
-        """The workload's LosslessConfig, with the run's significance level and seed (checked: one line when bad)."""
-        from specsuite.families.lossless.workload import LosslessConfig  # numpy and scipy load only when the suite runs
-
-        sizes = {item.name: getattr(self, item.name) for item in fields(self) if item.name != "reference_url"}
-        config = LosslessConfig(**sizes, alpha=alpha, seed=seed)
-        config.check()
-        return config
 
 
 @dataclass(frozen=True)
@@ -153,36 +85,20 @@ class HistorySettings:
     accelerator: str | None = setting("--accelerator")
 
 
-@dataclass(frozen=True)
-class BenchSettings:
-    """The suites' serving benchmark: what its --bench-* options chose (profile "suite" supplies the rest, through the one
-    BenchConfig builder, specsuite/session/bench.py) and its A/B against the baseline: repeats, TOST margin, fail-on rules."""
+def family_sections() -> dict[str, type]:
+    """Each registered family's settings section, by the name RunConfig holds it under (`gsm8k`, `lossless`, ...)."""
+    return {family.settings_name: family.settings for family in families() if family.settings is not None}
 
-    backend: str | None = setting("--bench-backend")
-    dataset: str = setting("--bench-dataset")
-    dataset_path: str | None = setting("--bench-dataset-path")
-    num_prompts: int = setting("--bench-num-prompts")
-    input_len: int = setting("--bench-input-len")
-    output_len: int = setting("--bench-output-len")
-    range_ratio: float = setting("--bench-range-ratio")
-    max_concurrency: int = setting("--bench-max-concurrency")
-    request_rate: float = setting("--bench-request-rate")
-    warmup: int = setting("--bench-warmup")
-    no_flush: bool = setting("--bench-no-flush")
-    text_prompts: bool = setting("--bench-text-prompts")
-    repeats: int = setting("--bench-repeats")
-    margin: float = setting("--bench-margin")
-    fail_on: str = setting("--bench-fail-on")  # empty: the table's default rules
 
-    @property
-    def fail_on_rules(self) -> str:
-        return self.fail_on or find_option("--bench-fail-on").default
+def _default_family_settings() -> dict[str, Any]:
+    return {name: cls() for name, cls in family_sections().items()}
 
 
 @dataclass(frozen=True)
 class RunConfig:
     """Everything a run needs that is not a workload's own setting: the server, where results go, the seed, the
-    profile, the fault policy, the significance level; and one section per suite."""
+    profile, the fault policy, the significance level; the kernel suite's and the history's sections; and one section
+    per registered workload family (`families`, read as attributes: `config.gsm8k.temperatures`)."""
 
     server: ServerOptions = field(default_factory=ServerOptions)
     baseline_url: str | None = setting("--baseline-url")
@@ -193,13 +109,38 @@ class RunConfig:
     fault_policy: str = setting("--fault-policy")  # empty: the fault policy's defaults
     prompts: str | None = setting("--prompts")
     alpha: float = setting("--alpha")  # every suite's statistical checks: correctness, lossless, kernel, A/B, nightly regression
-    gsm8k: GSM8KSettings = section(GSM8KSettings)
-    correctness: CorrectnessSettings = section(CorrectnessSettings)
-    integrity: IntegritySettings = section(IntegritySettings)
-    lossless: LosslessSettings = section(LosslessSettings)
     kernel: KernelSettings = section(KernelSettings)
     history: HistorySettings = section(HistorySettings)
-    bench: BenchSettings = section(BenchSettings)
+    families: dict[str, Any] = field(default_factory=_default_family_settings)  # a family's settings name -> its section
+
+    def __getattr__(self, name: str) -> Any:
+        """A family's settings section as an attribute (`config.lossless`); only called for names that are not fields."""
+        sections = self.__dict__.get("families") or {}
+        if name in sections:
+            return sections[name]
+        raise AttributeError(f"RunConfig has no setting or family section {name!r}")
+
+    def with_section(self, name: str, settings: Any) -> RunConfig:
+        """This configuration with one family's settings section replaced."""
+        if name not in self.families:
+            raise KeyError(f"RunConfig has no family section {name!r}")
+        return replace(self, families={**self.families, name: settings})
+
+
+def _taking_sections(init: Callable[..., None]) -> Callable[..., None]:
+    """RunConfig's constructor also takes a family's section by its name (`RunConfig(gsm8k=...)`), so that
+    `dataclasses.replace(config, lossless=...)` works as it does for a field; a family not given gets its defaults."""
+    @functools.wraps(init)
+    def __init__(self: RunConfig, *args: Any, families: Mapping[str, Any] | None = None, **given: Any) -> None:
+        sections = family_sections()
+        built = {**(families or {}), **{name: given.pop(name) for name in list(given) if name in sections}}
+        built.update({name: cls() for name, cls in sections.items() if name not in built})
+        init(self, *args, families=built, **given)
+
+    return __init__
+
+
+RunConfig.__init__ = _taking_sections(RunConfig.__init__)  # type: ignore[method-assign]
 
 
 def option_values(settings: Any) -> dict[str, Any]:
@@ -207,36 +148,50 @@ def option_values(settings: Any) -> dict[str, Any]:
     return {item.metadata[OPTION]: getattr(settings, item.name) for item in fields(settings) if OPTION in item.metadata}
 
 
+def _sections() -> dict[str, type]:
+    """Every settings section by its RunConfig name: RunConfig's own fields', then each registered family's."""
+    own = {item.name: item.metadata[SECTION] for item in fields(RunConfig) if SECTION in item.metadata}
+    return {**own, **family_sections()}
+
+
 def mapped_options() -> dict[str, str]:
     """Every option a RunConfig field is read from, with the field's dotted path (`--lossless-samples`:
     `lossless.pit_requests`)."""
     found = {option.flag: f"server.{option.server_field}" for option in server_options_on("pytest")}
-    for item in fields(RunConfig):
-        if OPTION in item.metadata:
-            found[item.metadata[OPTION]] = item.name
-        elif SECTION in item.metadata:
-            found.update({inner.metadata[OPTION]: f"{item.name}.{inner.name}" for inner in fields(item.metadata[SECTION])
-                          if OPTION in inner.metadata})
+    found.update({item.metadata[OPTION]: item.name for item in fields(RunConfig) if OPTION in item.metadata})
+    for name, cls in _sections().items():
+        found.update({inner.metadata[OPTION]: f"{name}.{inner.name}" for inner in fields(cls) if OPTION in inner.metadata})
     return found
 
 
-def _given(get: OptionGetter, flag: str, front_end: str) -> Any:
+def setting_values(config: RunConfig) -> dict[str, Any]:
+    """Every mapped option's value in this configuration, by flag."""
+    values = {}
+    for flag, path in mapped_options().items():
+        value: Any = config
+        for name in path.split("."):
+            value = getattr(value, name)
+        values[flag] = value
+    return values
+
+
+def _given(get: OptionGetter, option: Option, front_end: str) -> Any:
     """The option's value on this front end, None where the front end does not carry it (a verb's flag of the same name
     can mean something else: `specsuite bench --top-p` is one number, `specsuite history --alpha` another test's)."""
-    option = find_option(flag)
     if front_end != "pytest" and front_end not in option.front_ends:
         return None
     return get(option.dest_for(front_end))
 
 
 def _section(cls: type, get: OptionGetter, front_end: str, **built: Any) -> Any:
-    """`cls` from the options its fields name (an option not given keeps the table's default), and the fields `built`
+    """`cls` from the options its fields name (an option not given keeps the option's default), and the fields `built`
     already."""
     values = dict(built)
     for item in fields(cls):
-        value = _given(get, item.metadata[OPTION], front_end) if OPTION in item.metadata else None
+        option = item.metadata.get(OPTION_OBJECT)
+        value = _given(get, option, front_end) if option is not None else None
         if value is not None:
-            values[item.name] = _typed(item.metadata[OPTION], value)
+            values[item.name] = typed_value(option, value)
     return cls(**values)
 
 
@@ -252,20 +207,24 @@ def require_reason(required: bool, profile: str | None, front_end: str) -> str |
 def run_config_from_options(get: OptionGetter, *, front_end: str, api_key: str | None = None,
                             admin_api_key: str | None = None) -> RunConfig:
     """The run configuration from a front end's options (`front_end`: "pytest", "gsm8k", ... for the comma lists)."""
-    reason = require_reason(bool(_given(get, "--require-server-url", front_end)), _given(get, "--profile", front_end), front_end)
+    reason = require_reason(bool(_given(get, find_option("--require-server-url"), front_end)), _given(get, find_option("--profile"), front_end),
+                            front_end)
     # --require-server-url is one of the reasons `require_reason` weighs; the others are read as given.
     given = {option.server_field: get(option.dest_for(front_end)) for option in server_options_on(front_end)
              if option.server_field != "require_server_url"}
     server = ServerOptions(**{name: value for name, value in given.items() if value is not None},
                            require_server_url=reason is not None, require_reason=reason or "--require-server-url",
                            api_key=api_key, admin_api_key=admin_api_key)
-    sections = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
-    return _section(RunConfig, get, front_end, server=server, **sections)
+    own = {item.name: _section(item.metadata[SECTION], get, front_end) for item in fields(RunConfig) if SECTION in item.metadata}
+    built = {name: _section(cls, get, front_end) for name, cls in family_sections().items()}
+    return _section(RunConfig, get, front_end, server=server, families=built, **own)
 
 
 def _replaced(settings: Any, path: list[str], value: Any) -> Any:
     """`settings` with the field at this dotted path (split) set to `value`."""
     name, *rest = path
+    if isinstance(settings, RunConfig) and name in settings.families:
+        return settings.with_section(name, _replaced(settings.families[name], rest, value))
     return replace(settings, **{name: _replaced(getattr(settings, name), rest, value) if rest else value})
 
 

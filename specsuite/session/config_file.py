@@ -17,9 +17,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from specsuite.config.option import DECODE
 from specsuite.errors import SpecsuiteError
 from specsuite.server.session import ServerOptions
-from specsuite.session.config import DECODE, SECTION, RunConfig
+from specsuite.session.config import SECTION, RunConfig, family_sections
 
 CONFIG_FILE_OPTION = "--specsuite-config"
 SECRET_FIELDS = ("api_key", "admin_api_key")  # ServerOptions' keys: from the child's environment, never from the file
@@ -30,6 +31,7 @@ def config_to_json(config: RunConfig) -> str:
     values = dataclasses.asdict(config)
     for name in SECRET_FIELDS:
         values["server"].pop(name)
+    values.update(values.pop("families"))  # each family's section under its own name, beside RunConfig's fields
     return json.dumps(values, indent=2) + "\n"
 
 
@@ -59,7 +61,8 @@ def config_from_json(text: str, *, where: str = "run configuration", api_key: st
     except ValueError as exc:
         raise SpecsuiteError(f"{where} is not JSON: {exc}") from None
     server = _decoded(ServerOptions, values.pop("server", {}), f"{where} server")
-    config = _decoded(RunConfig, values, where)
+    built = {name: _decoded(cls, values.pop(name), f"{where} {name}") for name, cls in family_sections().items() if name in values}
+    config = dataclasses.replace(_decoded(RunConfig, values, where), **built)
     return dataclasses.replace(config, server=dataclasses.replace(server, api_key=api_key, admin_api_key=admin_api_key))
 
 

@@ -1,7 +1,7 @@
 """`specsuite run`'s main job as a named, typed profile: what its pytest sessions run (markers), how a reference
-arm's run is split (parts), and the GSM8K settings every session gets, as the same `GSM8KSettings` a pytest session
-builds from its options (specsuite/session/config.py), and the sizes of its lossless check (as the `--lossless-*`
-options' values, which the parent applies before the user's --pytest-arg).
+arm's run is split (parts), and the settings each workload family chooses for it (its `WorkloadFamily.main_job`: the
+GSM8K data set and temperatures, the sizes of the lossless check), as option values the parent applies to the
+RunConfig every session gets, before the user's --pytest-arg.
 
 Why the main job runs a lossless check: it compares accept length, and a sampler that accepts drafts more often than
 p/q allows raises it with no corruption sign.  Without a lossless test in both arms the A/B engine cannot tell that
@@ -16,27 +16,49 @@ holds; tests/session/test_main_job_profile.py checks that round trip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-from specsuite.session.config import GSM8KSettings
+from specsuite.families.registry import families
+from specsuite.session.config import RunConfig, family_sections, with_options
+
+
+def families_main_job() -> tuple[tuple[str, Any], ...]:
+    """Every registered family's main-job option values, family by family."""
+    return tuple(value for family in families() for value in family.main_job)
 
 
 @dataclass(frozen=True)
 class MainJobProfile:
-    """One main job: its marker expression, the parts a reference arm's run is split into, and its GSM8K settings
-    (the serving benchmark keeps the suite's own profile, specsuite/config/bench_profiles.py SUITE)."""
+    """One main job: its marker expression, the parts a reference arm's run is split into, and the option values its
+    families choose (the serving benchmark keeps the suite's own profile, specsuite/config/bench_profiles.py SUITE)."""
 
     name: str
     markers: str
     parts: tuple[str, ...]
-    gsm8k: GSM8KSettings
-    lossless_options: tuple[tuple[str, str | int], ...] = ()  # (--lossless-* flag, value as pytest parses it): its sizes
+    options: tuple[tuple[str, Any], ...] = field(default_factory=families_main_job)  # (pytest flag, value as pytest parses it)
+
+    def applied_to(self, config: RunConfig) -> RunConfig:
+        """`config` with the profile's settings (the user's --pytest-arg go on top)."""
+        return with_options(config, dict(self.options))
+
+    def settings(self, name: str) -> Any:
+        """A family's settings section as the profile's sessions start with it (`MAIN.settings("gsm8k")`)."""
+        return getattr(self.applied_to(RunConfig()), name)
+
+    def __getattr__(self, name: str) -> Any:
+        """A family's section by its name, as for RunConfig (`MAIN.gsm8k.temperatures`); only called for non-fields."""
+        if name.startswith("_") or name not in family_sections():
+            raise AttributeError(f"MainJobProfile has no attribute {name!r}")
+        return self.settings(name)
 
 
 # The bug report's tables: correctness, GSM8K and the bench. GSM8K at T=0 (greedy, clean) and T=1 (sampled) on the bundled
-# synthetic set; the main job split for the reference arms into about equal halves of its work.
-# The lossless check: the sampled tests at T=1 (PIT, two-sample and log-likelihood against the speculation-off
-# reference, the mode rate and the acceptance betting pooled over their draws); greedy equality is the lossless suite's.
+# synthetic set (specsuite/families/gsm8k/options.py MAIN_JOB); the main job split for the reference arms into about
+# equal halves of its work.
+# The lossless check (specsuite/families/lossless/options.py MAIN_JOB): the sampled tests at T=1 (PIT, two-sample and
+# log-likelihood against the speculation-off reference, the mode rate and the acceptance betting pooled over their
+# draws); greedy equality is the lossless suite's.
 # The embedded arms' reference is launched speculation-off (specsuite/families/lossless/reference.py); a candidate given
 # with --baseline-url is compared with the baseline server (specsuite/orchestration/runner.py); a launched server of
 # another model runs the PIT and the directed tests alone (they need no second server).  T=1 because the mode-rate
@@ -47,7 +69,5 @@ class MainJobProfile:
 # (about 9,000) in half of them (tools/calibration/README.md, "The main job's lossless check").
 MAIN_LOSSLESS_MARKERS = "lossless and not greedy_equality"
 MAIN = MainJobProfile("main", markers=f"correctness or gsm8k or perf or ({MAIN_LOSSLESS_MARKERS})",
-                      parts=("correctness", "gsm8k or perf", MAIN_LOSSLESS_MARKERS),
-                      gsm8k=GSM8KSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0)),
-                      lossless_options=(("--lossless-temperatures", "1.0"), ("--lossless-two-sample-size", 600)))
+                      parts=("correctness", "gsm8k or perf", MAIN_LOSSLESS_MARKERS))
 MAIN_JOB_PROFILES = {profile.name: profile for profile in (MAIN,)}

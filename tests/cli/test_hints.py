@@ -21,10 +21,10 @@ from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
 from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
 from specsuite.cli.run import RUN_GIVE_A_SERVER, exit_policy_line
-from specsuite.config.options import FRONT_ENDS, option_kwargs, options_for
 from specsuite.reports.document import ANALYSIS_KEY
 from specsuite.reports.summary import run_verdict_lines, summary_document
 from specsuite.results.types import Document
+from specsuite.session.option_table import FRONT_ENDS, option_kwargs, options_for
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN_JOB = ROOT / "tests" / "data" / "ab_results" / "main_job_smoke.json.gz"

@@ -1,4 +1,4 @@
-"""The option table (specsuite/config/options.py) against what pytest and `specsuite` really accept.
+"""The option table (specsuite/session/option_table.py) against what pytest and `specsuite` really accept.
 
 docs/options.md must be the table's current rendering; every option pytest knows and every
 argparse option of every `specsuite` subcommand must be in the table, and nothing else; an option
@@ -17,13 +17,14 @@ import pytest
 from _pytest.config.argparsing import Parser
 
 from specsuite.cli.main import build_parser, main
-from specsuite.config import options as table
+from specsuite.config.option import CLI_FRONT_ENDS, FRONT_ENDS, PYTEST_GROUPS, Alias, Option
 from specsuite.errors import SpecsuiteError
+from specsuite.session import option_table as table
 
 PLUGIN_MODULES = ("specsuite.pytest_plugin.plugin", "specsuite.pytest_plugin.core", "specsuite.pytest_plugin.integrity",
                   "specsuite.pytest_plugin.lossless", "specsuite.pytest_plugin.bench", "specsuite.pytest_plugin.history",
                   "specsuite.pytest_plugin.kernel")
-SPECSUITE_GROUPS = set(table.PYTEST_GROUPS)
+SPECSUITE_GROUPS = set(PYTEST_GROUPS)
 ROOT_CONFTEST = Path(__file__).resolve().parents[2] / "conftest.py"
 ENV_VARS = ("SPECSUITE_SERVER_URL", "SPECSUITE_RESULTS_DB", "SPECSUITE_BUILD_HASH", "SPECSUITE_ACCELERATOR")
 
@@ -93,7 +94,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 def test_docs_options_md_is_the_current_table():
     committed = table.DOCS_PATH.read_text(encoding="utf-8")
-    assert committed == table.markdown_table(), "docs/options.md is stale: run `python -m specsuite.config.options --write`"
+    assert committed == table.markdown_table(), "docs/options.md is stale: run `python -m specsuite.session.option_table --write`"
 
 
 def test_every_pytest_option_is_in_the_table_and_back():
@@ -110,14 +111,14 @@ def test_the_pytest_help_lists_the_table(clean_env):
 
     output = subprocess.run([sys.executable, "-m", "pytest", "suites", "--help", "-p", "no:cacheprovider"], capture_output=True, text=True,
                             check=True, cwd=table.DOCS_PATH.parents[1]).stdout
-    section = output[output.index(table.PYTEST_GROUPS["specsuite"]):]
+    section = output[output.index(PYTEST_GROUPS["specsuite"]):]
     missing = [name for name in table_names("pytest") if name not in section]
     assert missing == []
 
 
 def test_every_subcommand_option_is_in_the_table_and_back():
     parsers = subcommand_parsers()
-    assert set(parsers) == set(table.CLI_FRONT_ENDS), "a subcommand without a front end in the table, or the reverse"
+    assert set(parsers) == set(CLI_FRONT_ENDS), "a subcommand without a front end in the table, or the reverse"
     for front_end, parser in parsers.items():
         known, declared = argparse_names(parser), table_names(front_end)
         assert (front_end, known - declared) == (front_end, set())
@@ -132,7 +133,7 @@ def test_shared_options_have_one_default_under_pytest_and_the_cli(clean_env, env
     pytest_defaults = vars(pytest_parser().parse([]))
     minimal = {"report": ["--out", "d", "r.json"], "history ingest": ["r.json"]}
     checked = 0
-    for front_end in table.CLI_FRONT_ENDS:
+    for front_end in CLI_FRONT_ENDS:
         if front_end == "serve-reference":
             continue
         argv = [*front_end.split(), *minimal.get(front_end, [])]
@@ -155,14 +156,15 @@ def test_env_defaults_reach_both_front_ends(clean_env):
 
 def test_the_table_is_consistent():
     assert table.table_problems() == []
-    broken = table.Option("--x", "x", ("pytest", "vllm"), aliases=(table.Alias("--y", ("run",)),))
+    broken = Option("--x", "x", ("pytest", "vllm"), aliases=(Alias("--y", ("run",)),))
     assert table.table_problems([broken]) == ["--x: unknown front end 'vllm'", "--x: alias --y on 'run', which the option is not on"]
 
 
 def test_adding_an_option_is_one_entry(monkeypatch):
     """A new entry reaches pytest (default area: specsuite/pytest_plugin/plugin.py's) and each subcommand it names, with nothing else to edit."""
-    extra = table.Option("--draft-flavour", "a made-up option", ("pytest", "run", "gsm8k", "bench"), default="plain", choices=("plain", "spiced"))
-    monkeypatch.setattr(table, "OPTIONS", (*table.OPTIONS, extra))
+    extra = Option("--draft-flavour", "a made-up option", ("pytest", "run", "gsm8k", "bench"), default="plain", choices=("plain", "spiced"))
+    options = table.all_options()
+    monkeypatch.setattr(table, "all_options", lambda: (*options, extra))
     assert pytest_parser().parse(["--draft-flavour", "spiced"]).draft_flavour == "spiced"
     for front_end in ("run", "gsm8k", "bench"):
         assert build_parser().parse_args([front_end]).draft_flavour == "plain"
@@ -170,7 +172,7 @@ def test_adding_an_option_is_one_entry(monkeypatch):
 
 
 def test_a_flag_used_twice_means_one_thing_per_front_end():
-    for front_end in table.FRONT_ENDS:
+    for front_end in FRONT_ENDS:
         names = [name for option in table.options_for(front_end) for name in option.names_for(front_end)]
         assert len(names) == len(set(names)), front_end
         dests = [option.dest_for(front_end) for option in table.options_for(front_end)]
@@ -278,7 +280,7 @@ def test_the_options_module_runs_without_pytest():
     import subprocess
     import sys
 
-    code = "import sys, specsuite.config.options, specsuite.cli.main; sys.exit('pytest' in sys.modules)"
+    code = "import sys, specsuite.session.option_table, specsuite.cli.main; sys.exit('pytest' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=table.DOCS_PATH.parents[1]).returncode == 0
 
 

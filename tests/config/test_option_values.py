@@ -1,5 +1,5 @@
 """Every option's value is checked when a session or command starts: one line naming the option, pytest exit 4,
-before anything is collected or any server starts (specsuite/config/options.py `check_values`)."""
+before anything is collected or any server starts (specsuite/session/option_table.py `check_values`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.config.options import FRONT_ENDS, OPTIONS, Range, check_values, options_for
+from specsuite.config.option import FRONT_ENDS, Range
 from specsuite.errors import SpecsuiteError
+from specsuite.session.option_table import all_options, check_values, options_for
 
 ROOT = Path(__file__).resolve().parents[2]
 NUMBER_OPTIONS = [(front_end, option) for front_end in FRONT_ENDS for option in options_for(front_end)
@@ -19,7 +20,7 @@ NUMBER_OPTIONS = [(front_end, option) for front_end in FRONT_ENDS for option in 
 
 
 def test_every_number_option_has_a_range() -> None:
-    assert not [option.flag for option in OPTIONS
+    assert not [option.flag for option in all_options()
                 if option.type in (int, float) and option.bounds is None and not option.range_checked_by_plugin]
 
 

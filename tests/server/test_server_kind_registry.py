@@ -17,7 +17,6 @@ from types import SimpleNamespace
 import pytest
 
 from specsuite.config.bench_profiles import SUITE
-from specsuite.config.options import OPTIONS
 from specsuite.errors import SpecsuiteError
 from specsuite.families.bench.client import RequestOutput, RequestSettings, _StreamState
 from specsuite.families.bench.datasets import DatasetRow
@@ -31,6 +30,7 @@ from specsuite.server.served_dtype import served_dtype
 from specsuite.server.session import ServerOptions, open_server
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.session.bench import build_bench_config
+from specsuite.session.option_table import OPTIONS
 from tests.helpers import stub_kind
 from tests.helpers.http_sessions import serve
 

@@ -11,12 +11,12 @@ import json
 
 import pytest
 
-from specsuite.config.options import find_option
 from specsuite.errors import SpecsuiteError
 from specsuite.families.integrity.sglang_rules import IntegrityContext
 from specsuite.families.integrity.vllm_rules import check_vllm_completion, check_vllm_stream, spec_problems
 from specsuite.server import vllm_client
 from specsuite.server.vllm_launch import find_vllm_python, speculative_config, vllm_command
+from specsuite.session.option_table import find_option
 
 EOS = 8091
 CONTEXT = IntegrityContext(eos_ids=frozenset({EOS}), skipped_ids=frozenset(), encode=None, decode=None, num_draft_tokens=4)

@@ -9,13 +9,13 @@ import dataclasses
 import pytest
 
 from specsuite.cli.run import sessions_config
-from specsuite.session.config import GSM8KSettings
+from specsuite.families.gsm8k.options import Gsm8kSettings
 from specsuite.session.config_file import config_from_json, config_to_json
 from specsuite.session.main_job_profiles import MAIN, MAIN_JOB_PROFILES
 from tests.session.test_session_config import cli_options
 
 
-def sessions_gsm8k(*run_argv: str) -> GSM8KSettings:
+def sessions_gsm8k(*run_argv: str) -> Gsm8kSettings:
     """What a child session of `specsuite run RUN_ARGV` reads back from its settings file."""
     config, _ = sessions_config(cli_options(["run", *run_argv]))
     return config_from_json(config_to_json(config)).gsm8k
@@ -23,11 +23,11 @@ def sessions_gsm8k(*run_argv: str) -> GSM8KSettings:
 
 @pytest.mark.parametrize("profile", list(MAIN_JOB_PROFILES.values()), ids=list(MAIN_JOB_PROFILES))
 def test_every_session_reads_back_the_profiles_settings(profile) -> None:
-    assert sessions_gsm8k() == profile.gsm8k
+    assert sessions_gsm8k() == profile.settings("gsm8k")
 
 
 def test_every_setting_round_trips_also_off_its_default() -> None:
-    changed = GSM8KSettings(path="/data/gsm8k.jsonl", num_questions=13, num_shots=2, parallel=3, shots_from_eval=True,
+    changed = Gsm8kSettings(path="/data/gsm8k.jsonl", num_questions=13, num_shots=2, parallel=3, shots_from_eval=True,
                             temperatures=(0.0, 0.7, 1.25), min_accuracy=0.5, max_invalid=0.25)
     config, _ = sessions_config(cli_options(["run"]))
     assert config_from_json(config_to_json(dataclasses.replace(config, gsm8k=changed))).gsm8k == changed
@@ -35,11 +35,11 @@ def test_every_setting_round_trips_also_off_its_default() -> None:
 
 def test_a_pytest_arg_wins_over_the_profile() -> None:
     assert sessions_gsm8k("--pytest-arg=--gsm8k-num-questions=5").num_questions == 5
-    assert sessions_gsm8k("--pytest-arg=--gsm8k-num-questions=5") == dataclasses.replace(MAIN.gsm8k, num_questions=5)
+    assert sessions_gsm8k("--pytest-arg=--gsm8k-num-questions=5") == dataclasses.replace(MAIN.settings("gsm8k"), num_questions=5)
 
 
 def test_the_main_job() -> None:
-    assert MAIN.gsm8k == GSM8KSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0))
+    assert MAIN.settings("gsm8k") == Gsm8kSettings(path="synthetic", num_questions=200, temperatures=(0.0, 1.0))
     assert MAIN.parts == ("correctness", "gsm8k or perf", "lossless and not greedy_equality")
     assert MAIN.markers == "correctness or gsm8k or perf or (lossless and not greedy_equality)"
 

@@ -16,9 +16,11 @@ import pytest
 from _pytest.config.argparsing import Parser
 
 from specsuite.cli.main import build_parser
-from specsuite.config import options as table
 from specsuite.config.bench_profiles import BENCH_SERVING, SUITE
+from specsuite.config.option import Option, count_list, temperature_list, top_p_list
+from specsuite.families.lossless.options import lossless_settings
 from specsuite.server.session import ServerOptions
+from specsuite.session import option_table as table
 from specsuite.session.bench import build_bench_config, chosen_from_cli, chosen_from_pytest
 from specsuite.session.config import NOT_RUN_SETTINGS, RunConfig, mapped_options, run_config_from_options
 
@@ -127,7 +129,7 @@ def test_a_verbs_flag_of_the_same_name_is_not_read_as_the_suites_option() -> Non
 # ---------------------------------------------------------------- every pytest option is a run setting
 
 PYTEST_FLAGS = [option.flag for option in table.options_for("pytest")]
-SAMPLE_LISTS = {table.temperature_list: "0.3", table.top_p_list: "0.5", table.count_list: "3", table.lossless_settings: "0.5:0.8"}
+SAMPLE_LISTS = {temperature_list: "0.3", top_p_list: "0.5", count_list: "3", lossless_settings: "0.5:0.8"}
 
 
 def suite_settings(args: list[str]) -> RunConfig:
@@ -135,7 +137,7 @@ def suite_settings(args: list[str]) -> RunConfig:
     return run_config_from_options(getter(pytest_options(args)), front_end="pytest")
 
 
-def off_default(option: table.Option) -> list[str]:
+def off_default(option: Option) -> list[str]:
     """A command line that gives this option a value other than its default."""
     default = option.resolved_default()
     if option.action == "store_true":

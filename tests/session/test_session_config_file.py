@@ -15,11 +15,11 @@ from types import SimpleNamespace
 import pytest
 
 from specsuite.cli.run import sessions_config
-from specsuite.config import options as table
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration import runner
 from specsuite.orchestration.arms import ArmSpec
 from specsuite.pytest_plugin.core import SpecsuiteSession
+from specsuite.session import option_table as table
 from specsuite.session.config import RunConfig, mapped_options, run_config_from_options
 from specsuite.session.config_file import config_from_json, config_to_json, read_config_file, write_config_file
 from specsuite.session.main_job_profiles import MAIN
@@ -86,9 +86,9 @@ def test_the_child_equals_what_the_same_options_on_argv_gave_before(tmp_path: Pa
     written, _ = _session(tmp_path, "--profile", "nightly", "--top-p", "0.9", "--pytest-arg=--alpha=0.01")
     argv = ["--results-dir", str(tmp_path), "--run-id", "candidate-r2", "--arm-name", "candidate", "--seed", "1",
             "--server-url", CANDIDATE, "--profile", "nightly", "--temperatures", "0,0.6,1.0", "--top-p", "0.9",
-            "--gsm8k-path", "synthetic", "--gsm8k-num-questions", "200", "--gsm8k-temperatures", "0,1", "--alpha", "0.01",
-            # the main job's lossless check (session.main_job_profiles.MAIN.lossless_options), which every session gets
-            *(str(part) for option in MAIN.lossless_options for part in option)]
+            "--alpha", "0.01",
+            # the main job's settings (each family's `main_job`: GSM8K's data and temperatures, the lossless check's sizes)
+            *(str(part) for option in MAIN.options for part in option)]
     from_argv = run_config_from_options(getter(pytest_options(argv)), front_end="pytest")
     history = dataclasses.replace(from_argv.history, results_db=None)  # a session's environment has no SPECSUITE_RESULTS_DB
     assert written == dataclasses.replace(from_argv, history=history)

@@ -26,9 +26,9 @@ from scipy import stats
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from specsuite.config.options import lossless_settings  # noqa: E402
 from specsuite.errors import SpecsuiteError  # noqa: E402
 from specsuite.families.correctness.prompts import load_prompts  # noqa: E402
+from specsuite.families.lossless.options import lossless_settings  # noqa: E402
 from specsuite.families.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
 from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from specsuite.compare.engines import Engine, Pending, compare_rate, pooled
 from specsuite.compare.metric import Events, Metric
 from specsuite.compare.series import CaseRuns, rate_series, sorted_cases
+from specsuite.families.integrity.options import OPTIONS, IntegritySettings
 from specsuite.families.integrity.sglang_rules import CHECKS
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
 from specsuite.results.types import ComparisonRow, IntegrityChecks, Repeat, ReportSection
@@ -149,4 +150,6 @@ FAMILY = WorkloadFamily(
     name="integrity", label="integrity", results_key="workloads.integrity_checks", suite_module="test_integrity",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
     where_in_line=False,
+    # options, settings and nightly rules
+    options=OPTIONS, settings=IntegritySettings,
 )

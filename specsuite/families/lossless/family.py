@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from specsuite.compare.engines import Pending, pooled
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, proportion_series, sorted_cases
+from specsuite.families.lossless.options import MAIN_JOB, OPTIONS, LosslessSettings
 from specsuite.families.workload_family import (
     FamilyRecord,
     FamilyView,
@@ -238,4 +239,6 @@ def _section(view: FamilyView) -> ReportSection | None:
 FAMILY = WorkloadFamily(
     name="lossless", label="lossless", results_key="workloads.lossless", suite_module="test_lossless", records=_records,
     metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
+    # options, settings and nightly rules
+    options=OPTIONS, settings=LosslessSettings, main_job=MAIN_JOB,
 )

@@ -12,7 +12,7 @@ from typing import Any
 from specsuite.errors import SpecsuiteError
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.bench_answers import model_path_of, speculative_algorithm_of
-from specsuite.server.launcher import LaunchedServer, launch_reference_server
+from specsuite.server.launcher import READY_TIMEOUT_S, LaunchedServer, launch_reference_server
 from specsuite.server.protocol import ServerClient
 
 SPECULATION_OFF_ARGS = ("--speculative-algorithm", "NONE")
@@ -50,7 +50,7 @@ def _describe(client: ServerClient, how: str, warn_if_speculative: bool = False)
 
 
 def open_reference(
-    *, reference_url: str | None, api_key: str | None, test_model_path: str | None, log_dir: Path, ready_timeout_s: float = 120.0
+    *, reference_url: str | None, api_key: str | None, test_model_path: str | None, log_dir: Path, ready_timeout_s: float = READY_TIMEOUT_S
 ) -> ReferenceServer:
     """Connect to --lossless-reference-url, or launch the embedded speculation-off reference when the server
     under test serves the embedded model; otherwise the reference is unavailable (with the reason)."""
@@ -67,7 +67,7 @@ def open_reference(
         reason = (f"the server under test serves {test_model_path!r}, not the embedded reference model: "
                   f"pass --lossless-reference-url to a speculation-off server of the same model")
         return ReferenceServer(None, {"how": "none"}, reason)
-    launched = launch_reference_server("fix", log_dir=log_dir, extra_args=SPECULATION_OFF_ARGS, ready_timeout_s=ready_timeout_s)
+    launched = launch_reference_server(refserver_contract.DEFAULT_ARM, log_dir=log_dir, extra_args=SPECULATION_OFF_ARGS, ready_timeout_s=ready_timeout_s)
     client = kinds.make_client(refserver_contract.SERVER_KIND, launched.base_url)
     try:
         description = _describe(client, "embedded")

@@ -11,6 +11,7 @@ from specsuite.kernel_loading.loader import KernelSpec, LoadedKernel, require_to
 from specsuite.kernels.engines.registry import KernelEngine, register
 from specsuite.kernels.engines.sglang import PROBABILITY_SCENARIOS, call_chain_signature
 from specsuite.kernels.inputs import INPUT_CLASSES
+from specsuite.server.refserver_contract import FIX_ARM
 
 ENGINE = "refserver"  # KernelSpec.engine of the shared grammar's refserver[:nofix] sources
 
@@ -20,7 +21,7 @@ def load(spec: KernelSpec) -> LoadedKernel:
 
     require_torch_and_triton(need_triton=False)
     return LoadedKernel(spec, f"reference numpy sampler ({spec.refserver_arm} arm)", "cpu (numpy)", "cpu",
-                        refserver_chain_sampler(spec.refserver_arm == "fix"))
+                        refserver_chain_sampler(spec.refserver_arm == FIX_ARM))
 
 
 REFSERVER = register(KernelEngine(
