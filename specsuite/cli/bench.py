@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
     from specsuite.families.bench.record import format_table
+    from specsuite.orchestration.serving_benchmark import run_serving_benchmark
     from specsuite.results.types import BenchRun
     from specsuite.server.secrets import load_admin_api_key, load_api_key
     from specsuite.server.session import describe_server_under_test
@@ -91,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         session.start_endpoint(reference_args=args.reference_arg)
         if note:  # once the server is there (a refused server is the one line a run without one prints)
             print(f"specsuite: {note}", file=sys.stderr)
-        record = session.serving_benchmark(chosen, BENCH_SERVING, output_file=str(output),
-                                           progress=not args.disable_tqdm and sys.stderr.isatty())
+        record = run_serving_benchmark(session, chosen, BENCH_SERVING, output_file=str(output),
+                                       progress=not args.disable_tqdm and sys.stderr.isatty())
     print(format_table(record))
     print(f"specsuite: appended the result to {output}")
     summary = BenchRun.from_dict(record)  # the record appended to the output file, read typed

@@ -23,6 +23,7 @@ from specsuite.compare.engines import (
 )
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_token_values, run_values
+from specsuite.families.bench.driver import BenchDriver
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
 from specsuite.results.types import ArmCounts, BenchRun, ComparisonRow, Effect, Mde, Repeat, fmt
 from specsuite.stats import mann_whitney, relative_median_diff_ci, tost_equivalence
@@ -114,4 +115,6 @@ FAMILY = WorkloadFamily(
     name="bench", label="serving benchmark", results_key="workloads.bench", suite_module="test_serving_bench",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, report_rows=("itl_median", "output_throughput"),
     spread_rows=("itl_median", "output_throughput"), reported_when_absent=True, where_in_line=False,
+    # workload driver, pytest marker and fixtures
+    driver=BenchDriver, marker=("perf", "serving benchmark comparisons"), pytest_plugin="specsuite.pytest_plugin.bench",
 )

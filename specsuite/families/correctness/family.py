@@ -18,6 +18,7 @@ import numpy as np
 from specsuite.compare.engines import Pending, compare_rate, log_sd, relative_mde, welch_pending
 from specsuite.compare.metric import Events, Metric, ReportFormat
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_request_series
+from specsuite.families.correctness.driver import CorrectnessDriver
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily
 from specsuite.results.types import ArmCounts, Case, ComparisonRow, Effect, Repeat, fmt
 from specsuite.server import refserver_contract
@@ -166,4 +167,7 @@ FAMILY = WorkloadFamily(
     spread_rows=("accept_length", "invalid_ids", "stray_per_1200",
                  *(entry.name for entry in refserver_contract.COUNTER_RATES if entry.spread_row)),
     reported_when_absent=True, effect_in_line=False,
+    # workload driver, pytest marker and fixtures
+    driver=CorrectnessDriver, marker=("correctness", "token-validity, stray-character and acceptance checks"),
+    pytest_plugin="specsuite.pytest_plugin.correctness",
 )

@@ -17,6 +17,7 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, proportion_series
 from specsuite.errors import SpecsuiteError
 from specsuite.families.gsm8k import SYNTHETIC_SOURCE
+from specsuite.families.gsm8k.driver import Gsm8kDriver
 from specsuite.families.gsm8k.runner import paired_outcomes
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
 from specsuite.results.types import ArmCounts, ComparisonRow, Effect, Gsm8kRun, Gsm8kScoring, Mde, Proportion, Repeat, pct
@@ -136,4 +137,6 @@ FAMILY = WorkloadFamily(
     name="gsm8k", label="GSM8K", results_key="workloads.gsm8k", suite_module="test_gsm8k", records=_records,
     metrics=METRICS, verdict_rules=RULES, state=_state, report_rows=("gsm8k_accuracy", "gsm8k_invalid"),
     spread_rows=("gsm8k_accuracy",), reported_when_absent=True,
+    # workload driver, pytest marker and fixtures
+    driver=Gsm8kDriver, marker=("gsm8k", "GSM8K few-shot accuracy"), pytest_plugin="specsuite.pytest_plugin.gsm8k",
 )

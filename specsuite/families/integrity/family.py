@@ -149,4 +149,6 @@ FAMILY = WorkloadFamily(
     name="integrity", label="integrity", results_key="workloads.integrity_checks", suite_module="test_integrity",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
     where_in_line=False,
+    # workload driver, pytest marker and fixtures
+    marker=("integrity", "response accounting and streaming integrity"), pytest_plugin="specsuite.pytest_plugin.integrity",
 )

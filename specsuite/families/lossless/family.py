@@ -238,4 +238,6 @@ def _section(view: FamilyView) -> ReportSection | None:
 FAMILY = WorkloadFamily(
     name="lossless", label="lossless", results_key="workloads.lossless", suite_module="test_lossless", records=_records,
     metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
+    # workload driver, pytest marker and fixtures
+    marker=("lossless", "distribution-preservation tests"), pytest_plugin="specsuite.pytest_plugin.lossless",
 )
