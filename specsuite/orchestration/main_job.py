@@ -163,11 +163,8 @@ def run_main_job(options: MainJobOptions, echo: Callable[[str], None]) -> MainJo
 
 def record_interruption(outcome: MainJobOutcome) -> MainJobOutcome:
     """An interrupted run: results.json says so and where it stopped (the partial analysis is `analyse_interrupted`)."""
-    merged = outcome.merged
     outcome.interrupted = True
-    merged.put("status", "interrupted")
-    merged.put("stopped_at", merged.stopped_at or "during the pytest sessions")
-    merged.put("sessions_wall_time_s", outcome.elapsed_s())
+    merged = _ended_early(outcome, "interrupted", "stopped_at", "during the pytest sessions")
     mark_reference_emulation(merged, outcome.embedded)
     outcome.run_dir.write_results(merged)
     outcome.reached_a_server = reached_a_server(merged)
@@ -184,15 +181,21 @@ def analyse_interrupted(outcome: MainJobOutcome) -> Document:
 
 def _no_server_reached(outcome: MainJobOutcome) -> MainJobOutcome:
     """Every session stopped before it reached a server: the sessions' own reason, and no report (there is nothing to show)."""
-    merged = outcome.merged
     outcome.reached_a_server = False
-    merged.put("status", "failed")
-    merged.put("error", merged.error or "no session reached a server")
-    merged.put("sessions_wall_time_s", outcome.elapsed_s())
+    merged = _ended_early(outcome, "failed", "error", "no session reached a server")
     outcome.run_dir.write_results(merged)
     outcome.summary_path.write_text(f"**Run failed before reaching any server**: {merged.error}.\n\nNo report was written.\n",
                                     encoding="utf-8")
     return outcome
+
+
+def _ended_early(outcome: MainJobOutcome, status: str, where: str, default: str) -> Document:
+    """A run that ends before its analysis: its status, where or why it ended (a session's own account kept), the wall time."""
+    merged = outcome.merged
+    merged.put("status", status)
+    merged.put(where, getattr(merged, where) or default)
+    merged.put("sessions_wall_time_s", outcome.elapsed_s())
+    return merged
 
 
 def sessions_config(options: Any) -> tuple[RunConfig, list[str]]:
