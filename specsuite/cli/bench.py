@@ -21,7 +21,16 @@ from datetime import datetime
 from pathlib import Path
 
 from specsuite.cli.exit_codes import EXIT_OK, EXIT_REQUESTS_FAILED
+from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.serving_benchmark import run_serving_benchmark
+from specsuite.results.types import BenchRun
+from specsuite.server.secrets import load_admin_api_key, load_api_key
+from specsuite.server.session import describe_server_under_test
+from specsuite.session.bench import BENCH_SERVING as BENCH_SERVING_PROFILE
+from specsuite.session.bench import chosen_from_cli
+from specsuite.session.config import run_config_from_options
 from specsuite.session.option_table import BENCH_SERVING, add_arguments
+from specsuite.session.run_session import RunSession
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -51,8 +60,7 @@ def fit_num_prompts(args: argparse.Namespace) -> str | None:
     default of 1000 requests is more than the bundled source's prompts.  Left at its default, --num-prompts becomes
     the number of usable prompts (one line says so); given explicitly and too large, it is refused in one line
     before any server starts.  Returns the line to print about a fitted default."""
-    from specsuite.errors import SpecsuiteError
-    from specsuite.families.bench.datasets import load_conversations
+    from specsuite.families.bench.datasets import load_conversations  # aiohttp loads with the benchmark's modules only
 
     if args.dataset_name != "random" or args.dataset_path == "hf":  # the Hub's ShareGPT has plenty
         return None
@@ -74,13 +82,7 @@ def run(args: argparse.Namespace) -> int:
     """`specsuite bench`: a thin adapter over the RunSession (specsuite/session/), which starts the server (asking it
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
-    from specsuite.families.bench.record import format_table
-    from specsuite.results.types import BenchRun
-    from specsuite.server.secrets import load_admin_api_key, load_api_key
-    from specsuite.server.session import describe_server_under_test
-    from specsuite.session.bench import BENCH_SERVING, chosen_from_cli
-    from specsuite.session.config import run_config_from_options
-    from specsuite.session.run_session import RunSession
+    from specsuite.families.bench.record import format_table  # aiohttp loads with the benchmark's modules only
 
     run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
                                          admin_api_key=load_admin_api_key())
@@ -91,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
         session.start_endpoint(reference_args=args.reference_arg)
         if note:  # once the server is there (a refused server is the one line a run without one prints)
             print(f"specsuite: {note}", file=sys.stderr)
-        record = session.serving_benchmark(chosen, BENCH_SERVING, output_file=str(output),
-                                           progress=not args.disable_tqdm and sys.stderr.isatty())
+        record = run_serving_benchmark(session, chosen, BENCH_SERVING_PROFILE, output_file=str(output),
+                                       progress=not args.disable_tqdm and sys.stderr.isatty())
     print(format_table(record))
     print(f"specsuite: appended the result to {output}")
     summary = BenchRun.from_dict(record)  # the record appended to the output file, read typed

@@ -21,9 +21,19 @@ from typing import Sequence
 from specsuite.cli import bench as bench_command
 from specsuite.cli import history as history_command
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
+from specsuite.cli.report import command_report as render_report_command
+from specsuite.cli.run import command_run
+from specsuite.cli.serve_sglang import serve_sglang
+from specsuite.cli.serve_vllm import serve_vllm
 from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.gsm8k_job import run_gsm8k_job
+from specsuite.results.store import specsuite_version
+from specsuite.results.types import AcceptLengthSummary
 from specsuite.server import refserver_contract
 from specsuite.server.interrupts import interrupt_after_children
+from specsuite.server.secrets import load_admin_api_key, load_api_key
+from specsuite.server.session import describe_server_under_test
+from specsuite.session.config import run_config_from_options
 from specsuite.session.option_table import add_arguments, check_values, deprecation_notes, front_end_of
 
 
@@ -58,8 +68,6 @@ def _add_serve_sglang_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from specsuite.results.store import specsuite_version
-
     parser = argparse.ArgumentParser(prog="specsuite", description="Correctness tests and benchmarks for speculative-decoding servers.")
     parser.add_argument("--version", action="version", version=f"specsuite {specsuite_version()}")
     subparsers = parser.add_subparsers(dest="command", required=True)
@@ -74,92 +82,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_run(args: argparse.Namespace) -> int:
-    from specsuite.cli.run import command_run as run
-
-    return run(args)
-
-
 def command_gsm8k(args: argparse.Namespace) -> int:
-    """`specsuite gsm8k`: a thin adapter over the RunSession (specsuite/session/), whose GSM8K driver the suites use too."""
-    from specsuite.results.builder import measured_arm, session_document
-    from specsuite.results.types import AcceptLengthSummary, Gsm8kRun, Workloads
-    from specsuite.server.secrets import load_admin_api_key, load_api_key
-    from specsuite.server.session import describe_server_under_test
-    from specsuite.session.config import run_config_from_options
-    from specsuite.session.dependencies import preflight
-    from specsuite.session.run_session import RunSession
-
+    """`specsuite gsm8k`: the GSM8K job (specsuite/orchestration/gsm8k_job.py, through the driver the suites use too),
+    printed as one table row per temperature."""
     config = run_config_from_options(lambda name: getattr(args, name, None), front_end="gsm8k", api_key=load_api_key(),
                                      admin_api_key=load_admin_api_key())
-    missing = preflight(gsm8k_path=config.gsm8k.path, uses_gsm8k=True, tokenizer=config.server.tokenizer, results_dir=config.results_dir)
-    if missing:  # a package or a local path it needs: one line before any server starts
-        raise SpecsuiteError(missing)
-    session = RunSession(config)
-    session.gsm8k_items()  # a bad --gsm8k-path fails here, before any server starts
-    server = session.start()
-    run_dir = session.run_dir
-    print(f"specsuite: {describe_server_under_test(server.server_under_test)}", file=sys.stderr, flush=True)
-    results: dict = session.gsm8k_runs
-    workloads: dict = session.workloads
-    warnings: list[str] = []
-
-    def document(status: str):  # one arm, one repeat holding workloads.gsm8k, as it stands now
-        return session_document(status=status, server_under_test=server.server_under_test, warnings=warnings, seed=args.seed,
-                                command=" ".join(sys.argv), arms={server.arm: measured_arm(server, [], Workloads.from_dict(dict(workloads)), args.seed)})
-
-    session.document = document
-    try:
-        for temperature in config.gsm8k.temperatures:
-            result = session.gsm8k_result(temperature, progress=sys.stderr.isatty())
-            for line in result.warnings:
-                warnings.append(line)
-                print(f"specsuite: {line}", file=sys.stderr, flush=True)
-            session.write_results("running")
-    except KeyboardInterrupt:
-        run_dir.mark_interrupted(f"GSM8K at temperature {temperature}")
-        raise
-    finally:
-        session.close()
-    session.write_results("complete")
+    outcome = run_gsm8k_job(config, command=" ".join(sys.argv), progress=sys.stderr.isatty(),
+                            echo=lambda line: print(f"specsuite: {line}", file=sys.stderr, flush=True))
     print("| temperature | accuracy (last integer) | 95% CI | invalid | strict #### | flexible | accept length | invalid ids | wall s |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for key, raw in results.items():
-        run = Gsm8kRun.from_dict(raw)
+    for key, run in outcome.runs.items():
         acc, accept = run.scoring("sglang").accuracy, AcceptLengthSummary.from_dict(run.accept_length).mean
         print(f"| {key} | {acc.value:.3f} ({acc.k}/{acc.n}) | {acc.ci_exact[0]:.3f}-{acc.ci_exact[1]:.3f} | "
               f"{run.scoring('sglang').invalid.value:.3f} | {run.scoring('lmeval_strict').accuracy.value:.3f} | "
               f"{run.scoring('lmeval_flexible').accuracy.value:.3f} | {'-' if accept is None else f'{accept:.3f}'} | "
               f"{run.detector('invalid_id'):.0f} | {run.wall_time_s:.1f} |")
-    print(f"specsuite: wrote {run_dir.results_path}")
-    print(f"specsuite: {describe_server_under_test(server.server_under_test)}")
+    print(f"specsuite: wrote {outcome.results_path}")
+    print(f"specsuite: {describe_server_under_test(outcome.server_under_test)}")
     return EXIT_OK
 
 
 def command_report(args: argparse.Namespace) -> int:
-    from specsuite.cli.report import command_report as render
-
-    return render(args.results, args.out)
+    return render_report_command(args.results, args.out)
 
 
 def command_serve_reference(args: argparse.Namespace) -> int:
     return refserver_contract.serve(args.args, prog="specsuite serve-reference")
 
 
-def command_serve_vllm(args: argparse.Namespace) -> int:
-    from specsuite.cli.serve_vllm import serve_vllm
-
-    return serve_vllm(args)
-
-
-def command_serve_sglang(args: argparse.Namespace) -> int:
-    from specsuite.cli.serve_sglang import serve_sglang
-
-    return serve_sglang(args)
-
-
-COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "serve-vllm": command_serve_vllm,
-            "serve-sglang": command_serve_sglang, "gsm8k": command_gsm8k, "report": command_report,
+COMMANDS = {"run": command_run, "serve-reference": command_serve_reference, "serve-vllm": serve_vllm,
+            "serve-sglang": serve_sglang, "gsm8k": command_gsm8k, "report": command_report,
             "bench": bench_command.run, "history": history_command.run}
 
 

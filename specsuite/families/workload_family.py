@@ -8,7 +8,9 @@ analysis) and the history (specsuite.history) need to know of one kind of result
 - `metrics`: its A/B metrics (specsuite.compare.metric.Metric), each citing one of its `verdict_rules`;
 - `state` and `section`: its report part: an arm's own figures for its verdict line, and a section of
   its own (title, paragraphs, tables), both written into the analysis, which the report renders;
-- `history`: the metrics the nightly history stores and trends (every metric when None).
+- `history`: the metrics the nightly history stores and trends (every metric when None);
+- `driver`, `marker`, `pytest_plugin`: how its workload runs on a server (the RunSession builds every registered
+  family's driver), the pytest marker of its suite and the plugin module of its fixtures (the pytest plugin loads them).
 
 The generic code iterates the registry (specsuite.families.registry) and names no family.
 """
@@ -131,6 +133,10 @@ class WorkloadFamily:
     def settings_name(self) -> str:
         """Where RunConfig holds its settings section (`run_config.gsm8k`)."""
         return self.settings_key or self.name
+    # workload driver, pytest marker and fixtures
+    driver: Callable[[Any], Any] | None = None  # builds its workload driver over a RunSession (specsuite/families/workload_driver.py)
+    marker: tuple[str, str] | None = None  # its suite's pytest marker: name, description
+    pytest_plugin: str | None = None  # the module of its pytest fixtures and parametrization (specsuite/pytest_plugin/)
 
     @property
     def is_workload(self) -> bool:

@@ -48,19 +48,20 @@ class BenchSuiteState:
 
 
 def _run(specsuite, base_url: str | None, arm: str, lengths_of: BenchSummary | None = None) -> BenchSummary:
-    """One benchmark run through the session's one driver (RunSession.serving_benchmark, `specsuite bench`'s too),
+    """One benchmark run through the family's one driver (run_serving_benchmark, `specsuite bench`'s too),
     profile "suite", from the run configuration's bench section; `base_url` None: the session's own server.
     `lengths_of`: an earlier run whose lengths (fitted to its server's context length) this one must send as they
     are, so that the arms compared ask for the same requests (a server they do not fit refuses in one line)."""
     from specsuite.families.bench.record import session_summary
+    from specsuite.orchestration.serving_benchmark import run_serving_benchmark
     from specsuite.session.bench import SUITE, chosen_from_pytest
 
     chosen = chosen_from_pytest(specsuite.run_config)
     if lengths_of is not None:
         chosen.update(random_input_len=lengths_of.random_input_len, random_output_len=lengths_of.random_output_len, lengths_chosen=True)
     output = specsuite.run_dir.arm_dir(arm) / "bench.jsonl"
-    record = specsuite.core.serving_benchmark(chosen, SUITE, output_file=str(output),
-                                              base_url=base_url, echo=lambda line: print(f"specsuite bench: {line}"))
+    record = run_serving_benchmark(specsuite.core, chosen, SUITE, output_file=str(output),
+                                   base_url=base_url, echo=lambda line: print(f"specsuite bench: {line}"))
     return session_summary(record, seed=specsuite.run_config.seed)
 
 

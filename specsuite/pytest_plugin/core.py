@@ -1,5 +1,7 @@
-"""The specsuite pytest plugin: resolves the server under test, prints its identity, parametrizes
-the sampling grid, runs each case once per session, and writes results as they arrive.
+"""The specsuite pytest plugin's session part: registers its options, resolves the server under test (through the
+RunSession, whose family drivers run the workloads: specsuite/families/<name>/driver.py), prints its identity, gives
+the suites the `specsuite` fixture, and reports: results.json as results arrive, the terminal summary. The
+parametrization of each family's tests lives in that family's plugin module (its registry entry's `pytest_plugin`).
 
 The server is resolved only when the run targets suites/ (or names a server explicitly) and some
 selected test needs it (uses the `specsuite` fixture), decided after collection and deselection:
@@ -31,22 +33,23 @@ from typing import Any
 import pytest
 
 from specsuite.errors import SpecsuiteError
-from specsuite.families.correctness.prompts import PromptItem, load_prompts
-from specsuite.families.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
-from specsuite.families.gsm8k.on_server import temperature_key
+from specsuite.families.correctness.family import FAMILY as CORRECTNESS_FAMILY
+from specsuite.families.gsm8k.family import FAMILY as GSM8K_FAMILY
 from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
 from specsuite.results.store import RunDirectory
-from specsuite.results.types import Case, Document, Gsm8kRun, ServerChoice, Workloads
+from specsuite.results.types import Case, Document, ServerChoice, Workloads
 from specsuite.server.interrupts import terminate_as_interrupt
 from specsuite.server.secrets import load_admin_api_key, load_api_key
-from specsuite.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
+from specsuite.server.session import ServerUnderTest, describe_server_under_test
 from specsuite.session.config import RunConfig, run_config_from_options
 from specsuite.session.config_file import CONFIG_FILE_OPTION, read_config_file
 from specsuite.session.dependencies import missing_for_results_db, preflight
 from specsuite.session.option_table import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.session.run_session import RunSession
+
+CORRECTNESS, GSM8K = CORRECTNESS_FAMILY.name, GSM8K_FAMILY.name  # the drivers the suites call through the `specsuite` fixture
 
 
 def _argument_path(arg: str, config: pytest.Config) -> Path:
@@ -64,16 +67,11 @@ def _argument_path(arg: str, config: pytest.Config) -> Path:
 
 @dataclass
 class SpecsuiteSession:
-    """The pytest adapter over one RunSession (specsuite/session/): pytest's options become a RunConfig, and what only
-    the suites do stays here (the correctness grid's cases, the A/B baseline, stopping pytest when the guard stops)."""
+    """The pytest adapter over one RunSession (specsuite/session/): pytest's options become a RunConfig; the workloads run
+    in the families' drivers the RunSession holds (specsuite/families/<name>/driver.py), which the suites reach through
+    the methods below; what only pytest does stays here (stopping pytest when the guard stops, results.json's document)."""
 
     config: pytest.Config
-    cases: dict[str, CaseResult] = field(default_factory=dict)
-    prompts: list[PromptItem] = field(default_factory=list)
-    baseline: ServerUnderTest | None = None
-    baseline_cases: dict[str, CaseResult] = field(default_factory=dict)
-    reference: ServerUnderTest | None = None  # --lossless-reference-url, opened by the correctness suite when it needs it
-    reference_cases: dict[str, CaseResult] = field(default_factory=dict)
     pytest_session: pytest.Session | None = None
     sections: dict[str, Any] = field(default_factory=dict)  # other top-level results sections (the kernel suite's)
     _core: RunSession | None = None
@@ -102,7 +100,15 @@ class SpecsuiteSession:
     guard = property(lambda self: self._core.guard if self._core else None)
     in_progress = property(lambda self: self._core.in_progress if self._core else None)
     workloads = property(lambda self: self.core.workloads)
-    gsm8k_runs = property(lambda self: self.core.gsm8k_runs)
+
+    # The correctness and GSM8K drivers, as the suites call them (suites/test_correctness.py, test_ab.py, test_gsm8k.py).
+    correctness = property(lambda self: self.core.driver(CORRECTNESS))
+    prompts = property(lambda self: self.correctness.prompts)
+    cases = property(lambda self: self.correctness.cases)
+    case_result = property(lambda self: self.correctness.case_result)
+    baseline_case_result = property(lambda self: self.correctness.baseline_case_result)
+    reference_case_result = property(lambda self: self.correctness.reference_case_result)
+    gsm8k_result = property(lambda self: self.core.driver(GSM8K).result)
 
     @property
     def run_dir(self) -> RunDirectory | None:
@@ -123,89 +129,20 @@ class SpecsuiteSession:
                 return True
         return False
 
-    @property
-    def grid(self) -> list[SamplingCase]:
-        grid = self.run_config.correctness
-        return sampling_grid(list(grid.temperatures), list(grid.top_p))
-
-    @property
-    def profile(self):
-        return PROFILES[self.run_config.profile]
-
     def start(self) -> ServerUnderTest:
-        """Resolve, reach and identify the server; open the results folder."""
+        """Resolve, reach and identify the server; open the results folder (the drivers load what they need)."""
         server = self.core.start()
-        self.prompts = load_prompts(self.run_config.prompts)
         self.write_results("running")
         return server
-
-    def case_result(self, case: SamplingCase) -> CaseResult:
-        """Run a case once per session; later tests read the cached result."""
-        if case.case_id not in self.cases:
-            assert self.server is not None
-            with self._watch(f"case {case.case_id}"):
-                self.cases[case.case_id] = run_case(
-                    self.server.client, self.server.vocab, case, self.prompts, self.profile,
-                    seed=self.run_config.seed, record_sink=self.writer.write if self.writer else None, guard=self.guard,
-                )
-            self.write_results("running")
-        return self.cases[case.case_id]
-
-    def _watch(self, what: str):
-        return self.core.watch(what)
 
     def _stop_pytest_if_guard_stopped(self) -> None:
         """Once the fault policy stops the run, stop pytest too."""
         if self.guard is not None and self.guard.stopped and self.pytest_session is not None:
             self.pytest_session.shouldstop = f"specsuite fault policy stopped the run: {self.guard.stop_reason}"
 
-    def baseline_case_result(self, case: SamplingCase) -> CaseResult:
-        """The same case on the --baseline-url server (connected on first use)."""
-        if self.baseline is None:
-            self.baseline = self._open_other_server(self.run_config.baseline_url, "baseline")
-        fresh = case.case_id not in self.baseline_cases
-        result = self._case_on(self.baseline, self.baseline_cases, "baseline", case)
-        if fresh:
-            self.write_results("running")
-        return result
-
-    def reference_case_result(self, case: SamplingCase) -> CaseResult:
-        """The same case on the speculation-off server of --lossless-reference-url (connected on first use): the
-        correctness suite's padded-row rate where the server under test cannot score per-id logprobs (vLLM)."""
-        if self.reference is None:
-            self.reference = self._open_other_server(self.run_config.lossless.reference_url, "lossless-reference")
-        return self._case_on(self.reference, self.reference_cases, "lossless-reference", case)
-
-    def _open_other_server(self, url: str | None, arm: str) -> ServerUnderTest:
-        options = self.core.config.server
-        return open_server(ServerOptions(server_url=url, arm=arm, tokenizer=options.tokenizer, vocab_size=options.vocab_size,
-                                         api_key=options.api_key, admin_api_key=options.admin_api_key), self.run_dir.path)
-
-    def _case_on(self, server: ServerUnderTest, cache: dict[str, CaseResult], arm: str, case: SamplingCase) -> CaseResult:
-        """`case` run once on `server`, its records under `arm`, kept in `cache`."""
-        if case.case_id not in cache:
-            writer = self.run_dir.record_writer(arm)
-            with self._watch(f"{arm} case {case.case_id}"):
-                cache[case.case_id] = run_case(server.client, server.vocab, case, self.prompts, self.profile,
-                                               seed=self.run_config.seed, record_sink=writer.write, guard=self.guard)
-        return cache[case.case_id]
-
-    def gsm8k_result(self, temperature: float) -> Gsm8kRun:
-        """Run GSM8K once per session and temperature (the RunSession's driver, as `specsuite gsm8k`'s)."""
-        return self.core.gsm8k_result(temperature)
-
-    @property
-    def gsm8k_temperatures(self) -> list[float]:
-        return list(self.run_config.gsm8k.temperatures)
-
     def warnings(self) -> list[str]:
         """Every warning the workloads collected so far, in run order."""
-        found = [line for result in self.cases.values() for line in result.warnings]
-        found += [line for run in self.gsm8k_runs.values() for line in Gsm8kRun.from_dict(run).warnings or []]
-        bench = Workloads.from_dict(self.workloads).bench  # None unless the benchmark wrote its summary
-        if bench is not None:
-            found += [f"serving benchmark: {line}" for line in bench.warnings or []]
-        return found
+        return self.core.warnings() if self._core is not None else []
 
     def write_results(self, status: str) -> None:
         if self.run_dir is not None:
@@ -220,8 +157,9 @@ class SpecsuiteSession:
         arms = {} if self.server is None else {  # a kernel-only session has no server
             self.server.arm: measured_arm(self.server, [Case.from_dict(result.to_dict()) for result in self.cases.values()],
                                           Workloads.from_dict(dict(self.workloads)), seed)}
-        if self.baseline is not None:
-            arms["baseline"] = measured_arm(self.baseline, [Case.from_dict(result.to_dict()) for result in self.baseline_cases.values()],
+        baseline = self.correctness.baseline if self._core is not None else None
+        if baseline is not None:
+            arms["baseline"] = measured_arm(baseline, [Case.from_dict(result.to_dict()) for result in self.correctness.baseline_cases.values()],
                                             Workloads(), seed)
         return session_document(
             status=status, server_under_test=self.server.server_under_test if self.server is not None else KERNEL_ONLY_UNDER_TEST,
@@ -240,11 +178,7 @@ class SpecsuiteSession:
             during = f"; during {self.in_progress}" if self.in_progress else ""
             self.run_dir.mark_interrupted(f"{why}{during}; finished cases: {done}; workloads: {', '.join(self.workloads) or 'none'}")
         if self._core is not None:
-            self._core.close()
-        if self.baseline is not None:
-            self.baseline.close()
-        if self.reference is not None:
-            self.reference.close()
+            self._core.close()  # the drivers' other servers (the A/B baseline, the lossless reference) too
 
 
 # A kernel-only session (-m kernel) tests a sampler kernel and starts no server.
@@ -369,25 +303,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     for failure in requests:
         terminalreporter.write_line(f"specsuite failed: {failure.line}", red=True)
     terminalreporter.write_line(f"specsuite {describe_server_under_test(under_test)}", yellow=bool(emulation), bold=bool(emulation))
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    state = specsuite_session(metafunc.config)
-    try:
-        grid = state.grid
-    except SpecsuiteError:
-        grid = []
-    if "sampling_case" in metafunc.fixturenames:
-        metafunc.parametrize("sampling_case", grid, ids=[c.case_id for c in grid])
-    if "gsm8k_temperature" in metafunc.fixturenames:
-        try:
-            temperatures = state.gsm8k_temperatures
-        except SpecsuiteError:
-            temperatures = []
-        metafunc.parametrize("gsm8k_temperature", temperatures, ids=[temperature_key(t) for t in temperatures])
-    if "sampled_case" in metafunc.fixturenames:
-        sampled = [c for c in grid if not c.greedy]
-        metafunc.parametrize("sampled_case", sampled, ids=[c.case_id for c in sampled])
 
 
 @pytest.fixture(scope="session")

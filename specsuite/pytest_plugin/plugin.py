@@ -1,7 +1,7 @@
 """The specsuite pytest plugin, as installed: the `pytest11` entry point `specsuite.pytest_plugin.plugin` (pyproject.toml) loads it in
 every pytest of an environment where specsuite is installed, and `pytest -p specsuite.pytest_plugin.plugin` names it where entry points
-are off. It brings the suites' plugins (hooks and fixtures in specsuite/pytest_plugin/core.py and specsuite/pytest_plugin/<area>.py), the
-server, grid and GSM8K options (every option is declared once, in the option table: docs/options.md) and the suites'
+are off. It brings the suites' plugins (hooks and fixtures in specsuite/pytest_plugin/core.py and in each family's module, named
+by its registry entry), the server, grid and GSM8K options (every option is declared once, in the option table: docs/options.md) and the suites'
 markers, so that an installed wheel runs the suites with no checkout:
 
     pytest --pyargs specsuite.suites --server-url http://node:30000
@@ -19,28 +19,26 @@ exit_unless_project_packages()  # a Python without the project's packages: one l
 
 import pytest  # noqa: E402
 
+from specsuite.families.registry import families  # noqa: E402
 from specsuite.session.option_table import add_pytest_options  # noqa: E402
 
+# The suites' plugins: the session's, each registered family's fixtures (its `pytest_plugin`), the history's and the
+# kernel suite's.
 pytest_plugins = (
     "specsuite.pytest_plugin.core",
-    "specsuite.pytest_plugin.integrity",
-    "specsuite.pytest_plugin.lossless",
-    "specsuite.pytest_plugin.bench",
+    *(family.pytest_plugin for family in families() if family.pytest_plugin),
     "specsuite.pytest_plugin.history",
     "specsuite.pytest_plugin.kernel",
 )
 
-# The suites' markers: registered here so that they exist (and --strict-markers holds) wherever the suites run.
-MARKERS = (
-    "correctness: token-validity, stray-character and acceptance checks",
-    "gsm8k: GSM8K few-shot accuracy",
-    "perf: serving benchmark comparisons",
-    "lossless: distribution-preservation tests",
+# The suites' markers: registered here so that they exist (and --strict-markers holds) wherever the suites run. Each
+# family's own comes from the registry (its `marker`); these are the ones no family owns.
+GENERIC_MARKERS = (
     "greedy_equality: the lossless suite's T=0 comparison with the reference (the main job leaves it out)",
-    "integrity: response accounting and streaming integrity",
     "ab: A/B comparisons against a baseline arm",
     "kernel: SGLang's sampler kernel on synthetic inputs (no server; --kernel SOURCE)",
 )
+MARKERS = (*(": ".join(family.marker) for family in families() if family.marker), *GENERIC_MARKERS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -1,7 +1,8 @@
 """One run's session, for every front end: it resolves the server, opens the run folder, the record writers and the
-fault guard, drives the workloads that more than one front end runs (GSM8K: one driver for `pytest suites -m gsm8k`
-and `specsuite gsm8k`), and writes results.json as they arrive. It knows nothing of pytest: the pytest plugin and
-the CLI verbs adapt their options into a RunConfig and their own reporting around it.
+fault guard, builds every registered family's workload driver (specsuite/families/<name>/driver.py; GSM8K's is the one
+driver of `pytest suites -m gsm8k` and `specsuite gsm8k`) without naming a family, and writes results.json as they
+arrive. It knows nothing of pytest: the pytest plugin and the CLI verbs adapt their options into a RunConfig and their
+own reporting around it.
 
 results.json's document comes from the front end (`document`, one call: the results builder's place), since a pytest
 session and `specsuite gsm8k` record different sections today.
@@ -20,16 +21,16 @@ embedded reference server; launched here, stopped by `close`):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from specsuite.config.bench_profiles import BenchProfile
 from specsuite.errors import SpecsuiteError
+from specsuite.families.registry import families
 from specsuite.results.store import RecordWriter, RunDirectory
-from specsuite.results.types import Document, Gsm8kRun
+from specsuite.results.types import Document
 from specsuite.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from specsuite.server.secrets import load_secrets
 from specsuite.server.session import ServerEndpoint, ServerUnderTest, check_server_given, identify_server, start_server
@@ -59,17 +60,11 @@ class RunSession:
     writer: RecordWriter | None = None
     guard: FaultGuard | None = None
     workloads: dict[str, Any] = field(default_factory=dict)  # stored under arms.<arm>.repeats[0].workloads
-    gsm8k_runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # by temperature key
     in_progress: str | None = None  # the workload running now, for "where it stopped"
-    _gsm8k_items: list[Any] | None = None
+    drivers: dict[str, Any] = field(default_factory=dict, init=False)  # family name -> its workload driver, in registry order
 
-    def gsm8k_items(self) -> list[Any]:
-        """The GSM8K questions (loaded once; a front end may ask before the server starts, so a bad path costs no server)."""
-        if self._gsm8k_items is None:
-            from specsuite.families.gsm8k import load_gsm8k
-
-            self._gsm8k_items = load_gsm8k(self.config.gsm8k.path)
-        return self._gsm8k_items
+    def __post_init__(self) -> None:
+        self.drivers = {family.name: family.driver(self) for family in families() if family.driver is not None}
 
     def start(self) -> ServerUnderTest:
         """Resolve, reach and identify the server; open the results folder, the writer and the fault guard."""
@@ -91,6 +86,8 @@ class RunSession:
         launched = self.server.launched
         self.guard = FaultGuard(policy, server_alive=process_alive_probe(lambda: launched.running) if launched is not None else None)
         self.writer = self.run_dir.record_writer(self.server.arm)
+        for driver in self.drivers.values():
+            driver.started()
         return self.server
 
     def start_endpoint(self, *, reference_args: Sequence[str] = ()) -> ServerEndpoint:
@@ -103,32 +100,6 @@ class RunSession:
         self.endpoint = start_server(options, logs, reference_args=reference_args,
                                      reference_api_key=options.api_key)
         return self.endpoint
-
-    def serving_benchmark(self, chosen: Mapping[str, Any], profile: BenchProfile, *, output_file: str | None, progress: bool = False,
-                          base_url: str | None = None, echo: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """bench_serving's benchmark, the one driver of `specsuite bench` and `pytest suites -m perf`: the BenchConfig from
-        the one builder (specsuite/session/bench.py: `chosen` over `profile`; an identified server's kind picks vLLM's
-        backend), against the started server or `base_url` (the suites' bench baseline). The record is appended to
-        `output_file` when it ends; on Ctrl-C the finished requests are saved first (specsuite/families/bench/runner.py),
-        then the interrupt goes on."""
-        from specsuite.families.bench.runner import run_benchmark
-        from specsuite.server import kinds
-        from specsuite.session.bench import build_bench_config
-
-        if self.endpoint is None:
-            raise SpecsuiteError("the serving benchmark needs a started session (no server under test yet)")
-        options = self.config.server
-        own_url = self.server.client.base_url if self.server is not None else self.endpoint.url  # the client's normal form
-        url = base_url or own_url
-        config = build_bench_config(chosen, profile, base_url=url, api_key=options.api_key, admin_api_key=options.admin_api_key,
-                                    server_kind=kinds.kind_of_client(self.server.client).name if self.server is not None else None)
-        # The session's own server carries how it was chosen; another URL (a bench baseline) is described by the record.
-        under_test = None
-        if url == own_url:
-            under_test = self.server.server_under_test if self.server is not None else self.endpoint.server_under_test
-        extra = {"echo": echo} if echo is not None else {}
-        with self.watch("bench"):
-            return run_benchmark(config, progress=progress, output_file=output_file, server_under_test=under_test, **extra)
 
     @contextmanager
     def watch(self, what: str) -> Iterator[None]:
@@ -150,30 +121,16 @@ class RunSession:
         if self.run_dir is not None and self.document is not None:
             self.run_dir.write_results(self.document(status))
 
-    def gsm8k_result(self, temperature: float, *, progress: bool = False) -> Gsm8kRun:
-        """Run GSM8K once per session and temperature; records go to gsm8k.jsonl as they finish. The typed run is
-        returned; the stored dict (`gsm8k_runs`, results.json's workloads.gsm8k) is what the results builder writes."""
-        from specsuite.families.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+    def driver(self, family: str) -> Any:
+        """The workload driver of the registered family `family` (specsuite/families/<name>/driver.py)."""
+        try:
+            return self.drivers[family]
+        except KeyError:
+            raise SpecsuiteError(f"workload family {family!r} has no driver; drivers: {', '.join(self.drivers)}") from None
 
-        key = temperature_key(temperature)
-        runs = self.gsm8k_runs
-        if key not in runs:
-            if self.server is None or self.run_dir is None:
-                raise SpecsuiteError("GSM8K needs a started session (no server under test yet)")
-            settings = self.config.gsm8k
-            items = self.gsm8k_items()
-            writer = self.run_dir.record_writer(self.server.arm, "gsm8k")
-            with self.watch(f"gsm8k {key}"):
-                runs[key] = run_gsm8k_on_server(
-                    self.server.client, self.server.vocab, items, temperature=temperature, num_questions=settings.num_questions,
-                    num_shots=settings.num_shots, parallel=settings.parallel, seed=self.config.seed, shots_from_eval=settings.shots_from_eval,
-                    progress=progress, record_sink=lambda record: writer.write({"temperature": temperature, **record}), guard=self.guard,
-                    alpha=self.config.alpha,
-                )
-                runs[key]["source"] = settings.path  # the report says when it was the synthetic set
-            self.workloads["gsm8k"] = list(runs.values())  # one result per temperature
-            self.write_results("running")
-        return Gsm8kRun.from_dict(runs[key])
+    def warnings(self) -> list[str]:
+        """Every warning the workloads collected so far, family by family in the registry's order."""
+        return [line for driver in self.drivers.values() for line in driver.warnings()]
 
     def close(self) -> None:
         """Close the run folder and stop the server (a launched one too); safe to call more than once."""
@@ -183,6 +140,8 @@ class RunSession:
             self.server.close()
         elif self.endpoint is not None:
             self.endpoint.stop()
+        for driver in self.drivers.values():
+            driver.close()  # the other servers a driver reached (the A/B baseline, the lossless reference)
 
     def __enter__(self) -> RunSession:
         return self

@@ -17,6 +17,7 @@ from specsuite.cli.bench import fit_num_prompts
 from specsuite.cli.main import build_parser, main
 from specsuite.cli.run import _finish_interrupted
 from specsuite.errors import SpecsuiteError
+from specsuite.orchestration.main_job import MainJobOutcome, record_interruption
 from specsuite.reports.summary import summary_document
 from specsuite.results.store import RunDirectory, write_json_atomic
 from specsuite.results.types import Document
@@ -90,7 +91,8 @@ def test_an_interrupted_summary_names_the_unfinished_arm() -> None:
 
 def test_an_interrupted_runs_last_line_has_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     merged = Document.from_dict({"status": "running", "server_under_test": {}, "arm_order": ["nofix"], "arms": {}})
-    code = _finish_interrupted(merged, RunDirectory(tmp_path, run_id="r"), argparse.Namespace(no_report=True), 0.0, True)
+    outcome = record_interruption(MainJobOutcome(merged, RunDirectory(tmp_path, run_id="r"), 0.0, True))
+    code = _finish_interrupted(outcome, no_report=True)
     assert code == 130 and capsys.readouterr().err.rstrip().splitlines()[-1].endswith("exit 130")
 
 

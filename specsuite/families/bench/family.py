@@ -23,6 +23,7 @@ from specsuite.compare.engines import (
 )
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_token_values, run_values
+from specsuite.families.bench.driver import BenchDriver
 from specsuite.families.bench.options import OPTIONS, BenchSettings
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
 from specsuite.results.types import ArmCounts, BenchRun, ComparisonRow, Effect, Mde, Repeat, fmt
@@ -117,4 +118,6 @@ FAMILY = WorkloadFamily(
     spread_rows=("itl_median", "output_throughput"), reported_when_absent=True, where_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=BenchSettings,
+    # workload driver, pytest marker and fixtures
+    driver=BenchDriver, marker=("perf", "serving benchmark comparisons"), pytest_plugin="specsuite.pytest_plugin.bench",
 )

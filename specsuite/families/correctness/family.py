@@ -18,6 +18,7 @@ import numpy as np
 from specsuite.compare.engines import Pending, compare_rate, log_sd, relative_mde, welch_pending
 from specsuite.compare.metric import Events, Metric, ReportFormat
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_request_series
+from specsuite.families.correctness.driver import CorrectnessDriver
 from specsuite.families.correctness.options import OPTIONS, CorrectnessSettings
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily
 from specsuite.results.types import ArmCounts, Case, ComparisonRow, Effect, Repeat, fmt
@@ -169,4 +170,7 @@ FAMILY = WorkloadFamily(
     reported_when_absent=True, effect_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=CorrectnessSettings, settings_key="correctness",
+    # workload driver, pytest marker and fixtures
+    driver=CorrectnessDriver, marker=("correctness", "token-validity, stray-character and acceptance checks"),
+    pytest_plugin="specsuite.pytest_plugin.correctness",
 )

@@ -17,6 +17,7 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, proportion_series
 from specsuite.errors import SpecsuiteError
 from specsuite.families.gsm8k import SYNTHETIC_SOURCE
+from specsuite.families.gsm8k.driver import Gsm8kDriver
 from specsuite.families.gsm8k.options import MAIN_JOB, OPTIONS, Gsm8kSettings
 from specsuite.families.gsm8k.runner import paired_outcomes
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
@@ -140,4 +141,6 @@ FAMILY = WorkloadFamily(
     # options, settings and nightly rules
     options=OPTIONS, settings=Gsm8kSettings, main_job=MAIN_JOB,
     nightly_gate=("gsm8k_accuracy:worse", "gsm8k_invalid:worse"),
+    # workload driver, pytest marker and fixtures
+    driver=Gsm8kDriver, marker=("gsm8k", "GSM8K few-shot accuracy"), pytest_plugin="specsuite.pytest_plugin.gsm8k",
 )

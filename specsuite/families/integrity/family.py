@@ -152,4 +152,6 @@ FAMILY = WorkloadFamily(
     where_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=IntegritySettings,
+    # workload driver, pytest marker and fixtures
+    marker=("integrity", "response accounting and streaming integrity"), pytest_plugin="specsuite.pytest_plugin.integrity",
 )

@@ -241,4 +241,6 @@ FAMILY = WorkloadFamily(
     metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=LosslessSettings, main_job=MAIN_JOB,
+    # workload driver, pytest marker and fixtures
+    marker=("lossless", "distribution-preservation tests"), pytest_plugin="specsuite.pytest_plugin.lossless",
 )
