@@ -21,9 +21,9 @@ from specsuite.config.option import CLI_FRONT_ENDS, FRONT_ENDS, PYTEST_GROUPS, A
 from specsuite.errors import SpecsuiteError
 from specsuite.session import option_table as table
 
-PLUGIN_MODULES = ("specsuite.pytest_plugin.plugin", "specsuite.pytest_plugin.core", "specsuite.pytest_plugin.integrity",
-                  "specsuite.pytest_plugin.lossless", "specsuite.pytest_plugin.bench", "specsuite.pytest_plugin.history",
-                  "specsuite.pytest_plugin.kernel")
+PLUGIN_MODULES = ("specsuite.pytest_plugin.plugin", "specsuite.pytest_plugin.core", "specsuite.pytest_plugin.correctness",
+                  "specsuite.pytest_plugin.gsm8k", "specsuite.pytest_plugin.integrity", "specsuite.pytest_plugin.lossless",
+                  "specsuite.pytest_plugin.bench", "specsuite.pytest_plugin.history", "specsuite.pytest_plugin.kernel")
 SPECSUITE_GROUPS = set(PYTEST_GROUPS)
 ROOT_CONFTEST = Path(__file__).resolve().parents[2] / "conftest.py"
 ENV_VARS = ("SPECSUITE_SERVER_URL", "SPECSUITE_RESULTS_DB", "SPECSUITE_BUILD_HASH", "SPECSUITE_ACCELERATOR")
@@ -47,7 +47,8 @@ def pytest_parser() -> Parser:
     """A pytest option parser with every suites/ plugin, as a session builds it."""
     parser = Parser(_ispytest=True)
     for name in PLUGIN_MODULES:
-        _plugin(name).pytest_addoption(parser)
+        if hasattr(_plugin(name), "pytest_addoption"):  # a family's parametrization module adds no option
+            _plugin(name).pytest_addoption(parser)
     return parser
 
 
@@ -292,7 +293,8 @@ def test_names_that_collide_with_other_plugins_are_prefixed_under_pytest():
     parser.getgroup("profiling").addoption("--profile", action="store_true")
     parser.addoption("--seed", type=int)
     for name in PLUGIN_MODULES:
-        _plugin(name).pytest_addoption(parser)  # a ValueError here is pytest refusing to start
+        if hasattr(_plugin(name), "pytest_addoption"):  # a family's parametrization module adds no option
+            _plugin(name).pytest_addoption(parser)  # a ValueError here is pytest refusing to start
     parsed = parser.parse(["--profile", "--specsuite-profile", "nightly", "--seed", "1", "--specsuite-seed", "2"])
     assert (parsed.profile, parsed.specsuite_profile, parsed.seed, parsed.specsuite_seed) == (True, "nightly", 1, 2)
     assert "| `--specsuite-seed` | `--seed` |" in table.markdown_table()
