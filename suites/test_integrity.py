@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from specsuite.families.integrity.comparisons import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.integrity.native_answer import NativeAnswer, output_ids_of, text_of
 from specsuite.families.integrity.near_ties import chosen_logprob_flip, reference_output
-from specsuite.families.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.lossless.greedy import classify
 from specsuite.pytest_plugin.integrity import REPETITIVE_PROMPTS, greedy_request
 from specsuite.server.meta_info import FinishReason

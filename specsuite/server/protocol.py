@@ -4,12 +4,12 @@ Workloads describe what they want as a `GenerationRequest` (a prompt as text or 
 the logprob flags) and never build a server's JSON. Each server kind's client translates the request
 into its own wire body and its answer straight into `Generation`s:
 
-* `specsuite.server.sglang_client.SGLangClient`: SGLang's native POST /generate. The real SGLang CPU
+* `specsuite.server.kinds.sglang.client.SGLangClient`: SGLang's native POST /generate. The real SGLang CPU
   release (the live-SGLang issue) needs nothing beyond it: its recorded answers
   (tests/data/sglang_live/) parse through the same client (tests/server/test_protocol_wire.py shows it);
 * `specsuite.server.openai_client.OpenAICompletionsClient`: any OpenAI-shaped POST /v1/completions
   (a `GenerationClient` only: no tokenizer or server facts over that API);
-* `specsuite.server.vllm_client.VLLMClient`: vLLM's /v1/completions with its extras (token ids, logprob
+* `specsuite.server.kinds.vllm.client.VLLMClient`: vLLM's /v1/completions with its extras (token ids, logprob
   ids, per-request speculation metrics), answered directly, with no SGLang-shaped intermediate.
 
 The integrity rules check what the server really sent, so every `Answer` carries the raw JSON and
@@ -169,6 +169,49 @@ class Answer:
         return self.generations[0]
 
 
+@dataclass(frozen=True)
+class NativeGenerationRequest:
+    """A call in the native /generate vocabulary, which the integrity suite sends to every kind on purpose (the
+    project's recorded vocabulary, so every kind's answer is read by the same rules): one typed request, or a
+    native batch of several, each member with its own sampling (SGLang's per-prompt list, even where the members
+    agree: the batch probes test the per-prompt path, and vLLM's adapter sends such a batch as one request per prompt)."""
+
+    requests: tuple[GenerationRequest, ...]
+    batch: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.requests or (not self.batch and len(self.requests) != 1):
+            raise SpecsuiteError("a native call is one request, or a batch of at least one")
+
+    @classmethod
+    def one(cls, request: GenerationRequest) -> NativeGenerationRequest:
+        return cls((request,))
+
+    @classmethod
+    def batch_of(cls, requests: Sequence[GenerationRequest]) -> NativeGenerationRequest:
+        return cls(tuple(requests), batch=True)
+
+    def payload(self) -> dict[str, Any]:
+        """The /generate body (`native_payload`, or `native_batch_payload` with per-prompt sampling)."""
+        if self.batch:
+            return native_batch_payload(self.requests, per_prompt_sampling=True)
+        return native_payload(self.requests[0])
+
+
+@dataclass(frozen=True)
+class NativeReply:
+    """The answer to a `NativeGenerationRequest`: the body that stood for it (`wire`) and the native answer as the
+    server (or the kind's adapter) gave it (`raw`: an object for one request with n = 1, else a list, prompt-major)."""
+
+    wire: dict[str, Any]
+    raw: Any
+
+    @property
+    def results(self) -> list[Any]:
+        """One native answer object per result, prompt-major (n results per prompt)."""
+        return self.raw if isinstance(self.raw, list) else [self.raw]
+
+
 @runtime_checkable
 class GenerationClient(Protocol):
     """Typed generation against one server (the OpenAI-shaped client offers this much). Errors are
@@ -226,6 +269,16 @@ class ServerClient(GenerationClient, Protocol):
     def health(self) -> bool: ...
 
     def ready(self) -> bool: ...
+
+    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
+        """One native call (a request, or a native batch of them), answered in the native /generate vocabulary
+        whatever the kind speaks on the wire (SGLang natively; another kind through its own adapter)."""
+        ...
+
+    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
+        """The same call streamed: native chunks (cumulative unless the server streams incrementally; a batch's
+        chunks carry `index`). The request is sent now; the reading may be lazy."""
+        ...
 
 
 # -- SGLang native wire ---------------------------------------------------------------------------

@@ -15,12 +15,13 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, check_response
 from specsuite.refserver.engine import Engine, EngineConfig, EngineCounters
 from specsuite.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
 from specsuite.refserver.model_loading import MODEL_DIR, ReferenceModel
 from specsuite.refserver.responses import TEXT_CONTEXT_IDS, output_text
 from specsuite.server.generated_text import SGLANG_TEXT_CONTEXT_IDS, decode_in_context, prefix_texts_in_context
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.sglang.integrity_rules import check_response
 from tests.helpers.sentencepiece_style import sentencepiece_style_tokenizer
 
 SCHEDULE_BATCH = "srt/managers/schedule_batch.py"

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from specsuite.compare.engines import Engine, Pending, compare_rate, pooled
 from specsuite.compare.metric import Events, Metric
 from specsuite.compare.series import CaseRuns, rate_series, sorted_cases
-from specsuite.families.integrity.sglang_rules import CHECKS
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
 from specsuite.results.types import ComparisonRow, IntegrityChecks, Repeat, ReportSection
+from specsuite.server.integrity_rules import CHECKS
 
 ALL_CHECKS = "all checks"  # the case of the total
 

@@ -24,7 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, Violation, check_response, item_prompt_hash, stop_strings
+from specsuite.server.integrity_rules import IntegrityContext, Violation
+from specsuite.server.kinds.sglang.integrity_rules import check_response
+from specsuite.server.native_answers import item_prompt_hash, stop_strings
 
 COMPLETIONS, CHAT = "completions", "chat"
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # srt/entrypoints/openai/protocol.py: CompletionRequest.max_tokens
@@ -293,14 +295,3 @@ def check_openai_stream(api: str, body: dict[str, Any], chunks: list[dict[str, A
         return found
     return found + check_openai(api, body, reassemble_openai_stream(api, chunks), context, streamed=True)
 
-
-def answered_choice_count(result: Any) -> int:
-    """How many choices an OpenAI answer carries; 1 when it names none."""
-    choices = result.get("choices") if isinstance(result, dict) else None
-    return len(choices) if isinstance(choices, list) and choices else 1
-
-
-def streamed_choice_count(chunks: list[dict[str, Any]]) -> int:
-    """How many choices (distinct `index`es) an OpenAI stream's chunks carry; 1 when they name none."""
-    indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
-    return max(len(indexes), 1)

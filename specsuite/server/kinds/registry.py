@@ -48,9 +48,9 @@ class AcceptCounters:
 class BenchBackend:
     """One wire format of the serving benchmark, under its bench_serving --backend name.
 
-    `body(request, model, sent, extra)` builds the request body (specsuite/server/bench_formats.py) and
+    `body(request, model, sent, extra)` builds the request body (specsuite/server/bench/formats.py) and
     `read_chunk(state, chunk, stamp)` reads one streamed chunk into the request's measurements
-    (specsuite/families/bench/streams.py).
+    (specsuite/server/bench/streams.py).
     """
 
     name: str

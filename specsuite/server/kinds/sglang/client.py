@@ -2,10 +2,11 @@
 
 Field names and shapes follow SGLang 0.5.23 (`sglang/srt/entrypoints/http_server.py`,
 `sglang/srt/managers/tokenizer_manager.py`). The protocol's
-typed calls (`generate_request`, `generate_requests`, `stream_request`; `specsuite.server.protocol`)
+typed calls (`generate_request`, `generate_requests`, `stream_request`, and the native
+`generate_native` / `stream_native`; `specsuite.server.protocol`)
 build the native body (`native_payload`) and parse the answer into `Generation`s; they send through
 `generate` / `generate_stream`, which take and return the server's raw JSON and are the raw-answer
-hook a checking client overrides (`specsuite.families.integrity.recorder.CheckingClient`).
+hook a checking client overrides (`specsuite.server.kinds.sglang.checking.CheckingClient`).
 The real SGLang CPU release speaks this same native API: no other client is needed for it.
 """
 
@@ -19,7 +20,15 @@ import requests
 from specsuite.errors import SpecsuiteError
 from specsuite.server.faults import check_generate_result
 from specsuite.server.generation import Generation, generations_from_sglang
-from specsuite.server.protocol import Answer, GenerationRequest, RawAnswer, native_batch_payload, native_payload
+from specsuite.server.protocol import (
+    Answer,
+    GenerationRequest,
+    NativeGenerationRequest,
+    NativeReply,
+    RawAnswer,
+    native_batch_payload,
+    native_payload,
+)
 from specsuite.server.transport import HttpServerClient, int_list, shorten
 
 
@@ -62,6 +71,17 @@ class SGLangClient(HttpServerClient):
         payload = native_payload(request)
         chunks = self.generate_stream(payload)
         return (generations_from_sglang(payload, chunk)[0] for chunk in chunks)
+
+    # -- the native vocabulary (SGLang's own) ----------------------------------------------------
+
+    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
+        """The protocol's native call: its body as it is, through the raw-answer hook `generate`."""
+        payload = request.payload()
+        return NativeReply(payload, self.generate(payload))
+
+    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
+        """The protocol's streamed native call, through the raw-answer hook `generate_stream`."""
+        return self.generate_stream(request.payload())
 
     # -- generation -------------------------------------------------------------------------
 
