@@ -37,8 +37,13 @@ WIRE_PARSING_MODULES = (
     "specsuite/server/bench_answers.py",  # /server_info, /get_model_info and /v1/models as the workloads read them
     "specsuite/server/meta_info.py",  # a native /generate answer's meta_info and finish_reason objects
     "specsuite/server/vocab.py",
-    "specsuite/server/kinds/sglang.py",
-    "specsuite/server/kinds/vllm.py",
+    "specsuite/server/kinds/sglang/kind.py",
+    "specsuite/server/kinds/vllm/kind.py",
+    "specsuite/server/kinds/sglang/bench_stream.py",
+    "specsuite/server/kinds/vllm/bench_stream.py",
+    "specsuite/server/kinds/vllm/wire.py",
+    "specsuite/server/kinds/vllm/native_adapter.py",
+    "specsuite/server/native_answers.py",
     "specsuite/families/integrity/openai_rules.py",
     "specsuite/server/kinds/sglang/integrity_rules.py",
     "specsuite/server/kinds/vllm/integrity_rules.py",

@@ -15,7 +15,13 @@ into its own wire body and its answer straight into `Generation`s:
 The integrity rules check what the server really sent, so every `Answer` carries the raw JSON and
 the wire body next to the typed `Generation`s (`Answer.raw`, `Answer.wire`), and every client calls
 its raw-answer hook (`SGLangClient.generate`, `answered`/`streamed` on the OpenAI and vLLM clients)
-before it parses; the checking clients in `specsuite.families.integrity.recorder` override those hooks.
+before it parses; the kinds' checking clients (specsuite/server/kinds/<name>/checking.py) and the OpenAI one
+(`specsuite.families.integrity.recorder`) override those hooks.
+
+The integrity suite sends every kind the same requests in SGLang's native /generate vocabulary on purpose, so one set
+of rules reads every answer: that is the typed native call, `ServerClient.generate_native` /
+`stream_native` (a `NativeGenerationRequest` in, a `NativeReply` out), which SGLang serves natively and another
+kind through its own adapter (vLLM: specsuite/server/kinds/vllm/native_adapter.py).
 
 `Sampling.params()` names the fields as SGLang's `sampling_params` do (the project's recorded
 vocabulary: `Generation.params`, the results, the detectors); the OpenAI and vLLM clients rename them

@@ -23,7 +23,7 @@ Timing, per request, all from `time.perf_counter()`:
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
 
-Chunks: each backend's reader (specsuite/server/bench/streams.py) is the one its server kind names
+Chunks: each backend's reader (specsuite/server/bench/streams.py, or the kind's `bench_stream.py`) is the one its server kind names
 (`BenchBackend.read_chunk`, specsuite/server/kinds/); this module reads the SSE lines and stamps them.
 
 Request bodies: this module builds no server JSON. Each request goes to the server side as a

@@ -2,7 +2,7 @@
 
 Records: a repeat's `workloads.integrity_checks` (specsuite.families.integrity.recorder.IntegrityRecorder
 .to_dict): the answers checked, the violations in all (the case "all checks") and per check (one case per
-check of specsuite.families.integrity.sglang_rules.CHECKS, and any other the counts name).  Metrics: the
+check of specsuite.server.integrity_rules.CHECKS, and any other the counts name).  Metrics: the
 violations per checked answer in all (`integrity_violations`) and per check (`integrity_check_violations`),
 both event rates the history stores and trends.
 

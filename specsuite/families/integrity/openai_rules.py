@@ -1,7 +1,7 @@
 """Integrity checks on OpenAI-shaped answers: `/v1/completions` and `/v1/chat/completions`,
 streamed or not, as SGLang 0.5.23 serves them.
 
-The native rules of `specsuite.families.integrity.sglang_rules` need output ids, which an OpenAI answer carries only with
+The native rules of `specsuite.server.kinds.sglang.integrity_rules` need output ids, which an OpenAI answer carries only with
 SGLang's `return_token_ids` (completions: `choices[i].token_ids`; chat, non-stream only:
 `choices[i].response_token_ids`). Where a choice has them it is re-shaped as a native answer and
 every native rule runs on it (completion count, finish against ids, budget, stop id / string,
