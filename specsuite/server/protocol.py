@@ -218,6 +218,25 @@ class NativeReply:
         return self.raw if isinstance(self.raw, list) else [self.raw]
 
 
+class NativeCallsThroughPayloads:
+    """The protocol's native calls for a client whose raw-answer hooks take a native /generate body: `generate(payload)`
+    (the answer as the server, or the kind's adapter, gave it) and `generate_stream(payload)` (its chunks). A checking
+    client overrides those hooks, so the typed calls are checked too."""
+
+    def generate(self, payload: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
+        payload = request.payload()
+        return NativeReply(payload, self.generate(payload))
+
+    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
+        return self.generate_stream(request.payload())
+
+
 @runtime_checkable
 class GenerationClient(Protocol):
     """Typed generation against one server (the OpenAI-shaped client offers this much). Errors are

@@ -10,7 +10,7 @@ from typing import Any
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server.generation import Generation, generations_from_sglang
-from specsuite.server.protocol import Answer, GenerationRequest, NativeGenerationRequest, NativeReply, RawAnswer, native_payload
+from specsuite.server.protocol import Answer, GenerationRequest, NativeCallsThroughPayloads, NativeGenerationRequest, RawAnswer, native_payload
 from specsuite.server.transport import HttpServerClient
 
 ENGINE = "stubby"
@@ -18,8 +18,8 @@ IDENTITY_PATH = "/stubby/identity"
 GENERATE_PATH = "/stubby/generate"
 
 
-class StubbyClient(HttpServerClient):
-    """One Stubby server."""
+class StubbyClient(NativeCallsThroughPayloads, HttpServerClient):
+    """One Stubby server; its native call goes through `generate` (`NativeCallsThroughPayloads`)."""
 
     # -- the raw-answer hook a checking client overrides ----------------------------------------
 
@@ -45,10 +45,6 @@ class StubbyClient(HttpServerClient):
     def stream_request(self, request: GenerationRequest) -> Iterator[Generation]:
         """Stubby does not stream: the whole answer is the one event."""
         return iter(self.generate_request(request).generations[-1:])
-
-    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
-        payload = request.payload()
-        return NativeReply(payload, self.generate(payload))
 
     def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
         """One chunk per result, with the batch `index` a native stream carries."""

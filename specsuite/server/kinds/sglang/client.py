@@ -23,8 +23,7 @@ from specsuite.server.generation import Generation, generations_from_sglang
 from specsuite.server.protocol import (
     Answer,
     GenerationRequest,
-    NativeGenerationRequest,
-    NativeReply,
+    NativeCallsThroughPayloads,
     RawAnswer,
     native_batch_payload,
     native_payload,
@@ -32,8 +31,9 @@ from specsuite.server.protocol import (
 from specsuite.server.transport import HttpServerClient, int_list, shorten
 
 
-class SGLangClient(HttpServerClient):
-    """One SGLang server. Every request carries a (connect, read) timeout; errors are one line."""
+class SGLangClient(NativeCallsThroughPayloads, HttpServerClient):
+    """One SGLang server. Every request carries a (connect, read) timeout; errors are one line. The protocol's native
+    calls send their body as it is (`NativeCallsThroughPayloads`, through `generate` / `generate_stream`)."""
 
     # -- typed generation (the protocol) ------------------------------------------------------
 
@@ -71,17 +71,6 @@ class SGLangClient(HttpServerClient):
         payload = native_payload(request)
         chunks = self.generate_stream(payload)
         return (generations_from_sglang(payload, chunk)[0] for chunk in chunks)
-
-    # -- the native vocabulary (SGLang's own) ----------------------------------------------------
-
-    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
-        """The protocol's native call: its body as it is, through the raw-answer hook `generate`."""
-        payload = request.payload()
-        return NativeReply(payload, self.generate(payload))
-
-    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
-        """The protocol's streamed native call, through the raw-answer hook `generate_stream`."""
-        return self.generate_stream(request.payload())
 
     # -- generation -------------------------------------------------------------------------
 

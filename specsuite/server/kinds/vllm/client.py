@@ -43,14 +43,14 @@ from specsuite.server.kinds.vllm.wire import (
     one_kind,
     request_body,
 )
-from specsuite.server.protocol import Answer, GenerationRequest, NativeGenerationRequest, NativeReply, RawAnswer
+from specsuite.server.protocol import Answer, GenerationRequest, NativeCallsThroughPayloads, RawAnswer
 from specsuite.server.transport import HttpServerClient, int_list, shorten
 
 DEV_SERVER_INFO = "/server_info"
 SPEC_PREFIX = "vllm:spec_decode_"
 
 
-class VLLMClient(HttpServerClient):
+class VLLMClient(NativeCallsThroughPayloads, HttpServerClient):
     """One vLLM server, with `SGLangClient`'s methods. Same timeouts, auth and one-line errors."""
 
     kind = SERVER_KIND
@@ -138,15 +138,7 @@ class VLLMClient(HttpServerClient):
                      for text, ids, meta, triples in cumulative_parts(body, chunks)])
 
     # -- the native vocabulary (the integrity suite sends the same native requests to every kind) ----------
-
-    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
-        """The protocol's native call, served over /v1/completions (`native_adapter`)."""
-        payload = request.payload()
-        return NativeReply(payload, self.generate(payload))
-
-    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
-        """The protocol's streamed native call: cumulative native chunks built from vLLM's delta chunks."""
-        return self.generate_stream(request.payload())
+    # The protocol's native calls (`NativeCallsThroughPayloads`) go through these two, served over /v1/completions.
 
     def generate(self, payload: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
         """A native /generate payload served by /v1/completions; a batch or n>1 returns a list, prompt-major."""
