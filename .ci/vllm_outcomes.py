@@ -46,7 +46,7 @@ def judge_corrected(results: dict[str, str], patch_problem: str | None, reasons:
 
 def main_corrected(log_path: Path, xml_path: Path) -> int:
     from specsuite.errors import SpecsuiteError
-    from specsuite.server.vllm_patches import require_patch_active
+    from specsuite.server.kinds.vllm.patches import require_patch_active
 
     try:
         results, reasons = outcomes(xml_path), failure_reasons(xml_path)

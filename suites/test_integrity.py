@@ -1,8 +1,8 @@
 """Integrity suite: stop/EOS/max_new_tokens boundaries, streaming reassembly, batch isolation and
 seeded determinism under speculation (bug classes C8–C13, C17, C18).
 
-Every request also goes through the accounting checks of `specsuite.families.integrity.sglang_rules` (the session's client
-is a `CheckingClient`); each test asserts that its own requests broke none of them. Expectations
+Every request also goes through the accounting checks of its server kind (`specsuite.server.kinds.sglang.integrity_rules` on SGLang: the session's client
+is the kind's checking client); each test asserts that its own requests broke none of them. Expectations
 come from a T=0 reference answer per prompt: greedy decoding is deterministic, so an answer with a
 stop or a smaller budget must be an exact prefix of it, cut exactly where the rule says. Where a
 greedy answer leaves the one it is compared with at a near-tie of the served dtype (the lossless
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from specsuite.families.integrity.comparisons import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.integrity.native_answer import NativeAnswer, output_ids_of, text_of
 from specsuite.families.integrity.near_ties import chosen_logprob_flip, reference_output
-from specsuite.families.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.lossless.greedy import classify
 from specsuite.pytest_plugin.integrity import REPETITIVE_PROMPTS, greedy_request
 from specsuite.server.meta_info import FinishReason

@@ -25,25 +25,30 @@ GROUPS = {
 # OpenAI API, the server's /server_info and /get_model_info, and the kernel child's JSON lines.
 WIRE_PARSING_MODULES = (
     "specsuite/server/openai_client.py",
-    "specsuite/server/sglang_client.py",
-    "specsuite/server/vllm_client.py",
+    "specsuite/server/kinds/sglang/client.py",
+    "specsuite/server/kinds/vllm/client.py",
     "specsuite/server/transport.py",
     "specsuite/server/identity.py",
     "specsuite/server/served_dtype.py",
     "specsuite/server/faults.py",
     "specsuite/server/generation.py",
     "specsuite/server/answer_shapes.py",
-    "specsuite/server/bench_formats.py",
+    "specsuite/server/bench/formats.py",
     "specsuite/server/bench_answers.py",  # /server_info, /get_model_info and /v1/models as the workloads read them
     "specsuite/server/meta_info.py",  # a native /generate answer's meta_info and finish_reason objects
     "specsuite/server/vocab.py",
-    "specsuite/server/kinds/sglang.py",
-    "specsuite/server/kinds/vllm.py",
+    "specsuite/server/kinds/sglang/kind.py",
+    "specsuite/server/kinds/vllm/kind.py",
+    "specsuite/server/kinds/sglang/bench_stream.py",
+    "specsuite/server/kinds/vllm/bench_stream.py",
+    "specsuite/server/kinds/vllm/wire.py",
+    "specsuite/server/kinds/vllm/native_adapter.py",
+    "specsuite/server/native_answers.py",
     "specsuite/families/integrity/openai_rules.py",
-    "specsuite/families/integrity/sglang_rules.py",
-    "specsuite/families/integrity/vllm_rules.py",
+    "specsuite/server/kinds/sglang/integrity_rules.py",
+    "specsuite/server/kinds/vllm/integrity_rules.py",
     "specsuite/families/integrity/native_answer.py",
-    "specsuite/families/bench/streams.py",
+    "specsuite/server/bench/streams.py",
     "specsuite/kernels/vllm_child.py",
     "specsuite/kernels/child_messages.py",  # the vLLM sampler child's protocol lines, read by the parent
 )

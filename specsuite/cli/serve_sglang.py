@@ -19,8 +19,8 @@ from pathlib import Path
 from specsuite.cli.serving_loop import serve_until_stopped
 from specsuite.errors import SpecsuiteError
 from specsuite.server.identity import redact_command
+from specsuite.server.kinds.sglang.launch import OPS_BANNER, install_release, release_venv, sglang_command, sglang_dir, sglang_env
 from specsuite.server.launcher import LaunchedServer
-from specsuite.server.sglang_launch import OPS_BANNER, install_release, release_venv, sglang_command, sglang_dir, sglang_env
 
 
 def serve_sglang(args: argparse.Namespace) -> int:

@@ -23,9 +23,9 @@ from pathlib import Path
 from specsuite.cli.serving_loop import serve_until_stopped
 from specsuite.errors import SpecsuiteError
 from specsuite.server.identity import redact_command
+from specsuite.server.kinds.vllm.launch import find_vllm_python, vllm_command, vllm_env
+from specsuite.server.kinds.vllm.patches import patch_env, require_patch_active
 from specsuite.server.launcher import LaunchedServer
-from specsuite.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
-from specsuite.server.vllm_patches import patch_env, require_patch_active
 from specsuite.session.option_table import find_option
 
 

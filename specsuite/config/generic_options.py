@@ -223,7 +223,7 @@ GENERIC_OPTIONS: tuple[Option, ...] = (
     # ---- `specsuite serve-reference`: every flag is the reference server's own (python -m specsuite.refserver --help)
     Option("args", "the reference server's flags (python -m specsuite.refserver --help)", ("serve-reference",), action="positional",
            nargs=argparse.REMAINDER, metavar="ARGS"),
-    # ---- `specsuite serve-vllm`: vLLM with one speculation method (specsuite/server/vllm_launch.py)
+    # ---- `specsuite serve-vllm`: vLLM with one speculation method (specsuite/server/kinds/vllm/launch.py)
     Option("--method", "vLLM's speculation method, or none", ("serve-vllm",), default="eagle", choices=("eagle", "draft_model", "ngram", "none")),
     Option("--port", "port to serve on", ("serve-vllm",), default=8141, type=int, bounds=PORT),
     Option("--host", "address to serve on", ("serve-vllm",), default="127.0.0.1"),
@@ -240,7 +240,7 @@ GENERIC_OPTIONS: tuple[Option, ...] = (
     Option("--planted-bias-c", "c of --patch planted_bias (1 is the correct sampler)", ("serve-vllm",), type=float,
            bounds=Range("a bias factor c of min(1, c*p/q) (1 is the correct sampler)", low=0.0, low_open=True)),
     Option("vllm_args", "more vLLM arguments, after --", ("serve-vllm",), action="positional", nargs=argparse.REMAINDER, metavar="-- VLLM_ARGS"),
-    # ---- `specsuite serve-sglang`: a real SGLang release on this CPU, on the project's ops (specsuite/server/sglang_launch.py)
+    # ---- `specsuite serve-sglang`: a real SGLang release on this CPU, on the project's ops (specsuite/server/kinds/sglang/launch.py)
     Option("--sglang-version", "the SGLang release to serve", ("serve-sglang",), default="0.5.23", choices=("0.5.20", "0.5.23")),
     Option("--method", "SGLang's speculation: EAGLE with the project's head, or none", ("serve-sglang",), default="eagle",
            choices=("eagle", "none"), dest="sglang_method"),

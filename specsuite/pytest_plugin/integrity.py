@@ -3,7 +3,8 @@ checked client every suite uses, and the probe that the tests in suites/test_int
 
 At session start (after the main plugin resolved the server) the session's client is replaced by its kind's
 checking client (`ServerKind.checking_client`: on SGLang a `CheckingClient`, so every /generate answer any suite
-receives runs through `specsuite.families.integrity.sglang_rules`; on vLLM the vLLM rules);
+receives runs through `specsuite.server.kinds.sglang.integrity_rules`; on vLLM the vLLM rules). The probe asks
+every kind the same typed native calls (`ServerClient.generate_native`, `stream_native`);
 violations are recorded with the id of the test that caused them, stored in results.json under
 `workloads.integrity_checks`, and asserted to be zero by the suite's session audit, which this
 plugin moves to the end of the run.
@@ -19,17 +20,18 @@ from typing import TYPE_CHECKING, Any, Callable
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.integrity.comparisons import compare_answers
 from specsuite.families.integrity.native_answer import ids_if_any, output_ids_of, text_of
 from specsuite.families.integrity.near_ties import describe, numerics_flip
 from specsuite.families.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
-from specsuite.families.integrity.sglang_rules import compare_answers, stop_seen_at, stream_finals
 from specsuite.families.integrity.wiring import checking_client, checking_openai_client
 from specsuite.families.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
 from specsuite.results.types import IntegrityResults, IntegrityTestOutcome
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.bench_answers import model_type_of
 from specsuite.server.generated_text import text_context
-from specsuite.server.protocol import GenerationRequest, Sampling, native_batch_payload, native_payload
+from specsuite.server.native_answers import stop_seen_at, stream_finals
+from specsuite.server.protocol import GenerationRequest, NativeGenerationRequest, Sampling, native_payload
 from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:
@@ -244,7 +246,7 @@ class IntegrityProbe:
         """The id count at which a request with this stop string ends: the fewest reference ids
         whose text holds it, when SGLang's stop check can see it there (its tail holds about as
         many ids as the string encodes to, so a string the model spelled in more ids is never
-        seen, specsuite.families.integrity.sglang_rules.stop_seen_at); None when it cannot, and a case placed there would
+        seen, specsuite.server.native_answers.stop_seen_at); None when it cannot, and a case placed there would
         only test our guess."""
         count = reference.tokens_to_contain(stop)
         if count is None or self.kind.sees_stop_strings_anywhere or self.client.context.decode is None or self.client.context.encode is None:
@@ -254,20 +256,20 @@ class IntegrityProbe:
         return count if stop_seen_at(stop, reference.ids, self.client.context) == count else None
 
     def generate(self, request: GenerationRequest) -> Any:
-        """The server's native answer to one typed request (the protocol writes the /generate body)."""
-        return self.client.generate(native_payload(request))
+        """The server's native answer to one typed request (`ServerClient.generate_native`)."""
+        return self.client.generate_native(NativeGenerationRequest.one(request)).raw
 
     def generate_batch(self, requests: Sequence[GenerationRequest]) -> list[dict[str, Any]]:
-        """The answers to one native batch request of these members (`batch_payload`)."""
-        return self.client.generate(batch_payload(requests))
+        """The answers to one native batch of these members, each with its own sampling (`NativeGenerationRequest.batch_of`)."""
+        return self.client.generate_native(NativeGenerationRequest.batch_of(requests)).results
 
     def both_ways(self, probe: GenerationRequest | Sequence[GenerationRequest]) -> tuple[Any, list[dict[str, Any] | None]]:
         """The non-streamed answer and what the streamed answer adds up to, per result, for one
-        request or one native batch of them (`batch_payload`)."""
-        payload = native_payload(probe) if isinstance(probe, GenerationRequest) else batch_payload(probe)
-        plain = self.client.generate(payload)
-        chunks = list(self.client.generate_stream(payload))
-        return plain, stream_finals(payload, chunks, self.client.context.incremental_streaming)
+        request or one native batch of them."""
+        native = NativeGenerationRequest.one(probe) if isinstance(probe, GenerationRequest) else NativeGenerationRequest.batch_of(probe)
+        plain = self.client.generate_native(native).raw
+        chunks = list(self.client.stream_native(native))
+        return plain, stream_finals(native.payload(), chunks, self.client.context.incremental_streaming)
 
     def map(self, function: Callable[[Any], Any], values: Any) -> list[Any]:
         with ThreadPoolExecutor(max_workers=WORKERS) as pool:
@@ -307,12 +309,6 @@ def greedy_payload(prompt: str, max_new_tokens: int, **params: Any) -> dict[str,
     """`greedy_request`'s /generate body, for callers that name the params as SGLang does (the tests)."""
     sampling = Sampling.from_params({"temperature": 0, "max_new_tokens": max_new_tokens, **params})
     return native_payload(GenerationRequest(prompt=prompt, sampling=sampling, logprobs=True))
-
-
-def batch_payload(requests: Sequence[GenerationRequest]) -> dict[str, Any]:
-    """One native batch of these requests, each with its own sampling params (SGLang's per-prompt
-    list, even where they agree): the batch probes test the per-prompt path."""
-    return native_batch_payload(requests, per_prompt_sampling=True)
 
 
 def stream_problems(plain: dict[str, Any], streamed: dict[str, Any] | None) -> list[str]:

@@ -4,18 +4,24 @@ Workloads describe what they want as a `GenerationRequest` (a prompt as text or 
 the logprob flags) and never build a server's JSON. Each server kind's client translates the request
 into its own wire body and its answer straight into `Generation`s:
 
-* `specsuite.server.sglang_client.SGLangClient`: SGLang's native POST /generate. The real SGLang CPU
+* `specsuite.server.kinds.sglang.client.SGLangClient`: SGLang's native POST /generate. The real SGLang CPU
   release (the live-SGLang issue) needs nothing beyond it: its recorded answers
   (tests/data/sglang_live/) parse through the same client (tests/server/test_protocol_wire.py shows it);
 * `specsuite.server.openai_client.OpenAICompletionsClient`: any OpenAI-shaped POST /v1/completions
   (a `GenerationClient` only: no tokenizer or server facts over that API);
-* `specsuite.server.vllm_client.VLLMClient`: vLLM's /v1/completions with its extras (token ids, logprob
+* `specsuite.server.kinds.vllm.client.VLLMClient`: vLLM's /v1/completions with its extras (token ids, logprob
   ids, per-request speculation metrics), answered directly, with no SGLang-shaped intermediate.
 
 The integrity rules check what the server really sent, so every `Answer` carries the raw JSON and
 the wire body next to the typed `Generation`s (`Answer.raw`, `Answer.wire`), and every client calls
 its raw-answer hook (`SGLangClient.generate`, `answered`/`streamed` on the OpenAI and vLLM clients)
-before it parses; the checking clients in `specsuite.families.integrity.recorder` override those hooks.
+before it parses; the kinds' checking clients (specsuite/server/kinds/<name>/checking.py) and the OpenAI one
+(`specsuite.families.integrity.recorder`) override those hooks.
+
+The integrity suite sends every kind the same requests in SGLang's native /generate vocabulary on purpose, so one set
+of rules reads every answer: that is the typed native call, `ServerClient.generate_native` /
+`stream_native` (a `NativeGenerationRequest` in, a `NativeReply` out), which SGLang serves natively and another
+kind through its own adapter (vLLM: specsuite/server/kinds/vllm/native_adapter.py).
 
 `Sampling.params()` names the fields as SGLang's `sampling_params` do (the project's recorded
 vocabulary: `Generation.params`, the results, the detectors); the OpenAI and vLLM clients rename them
@@ -169,6 +175,68 @@ class Answer:
         return self.generations[0]
 
 
+@dataclass(frozen=True)
+class NativeGenerationRequest:
+    """A call in the native /generate vocabulary, which the integrity suite sends to every kind on purpose (the
+    project's recorded vocabulary, so every kind's answer is read by the same rules): one typed request, or a
+    native batch of several, each member with its own sampling (SGLang's per-prompt list, even where the members
+    agree: the batch probes test the per-prompt path, and vLLM's adapter sends such a batch as one request per prompt)."""
+
+    requests: tuple[GenerationRequest, ...]
+    batch: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.requests or (not self.batch and len(self.requests) != 1):
+            raise SpecsuiteError("a native call is one request, or a batch of at least one")
+
+    @classmethod
+    def one(cls, request: GenerationRequest) -> NativeGenerationRequest:
+        return cls((request,))
+
+    @classmethod
+    def batch_of(cls, requests: Sequence[GenerationRequest]) -> NativeGenerationRequest:
+        return cls(tuple(requests), batch=True)
+
+    def payload(self) -> dict[str, Any]:
+        """The /generate body (`native_payload`, or `native_batch_payload` with per-prompt sampling)."""
+        if self.batch:
+            return native_batch_payload(self.requests, per_prompt_sampling=True)
+        return native_payload(self.requests[0])
+
+
+@dataclass(frozen=True)
+class NativeReply:
+    """The answer to a `NativeGenerationRequest`: the body that stood for it (`wire`) and the native answer as the
+    server (or the kind's adapter) gave it (`raw`: an object for one request with n = 1, else a list, prompt-major)."""
+
+    wire: dict[str, Any]
+    raw: Any
+
+    @property
+    def results(self) -> list[Any]:
+        """One native answer object per result, prompt-major (n results per prompt)."""
+        return self.raw if isinstance(self.raw, list) else [self.raw]
+
+
+class NativeCallsThroughPayloads:
+    """The protocol's native calls for a client whose raw-answer hooks take a native /generate body: `generate(payload)`
+    (the answer as the server, or the kind's adapter, gave it) and `generate_stream(payload)` (its chunks). A checking
+    client overrides those hooks, so the typed calls are checked too."""
+
+    def generate(self, payload: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
+        payload = request.payload()
+        return NativeReply(payload, self.generate(payload))
+
+    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
+        return self.generate_stream(request.payload())
+
+
 @runtime_checkable
 class GenerationClient(Protocol):
     """Typed generation against one server (the OpenAI-shaped client offers this much). Errors are
@@ -226,6 +294,16 @@ class ServerClient(GenerationClient, Protocol):
     def health(self) -> bool: ...
 
     def ready(self) -> bool: ...
+
+    def generate_native(self, request: NativeGenerationRequest) -> NativeReply:
+        """One native call (a request, or a native batch of them), answered in the native /generate vocabulary
+        whatever the kind speaks on the wire (SGLang natively; another kind through its own adapter)."""
+        ...
+
+    def stream_native(self, request: NativeGenerationRequest) -> Iterator[dict[str, Any]]:
+        """The same call streamed: native chunks (cumulative unless the server streams incrementally; a batch's
+        chunks carry `index`). The request is sent now; the reading may be lazy."""
+        ...
 
 
 # -- SGLang native wire ---------------------------------------------------------------------------

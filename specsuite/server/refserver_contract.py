@@ -1,12 +1,12 @@
 """Everything the harness knows about specsuite's reference server, in one place.
 
-The reference server (the top-level package ``refserver``) is a CPU emulation of an SGLang EAGLE
+The reference server (the package ``specsuite.refserver``) is a CPU emulation of an SGLang EAGLE
 server with the recycled-draft_probs bug's fix and no-fix arms. The harness launches it as a process
 (`server_command`), recognises it in /server_info, reads its ground-truth counters (and registers
 the A/B metrics only they feed, `COUNTER_RATES`) and loads its numpy sampler for the kernel suite;
-all of that goes through this module, the only one in ``specsuite/`` that imports ``refserver``
+all of that goes through this module, the only harness module that imports ``specsuite.refserver``
 (tests/packaging/test_layering.py). Those imports are lazy, so importing the harness does not import the
-server; the server itself never imports the harness (both share ``kernel_loading``).
+server; the server itself never imports the harness (both share ``specsuite.kernel_loading``).
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
-from specsuite.families.integrity.sglang_rules import CANARY_PATTERN, is_batch_payload, split_payload
+from specsuite.families.integrity.comparisons import CANARY_PATTERN
+from specsuite.server.native_answers import is_batch_payload, split_payload
 from tests.helpers.openai_fault_proxy import OPENAI_FAULTS, PADDED_ID, break_completion, break_completion_stream
 
 FAULTS = {

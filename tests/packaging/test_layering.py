@@ -17,6 +17,9 @@ the parts below), the reference server (`specsuite/refserver/`), the shared kern
   reference server load SGLang's sampler kernel through one loader;
 - the renderers read results only: nothing of the project but the typed results model
   (`specsuite.results.types`, which imports nothing of the project) and the root error, nor pytest;
+- the server layer (`specsuite.server`, every server kind's folder included) imports no workload family, nor the
+  analysis, the run's session, the orchestration, the command line or the pytest plugin: a kind's integrity rules and
+  bench stream reader need only what the server layer holds, and the families reach the kinds through the registry;
 - no import cycle anywhere in the project (`specsuite/`, `suites/`, conftest.py).
 
 Every import counts wherever it sits (module level or inside a function: a lazy import closes a
@@ -92,6 +95,20 @@ def test_reports_read_results_only():
     found = _offenders("reports", {"pytest", "harness", "pytest_plugin", "suites", "fixtures", "refserver", "kernel_loading"})
     assert not {module: names for module, names in found.items() if not all(map(is_results_model, names))}
     assert not {layer_of(name) for name in IMPORTS[RESULTS_MODEL]} - {None}
+
+
+ABOVE_THE_SERVER = ("specsuite.families", "specsuite.analysis", "specsuite.session", "specsuite.orchestration", "specsuite.cli",
+                    "specsuite.pytest_plugin", "suites")
+
+
+def test_the_server_layer_kinds_included_imports_nothing_above_it():
+    def above(name: str) -> bool:
+        return any(name == part or name.startswith(part + ".") for part in ABOVE_THE_SERVER) or layer_of(name) == "pytest"
+
+    server = {module: names for module, names in IMPORTS.items() if module == "specsuite.server" or module.startswith("specsuite.server.")}
+    assert "specsuite.server.kinds.sglang.integrity_rules" in server and "specsuite.server.kinds.vllm.bench_stream" in server  # the rule is live
+    found = {module: sorted(filter(above, names)) for module, names in server.items()}
+    assert not {module: names for module, names in found.items() if names}
 
 
 def test_no_import_cycle_anywhere_lazy_imports_included():

@@ -13,9 +13,10 @@ import pytest
 
 from specsuite.pytest_plugin.integrity import IntegrityProbe
 from specsuite.server import kinds
-from specsuite.server.sglang_client import SGLangClient
-from specsuite.server.vllm_client import VLLMClient
-from tests.helpers.stub_kind import STUBBY, StubbyClient
+from specsuite.server.kinds.sglang.client import SGLangClient
+from specsuite.server.kinds.vllm.client import VLLMClient
+from tests.helpers.stub_server_kind.client import StubbyClient
+from tests.helpers.stub_server_kind.kind import STUBBY
 
 
 def probe(client: Any, server_args: dict[str, Any], assume: bool = False) -> IntegrityProbe:
@@ -64,7 +65,7 @@ def test_sglang_without_deterministic_inference_keeps_its_seed_reason():
 
 
 def test_a_kind_that_seeds_each_request_but_says_nothing_of_batches_is_skipped():
-    """A third kind with seeds_each_request and no batch_invariance reader (tests/helpers/stub_kind.py)."""
+    """A third kind with seeds_each_request and no batch_invariance reader (tests/helpers/stub_server_kind/)."""
     kinds.register(STUBBY)
     try:
         holds, reason = probe(StubbyClient("http://h:1"), {"server_kind": "stubby"}).batch_invariance()

@@ -50,7 +50,7 @@ def test_greedy_equality_fails_the_lossy_verify_and_passes_the_fix_arm_and_the_c
 
     from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload
     from specsuite.project_paths import DATA_DIR
-    from specsuite.server.sglang_client import SGLangClient
+    from specsuite.server.kinds.sglang.client import SGLangClient
 
     prompts = [json.loads(line)["prompt"] for line in (DATA_DIR / "correctness_prompts.jsonl").read_text().splitlines()]
     config = LosslessConfig(greedy_prompts=96, greedy_concurrencies=(8,), numerics_gap=0.25)

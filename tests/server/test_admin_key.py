@@ -20,8 +20,8 @@ from specsuite.families.bench.runner import BenchConfig, run_benchmark
 from specsuite.families.correctness.prompts import load_prompts
 from specsuite.families.correctness.workload import PROFILES, SamplingCase, run_case
 from specsuite.server.faults import ErrorClass, RequestFault
+from specsuite.server.kinds.sglang.client import SGLangClient
 from specsuite.server.launcher import launch_reference_server
-from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.vocab import load_vocab_info
 
 API_KEY = "api-key-for-admin-tests-31"

@@ -37,8 +37,8 @@ from specsuite.server.faults import (
     parse_retry_after,
 )
 from specsuite.server.interrupts import child_pids, terminate_as_interrupt, wait_for_exit
+from specsuite.server.kinds.sglang.client import SGLangClient
 from specsuite.server.launcher import find_free_port
-from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.vocab import load_vocab_info
 from tests.helpers.misbehaving_server import MODEL_DIR, MisbehavingServer
 

@@ -177,8 +177,8 @@ def padded_refserver(tmp_path_factory):
 
 
 def test_the_reference_server_scores_padded_ids_as_sglang_does(padded_refserver):
+    from specsuite.server.kinds.sglang.client import SGLangClient
     from specsuite.server.protocol import GenerationRequest, Sampling
-    from specsuite.server.sglang_client import SGLangClient
 
     vocab = VocabInfo(tokenizer_length=8100, vocab_size=8128, eos_ids=frozenset(), special_ids=frozenset(), empty_decoding_ids=frozenset(),
                       token0_text="!")

@@ -10,10 +10,10 @@ import pytest
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server.faults import ErrorClass, RequestFault
+from specsuite.server.kinds.sglang.client import SGLangClient
+from specsuite.server.kinds.vllm.client import VLLMClient
 from specsuite.server.openai_client import OpenAICompletionsClient
 from specsuite.server.protocol import GenerationClient, GenerationRequest, Sampling, ServerClient, native_batch_payload, native_payload
-from specsuite.server.sglang_client import SGLangClient
-from specsuite.server.vllm_client import VLLMClient
 from tests.server.test_protocol_wire import _sglang_answer, _vllm_answer, _wired
 
 REQUEST = GenerationRequest(prompt="Hi", sampling=Sampling(temperature=0.5, max_new_tokens=4, seed=9, no_stop_trim=True, stop=("\n",),

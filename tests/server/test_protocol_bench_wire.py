@@ -1,4 +1,4 @@
-"""The serving benchmark's bodies, now built on the server side (specsuite/server/bench_wire.py), are
+"""The serving benchmark's bodies, now built on the server side (specsuite/server/bench/wire.py), are
 byte-for-byte the bodies the workload built before (tests/data/protocol_wire/bench_bodies.json,
 captured by capture_bench_bodies.py.txt next to it), with the same sampling_sent and ignored flags."""
 
@@ -12,7 +12,7 @@ import pytest
 from specsuite.errors import SpecsuiteError
 from specsuite.families.bench.client import RequestSettings
 from specsuite.families.bench.datasets import DatasetRow
-from specsuite.server.bench_wire import BenchWire
+from specsuite.server.bench.wire import BenchWire
 from specsuite.server.protocol import GenerationRequest, Sampling
 
 RECORDED = json.loads((Path(__file__).parents[1] / "data" / "protocol_wire" / "bench_bodies.json").read_text())

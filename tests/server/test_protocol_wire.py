@@ -24,12 +24,12 @@ from specsuite.families.gsm8k.prompt import build_request as gsm8k_request
 from specsuite.families.lossless.scoring import scoring_request
 from specsuite.server.answer_shapes import PROMPT, SAMPLING
 from specsuite.server.generation import generations_from_sglang
+from specsuite.server.kinds.sglang.client import SGLangClient
+from specsuite.server.kinds.vllm.client import VLLMClient
 from specsuite.server.openai_client import OpenAICompletionsClient
 from specsuite.server.protocol import GenerationRequest, RawAnswer, Sampling, ServerClient, native_payload
 from specsuite.server.sampling_pins import pinned
-from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.transport import encode_json
-from specsuite.server.vllm_client import VLLMClient
 
 DATA = Path(__file__).parents[1] / "data"
 OLD = json.loads((DATA / "protocol_wire" / "old_payloads.json").read_text())

@@ -11,9 +11,9 @@ import pytest
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server import kinds
+from specsuite.server.kinds.vllm.client import VLLMClient
 from specsuite.server.protocol import Sampling
 from specsuite.server.sampling_pins import NEUTRAL, model_generation_defaults, pinned, unpinned
-from specsuite.server.vllm_client import VLLMClient
 
 VLLM_LIST = ("repetition_penalty", "presence_penalty", "frequency_penalty", "temperature", "top_k", "top_p", "min_p", "max_new_tokens")
 

@@ -13,8 +13,8 @@ import pytest
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server.kinds import detect, kind_of_client, make_client
-from specsuite.server.sglang_client import SGLangClient
-from specsuite.server.vllm_client import VLLMClient
+from specsuite.server.kinds.sglang.client import SGLangClient
+from specsuite.server.kinds.vllm.client import VLLMClient
 from tests.helpers.http_sessions import serve
 
 VLLM_ROUTES = {"/version": {"version": "0.32.0"},

@@ -1,4 +1,4 @@
-"""Tests for specsuite.server.sglang_client against small HTTP servers started here (stdlib, one thread each).
+"""Tests for specsuite.server.kinds.sglang.client against small HTTP servers started here (stdlib, one thread each).
 
 Every failure must surface as a one-line SpecsuiteError, quickly, without the API key in it.
 """
@@ -17,7 +17,7 @@ import pytest
 from specsuite.errors import SpecsuiteError
 from specsuite.server.generation import Generation, generations_from_sglang
 from specsuite.server.identity import ServerIdentity
-from specsuite.server.sglang_client import SGLangClient
+from specsuite.server.kinds.sglang.client import SGLangClient
 from tests.helpers.http_sessions import serve
 
 API_KEY = "sk-planted-9c2e-SECRET"

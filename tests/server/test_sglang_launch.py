@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from specsuite.errors import SpecsuiteError
-from specsuite.server import sglang_launch
-from specsuite.server.sglang_launch import CPU_OPS_SITE, INSTALLER, OPS_BANNER, release_venv, sglang_command, sglang_env
+from specsuite.server.kinds.sglang import launch as sglang_launch
+from specsuite.server.kinds.sglang.launch import CPU_OPS_SITE, INSTALLER, OPS_BANNER, release_venv, sglang_command, sglang_env
 
 ROOT = Path(__file__).resolve().parents[2]
 

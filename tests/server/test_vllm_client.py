@@ -12,10 +12,11 @@ import json
 import pytest
 
 from specsuite.errors import SpecsuiteError
-from specsuite.families.integrity.sglang_rules import IntegrityContext
-from specsuite.families.integrity.vllm_rules import check_vllm_completion, check_vllm_stream, spec_problems
-from specsuite.server import vllm_client
-from specsuite.server.vllm_launch import find_vllm_python, speculative_config, vllm_command
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.vllm import client as vllm_client
+from specsuite.server.kinds.vllm import native_adapter, wire
+from specsuite.server.kinds.vllm.integrity_rules import check_vllm_completion, check_vllm_stream, spec_problems
+from specsuite.server.kinds.vllm.launch import find_vllm_python, speculative_config, vllm_command
 from specsuite.session.option_table import find_option
 
 EOS = 8091
@@ -48,7 +49,7 @@ def test_native_payload_becomes_a_completions_body():
     payload = {"text": "Henry was", "return_logprob": True,
                "sampling_params": {"temperature": 0.6, "top_p": 0.95, "max_new_tokens": 32, "sampling_seed": 7, "stop": ["x"],
                                    "no_stop_trim": True, "top_k": -1, "ignore_eos": None}}
-    body = vllm_client.native_body("m", payload, ["Henry was"], payload["sampling_params"], stream=True)
+    body = native_adapter.native_body("m", payload, ["Henry was"], payload["sampling_params"], stream=True)
     # top_k -1 stays: an omitted top_k would take the model's generation_config.json default on vLLM
     assert body == {"model": "m", "prompt": "Henry was", "stream": True, "return_token_ids": True, "temperature": 0.6, "top_p": 0.95,
                     "top_k": -1, "max_tokens": 32, "seed": 7, "stop": ["x"], "include_stop_str_in_output": True, "logprobs": 0,
@@ -58,7 +59,7 @@ def test_native_payload_becomes_a_completions_body():
 def test_answer_becomes_a_native_item_with_spec_fields():
     ids = [516, 13, EOS]
     answer = _answer(ids, "stop", None, spec=SPEC)
-    item = vllm_client.native_item(_body(), answer, answer["choices"][0], single=True)
+    item = native_adapter.native_item(_body(), answer, answer["choices"][0], single=True)
     meta = item["meta_info"]
     assert item["output_ids"] == ids
     assert meta["finish_reason"] == {"type": "stop", "matched": EOS}  # vLLM's stop_reason None is EOS: the last id
@@ -68,9 +69,9 @@ def test_answer_becomes_a_native_item_with_spec_fields():
 
 
 def test_finish_reasons_map_to_sglang_objects():
-    assert vllm_client.finish_reason({"finish_reason": "length"}, [1, 2], {"max_tokens": 2}) == {"type": "length", "length": 2}
-    assert vllm_client.finish_reason({"finish_reason": "stop", "stop_reason": "tri"}, [1], {}) == {"type": "stop", "matched": "tri"}
-    assert vllm_client.finish_reason({"finish_reason": "stop", "stop_reason": 198}, [198], {}) == {"type": "stop", "matched": 198}
+    assert wire.finish_reason({"finish_reason": "length"}, [1, 2], {"max_tokens": 2}) == {"type": "length", "length": 2}
+    assert wire.finish_reason({"finish_reason": "stop", "stop_reason": "tri"}, [1], {}) == {"type": "stop", "matched": "tri"}
+    assert wire.finish_reason({"finish_reason": "stop", "stop_reason": 198}, [198], {}) == {"type": "stop", "matched": 198}
 
 
 def test_stream_chunks_become_cumulative_native_chunks():
@@ -78,13 +79,13 @@ def test_stream_chunks_become_cumulative_native_chunks():
               {"id": "c", "choices": [{"index": 0, "text": "bc", "token_ids": [6, 7, 8], "finish_reason": None}]},  # 3 accepted at once
               {"id": "c", "choices": [{"index": 0, "text": "", "token_ids": [EOS], "finish_reason": "stop", "stop_reason": None}]},
               {"id": "c", "choices": [], "usage": {"prompt_tokens": 2, "completion_tokens": 5}, "metrics": {"speculative_decoding": STREAM_SPEC}}]
-    native = vllm_client.cumulative_native_chunks({"max_tokens": 9}, chunks)
+    native = native_adapter.cumulative_native_chunks({"max_tokens": 9}, chunks)
     assert [c["output_ids"] for c in native] == [[5], [5, 6, 7, 8], [5, 6, 7, 8, EOS]]
     assert native[-1]["text"] == "abc" and native[-1]["meta_info"]["finish_reason"] == {"type": "stop", "matched": EOS}
     assert native[-1]["meta_info"]["spec_verify_ct"] == 2
     assert check_vllm_stream({"max_tokens": 9}, chunks, CONTEXT) == []
     swapped = [chunks[1], chunks[0], *chunks[2:]]  # a swapped pair still adds up; the ids order does not
-    assert vllm_client.cumulative_native_chunks({}, swapped)[-1]["output_ids"] != native[-1]["output_ids"]
+    assert native_adapter.cumulative_native_chunks({}, swapped)[-1]["output_ids"] != native[-1]["output_ids"]
     finished_early = [chunks[2], chunks[0], chunks[1], chunks[3]]
     assert "stream_finish" in {v.check for v in check_vllm_stream({"max_tokens": 9}, finished_early, CONTEXT)}
 

@@ -1,6 +1,6 @@
 """Each fault on the vLLM path is flagged by the check that owns it, and the clean proxy passes.
 
-One vLLM server with EAGLE (the project's tiny models, `specsuite.server.vllm_launch`) runs behind
+One vLLM server with EAGLE (the project's tiny models, `specsuite.server.kinds.vllm.launch`) runs behind
 `tests/helpers/fault_proxy.py`; the harness reaches it through the proxy exactly as a suite does
 (`open_server` detects vLLM, `VLLMClient` speaks /v1/completions, `CheckingVLLMClient` runs the vLLM
 integrity rules on the raw answers). For every fault, the same request is sent with the proxy
@@ -36,13 +36,13 @@ import pytest
 from specsuite.errors import SpecsuiteError
 from specsuite.families.correctness.detectors import scan_generation
 from specsuite.families.integrity.recorder import IntegrityRecorder
-from specsuite.families.integrity.sglang_rules import stream_finals
 from specsuite.families.integrity.wiring import checking_client
 from specsuite.pytest_plugin.integrity import REPETITIVE_PROMPTS, greedy_payload, stream_problems
 from specsuite.server.generation import Generation, generations_from_sglang
+from specsuite.server.kinds.vllm.launch import find_vllm_python, vllm_command, vllm_env
 from specsuite.server.launcher import LaunchedServer, find_free_port
+from specsuite.server.native_answers import stream_finals
 from specsuite.server.session import ServerOptions, open_server
-from specsuite.server.vllm_launch import find_vllm_python, vllm_command, vllm_env
 from tests.helpers.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.slow

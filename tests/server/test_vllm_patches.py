@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from specsuite.errors import SpecsuiteError
-from specsuite.server import vllm_patches
-from specsuite.server.vllm_patches import PATCHES, PATCHES_DIR, patch_env, patch_problem, require_patch_active
+from specsuite.server.kinds.vllm import patches as vllm_patches
+from specsuite.server.kinds.vllm.patches import PATCHES, PATCHES_DIR, patch_env, patch_problem, require_patch_active
 
 EXPAND_DIR = PATCHES_DIR / "expand_fix"
 BIAS_DIR = PATCHES_DIR / "planted_bias"

@@ -12,8 +12,10 @@ import re
 from pathlib import Path
 
 from specsuite.families.integrity.openai_rules import COMPLETIONS_DEFAULT_MAX_TOKENS, native_params
-from specsuite.families.integrity.sglang_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS, IntegrityContext, stream_finals
 from specsuite.refserver import protocol
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.sglang.integrity_rules import SGLANG_DEFAULT_MAX_NEW_TOKENS
+from specsuite.server.native_answers import stream_finals
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -10,9 +10,10 @@ import re
 import pytest
 import requests
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, check_response
 from specsuite.families.lossless.scoring import parse_scoring, scoring_request
 from specsuite.refserver.model_loading import MODEL_DIR
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.sglang.integrity_rules import check_response
 from specsuite.server.launcher import launch_reference_server
 from specsuite.server.protocol import native_payload
 from specsuite.server.tokenizer import load_tokenizer

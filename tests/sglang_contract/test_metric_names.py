@@ -41,7 +41,7 @@ def test_the_scan_finds_sglang_metrics(sglang_source):
 
 
 def test_counters_the_harness_reads_exist(sglang_source):
-    """specsuite/server/kinds/sglang.py and specsuite/families/correctness/family.py read these by name; a renamed metric
+    """specsuite/server/kinds/sglang/kind.py and specsuite/families/correctness/family.py read these by name; a renamed metric
     would read as "no metrics" and silently drop the server-side evidence."""
     metrics = sglang_metrics(sglang_source)
     read = [*kinds.get("sglang").counters, correctness.GENERATED_TOKENS]

@@ -15,12 +15,14 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, check_response
 from specsuite.refserver.engine import Engine, EngineConfig, EngineCounters
 from specsuite.refserver.engine_request import EngineRequest, LogprobConfig, SamplingConfig
 from specsuite.refserver.model_loading import MODEL_DIR, ReferenceModel
 from specsuite.refserver.responses import TEXT_CONTEXT_IDS, output_text
 from specsuite.server.generated_text import SGLANG_TEXT_CONTEXT_IDS, decode_in_context, prefix_texts_in_context
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.sglang.integrity_rules import check_response
+from specsuite.server.protocol import NativeCallsThroughPayloads
 from tests.helpers.sentencepiece_style import sentencepiece_style_tokenizer
 
 SCHEDULE_BATCH = "srt/managers/schedule_batch.py"
@@ -264,10 +266,9 @@ def test_min_new_tokens_masks_stop_ids_but_not_stop_strings(sglang_source) -> No
     assert engine._mask_stop_ids([waiting], probs) is probs  # min_new_tokens reached: nothing masked
 
 
-class _SentencePieceServer:
-    """Just enough of a client for the integrity probe's reference: /generate answers the given
-    ids with SGLang's in-context text, /tokenize and /detokenize use the SentencePiece-style
-    tokenizer."""
+class _SentencePieceServer(NativeCallsThroughPayloads):
+    """Just enough of a client for the integrity probe's reference: its native call (through /generate) answers the
+    given ids with SGLang's in-context text, /tokenize and /detokenize use the SentencePiece-style tokenizer."""
 
     def __init__(self, tokenizer: Tokenizer, output: list[int]) -> None:
         self.tokenizer, self.output = tokenizer, output

@@ -31,8 +31,8 @@ from specsuite.families.correctness.prompts import load_prompts  # noqa: E402
 from specsuite.families.lossless.options import lossless_settings  # noqa: E402
 from specsuite.families.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
 from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, draft_steps_of  # noqa: E402
+from specsuite.server.kinds.sglang.client import SGLangClient  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
-from specsuite.server.sglang_client import SGLangClient  # noqa: E402
 from specsuite.stats import clopper_pearson  # noqa: E402
 
 DEFAULTS = LosslessConfig()

@@ -41,9 +41,9 @@ from specsuite.families.lossless.directed import DirectedPosition, acceptance_be
 from specsuite.families.lossless.reference import SPECULATION_OFF_ARGS  # noqa: E402
 from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of  # noqa: E402
 from specsuite.server.identity import ServerIdentity  # noqa: E402
+from specsuite.server.kinds.sglang.client import SGLangClient  # noqa: E402
+from specsuite.server.kinds.vllm.client import VLLMClient  # noqa: E402
 from specsuite.server.launcher import launch_reference_server  # noqa: E402
-from specsuite.server.sglang_client import SGLangClient  # noqa: E402
-from specsuite.server.vllm_client import VLLMClient  # noqa: E402
 from specsuite.stats import clopper_pearson  # noqa: E402
 
 TESTS = ("pit", "mode_rate", "betting")

@@ -23,11 +23,11 @@ Timing, per request, all from `time.perf_counter()`:
 - `output_len`: native `meta_info.completion_tokens`; OpenAI `usage.completion_tokens` from any
   chunk, else the requested length (bench_serving's fallback, exact only with ignore_eos).
 
-Chunks: each backend's reader (specsuite/families/bench/streams.py) is the one its server kind names
+Chunks: each backend's reader (specsuite/server/bench/streams.py, or the kind's `bench_stream.py`) is the one its server kind names
 (`BenchBackend.read_chunk`, specsuite/server/kinds/); this module reads the SSE lines and stamps them.
 
 Request bodies: this module builds no server JSON. Each request goes to the server side as a
-typed `GenerationRequest` (`RequestSettings.bench_request`), and `specsuite.server.bench_wire.BenchWire`
+typed `GenerationRequest` (`RequestSettings.bench_request`), and `specsuite.server.bench.wire.BenchWire`
 turns it into the bytes bench_serving (or `vllm bench serve`) sends for the backend, with
 bench_serving's sampling rule (temperature/top_p on the OpenAI backends only with `oai_sampling`,
 ours, recorded in the run's `sampling_sent`).
@@ -75,9 +75,9 @@ import aiohttp
 import orjson
 
 from specsuite.families.bench.datasets import DatasetRow
-from specsuite.families.bench.streams import ChunkReading, RequestOutput
 from specsuite.server import kinds
-from specsuite.server.bench_wire import BenchWire, bench_sampling
+from specsuite.server.bench.streams import ChunkReading, RequestOutput
+from specsuite.server.bench.wire import BenchWire, bench_sampling
 from specsuite.server.protocol import GenerationRequest, Sampling
 from specsuite.server.transport import error_message_of, shorten
 
@@ -138,7 +138,7 @@ class RequestSettings:
 
 class _StreamState(ChunkReading):
     """Per-request parser state; `feed` hands one JSON chunk, stamped with its arrival time, to the reader of the
-    run's backend (`specsuite.families.bench.streams`, named by the server kind that offers the backend)."""
+    run's backend (`specsuite.server.bench.streams`, named by the server kind that offers the backend)."""
 
     def __init__(self, backend: str, output: RequestOutput, requested_len: int) -> None:
         super().__init__(output, requested_len)

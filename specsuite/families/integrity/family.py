@@ -2,7 +2,7 @@
 
 Records: a repeat's `workloads.integrity_checks` (specsuite.families.integrity.recorder.IntegrityRecorder
 .to_dict): the answers checked, the violations in all (the case "all checks") and per check (one case per
-check of specsuite.families.integrity.sglang_rules.CHECKS, and any other the counts name).  Metrics: the
+check of specsuite.server.integrity_rules.CHECKS, and any other the counts name).  Metrics: the
 violations per checked answer in all (`integrity_violations`) and per check (`integrity_check_violations`),
 both event rates the history stores and trends.
 
@@ -22,9 +22,9 @@ from specsuite.compare.engines import Engine, Pending, compare_rate, pooled
 from specsuite.compare.metric import Events, Metric
 from specsuite.compare.series import CaseRuns, rate_series, sorted_cases
 from specsuite.families.integrity.options import OPTIONS, IntegritySettings
-from specsuite.families.integrity.sglang_rules import CHECKS
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
 from specsuite.results.types import ComparisonRow, IntegrityChecks, Repeat, ReportSection
+from specsuite.server.integrity_rules import CHECKS
 
 ALL_CHECKS = "all checks"  # the case of the total
 

@@ -1,7 +1,7 @@
 """Integrity checks on OpenAI-shaped answers: `/v1/completions` and `/v1/chat/completions`,
 streamed or not, as SGLang 0.5.23 serves them.
 
-The native rules of `specsuite.families.integrity.sglang_rules` need output ids, which an OpenAI answer carries only with
+The native rules of `specsuite.server.kinds.sglang.integrity_rules` need output ids, which an OpenAI answer carries only with
 SGLang's `return_token_ids` (completions: `choices[i].token_ids`; chat, non-stream only:
 `choices[i].response_token_ids`). Where a choice has them it is re-shaped as a native answer and
 every native rule runs on it (completion count, finish against ids, budget, stop id / string,
@@ -24,7 +24,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, Violation, check_response, item_prompt_hash, stop_strings
+from specsuite.server.integrity_rules import IntegrityContext, Violation
+from specsuite.server.kinds.sglang.integrity_rules import check_response
+from specsuite.server.native_answers import item_prompt_hash, stop_strings
 
 COMPLETIONS, CHAT = "completions", "chat"
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # srt/entrypoints/openai/protocol.py: CompletionRequest.max_tokens
@@ -293,14 +295,3 @@ def check_openai_stream(api: str, body: dict[str, Any], chunks: list[dict[str, A
         return found
     return found + check_openai(api, body, reassemble_openai_stream(api, chunks), context, streamed=True)
 
-
-def answered_choice_count(result: Any) -> int:
-    """How many choices an OpenAI answer carries; 1 when it names none."""
-    choices = result.get("choices") if isinstance(result, dict) else None
-    return len(choices) if isinstance(choices, list) and choices else 1
-
-
-def streamed_choice_count(chunks: list[dict[str, Any]]) -> int:
-    """How many choices (distinct `index`es) an OpenAI stream's chunks carry; 1 when they name none."""
-    indexes = {c.get("index") for chunk in chunks for c in (chunk.get("choices") or []) if isinstance(c, dict)}
-    return max(len(indexes), 1)

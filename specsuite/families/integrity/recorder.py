@@ -1,10 +1,10 @@
-"""Run the integrity checks on every answer a client receives, and record what breaks.
+"""Record what breaks in the answers the checking clients check.
 
-`CheckingClient` is an `SGLangClient` (same transport, same connection pool) whose `generate` and
-`generate_stream` pass each answer through `specsuite.families.integrity.sglang_rules` before handing it back unchanged.
-`CheckingVLLMClient` does the same for a `VLLMClient`'s raw answers through `specsuite.families.integrity.vllm_rules`,
-and `CheckingOpenAIClient` for `/v1/completions` and `/v1/chat/completions` answers (streamed or not) through
-`specsuite.families.integrity.openai_rules`. Each server kind names its checking client (specsuite/server/kinds/).
+Each server kind names the client that runs its own rules on every answer (`ServerKind.checking_client`, in
+specsuite/server/kinds/<name>/checking.py: SGLang's `CheckingClient`, vLLM's `CheckingVLLMClient`); they report to
+an `IntegrityRecorder` through the server layer's `ViolationSink` interface. `CheckingOpenAIClient`, here, does the
+same for any kind's `/v1/completions` and `/v1/chat/completions` answers (streamed or not) through
+`specsuite.families.integrity.openai_rules`.
 Violations go to an `IntegrityRecorder` — counted per check and quoted — and are never raised, so
 a workload runs to the end; the suites assert the recorder is clean. `specsuite.families.integrity.wiring` wires
 any workload in one line (`checking_client(server, recorder)`).
@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any
 
-from specsuite.families.integrity.openai_rules import answered_choice_count, check_openai, check_openai_stream, streamed_choice_count
-from specsuite.families.integrity.sglang_rules import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
-from specsuite.families.integrity.vllm_rules import check_vllm_completion, check_vllm_stream
+from specsuite.families.integrity.openai_rules import check_openai, check_openai_stream
 from specsuite.results.types import IntegrityChecks
+from specsuite.server.integrity_rules import (
+    CHECKS,
+    IntegrityContext,
+    Violation,
+    answered_choice_count,
+    guarded_checks,
+    streamed_choice_count,
+)
 from specsuite.server.openai_client import OpenAICompletionsClient
-from specsuite.server.sglang_client import SGLangClient
-from specsuite.server.transport import HttpTransport, shorten
-from specsuite.server.vllm_client import VLLMClient
+from specsuite.server.transport import HttpTransport
 
 DEFAULT_QUOTES_PER_CHECK = 5
 UNLABELLED = "unlabelled"
@@ -106,76 +109,13 @@ class IntegrityRecorder:
         )
 
 
-class CheckingClient(SGLangClient):
-    """An SGLangClient that checks every /generate answer (streamed or not) and records violations.
-
-    Answers come back exactly as the server sent them; a violation never raises. A stream is
-    checked once it has been read to `[DONE]` (a stream abandoned early is not checked).
-    """
-
-    def __init__(self, inner: SGLangClient, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
-        # No super().__init__: share the inner client's transport (session, auth, timeouts), so
-        # closing either closes both and no second connection pool is opened.
-        self._http = inner._http
-        self.inner = inner
-        self.recorder = recorder
-        self.context = context
-
-    def generate(self, payload: dict[str, Any]) -> dict[str, Any] | list[dict[str, Any]]:
-        response = super().generate(payload)
-        self.recorder.record(self._guarded(lambda: check_generate(payload, response, self.context)), answers=_result_count(payload))
-        return response
-
-    def generate_stream(self, payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        # super().generate_stream sends the request now; only the reading is deferred.
-        return self._checked(payload, super().generate_stream(payload))
-
-    def _checked(self, payload: dict[str, Any], chunks: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        seen = []
-        for chunk in chunks:
-            seen.append(chunk)
-            yield chunk
-        self.recorder.record(self._guarded(lambda: check_stream(payload, seen, self.context)), answers=_result_count(payload), stream=True)
-
-    @staticmethod
-    def _guarded(run: Callable[[], list[Violation]]) -> list[Violation]:
-        return guarded_checks(run)
-
-
-def guarded_checks(run: Callable[[], list[Violation]]) -> list[Violation]:
-    """The checks guard every field they read; an answer shaped beyond that is itself a finding,
-    and must not end the caller's workload."""
-    try:
-        return run()
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        return [Violation("response_shape", f"answer has an unexpected structure: {shorten(repr(exc), 100)}")]
-
-
-class CheckingVLLMClient(VLLMClient):
-    """A `VLLMClient` whose every raw /v1/completions answer (streamed or not) is checked by the
-    vLLM rules before it is translated; like `CheckingClient`, it shares the inner transport."""
-
-    def __init__(self, inner: VLLMClient, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
-        self._http = inner._http
-        self._model, self._card, self._spec_snapshot = inner._model, inner._card, inner._spec_snapshot
-        self.inner = inner
-        self.recorder = recorder
-        self.context = context
-
-    def answered(self, body: dict[str, Any], result: Any) -> None:
-        self.recorder.record(guarded_checks(lambda: check_vllm_completion(body, result, self.context)), answers=answered_choice_count(result))
-
-    def streamed(self, body: dict[str, Any], chunks: list[dict[str, Any]]) -> None:
-        self.recorder.record(guarded_checks(lambda: check_vllm_stream(body, chunks, self.context)), answers=1, stream=True)
-
-
 class CheckingOpenAIClient(OpenAICompletionsClient):
     """An OpenAI client whose every answer (completions or chat, streamed or not) is checked and
     its violations recorded; answers are returned unchanged and a violation never raises."""
 
     def __init__(self, transport: HttpTransport, model: str, recorder: IntegrityRecorder, context: IntegrityContext) -> None:
         # No super().__init__: share the native client's transport (session, auth, timeouts), as
-        # CheckingClient does, so closing either closes both.
+        # the kinds' checking clients do, so closing either closes both.
         self._http = transport
         self.model = model
         self.recorder = recorder
@@ -188,9 +128,3 @@ class CheckingOpenAIClient(OpenAICompletionsClient):
         answers = streamed_choice_count(chunks)
         self.recorder.record(guarded_checks(lambda: check_openai_stream(api, body, chunks, self.context)), answers=answers, stream=True)
 
-
-def _result_count(payload: dict[str, Any]) -> int:
-    try:
-        return len(split_payload(payload))
-    except (TypeError, AttributeError):
-        return 1

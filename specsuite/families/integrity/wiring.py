@@ -3,8 +3,9 @@
     client = checking_client(server, recorder)        # server: a ServerUnderTest
     openai = checking_openai_client(server, recorder)  # the same server's OpenAI routes
 
-The server's kind names the client that runs its rules (`ServerKind.checking_client`, specsuite/server/kinds/); the
-checking clients themselves, and the recorder they report to, are in `specsuite.families.integrity.recorder`.
+The server's kind names the client that runs its rules (`ServerKind.checking_client`, in the kind's folder under
+specsuite/server/kinds/); the recorder they report to, and the OpenAI routes' checking client, are in
+`specsuite.families.integrity.recorder`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Any
 
 from specsuite.errors import SpecsuiteError
 from specsuite.families.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
-from specsuite.families.integrity.sglang_rules import IntegrityContext
 from specsuite.server import kinds
+from specsuite.server.integrity_rules import IntegrityContext
 from specsuite.server.session import ServerUnderTest
 from specsuite.server.tokenizer import load_tokenizer
 

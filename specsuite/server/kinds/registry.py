@@ -1,6 +1,7 @@
 """The server-kind registry: one `ServerKind` entry per server the harness speaks, and the lookups generic code uses.
 
-A kind's own module (specsuite/server/kinds/sglang.py, vllm.py) builds its entry and `register`s it: its client, the
+A kind's own folder (specsuite/server/kinds/sglang/, vllm/) builds its entry (`kind.py`), which the package registers
+(`specsuite.server.kinds.BUILTIN_KINDS`): its client, the
 probe detection asks, its launcher, the client that runs its integrity rules, the serving-bench formats it offers
 (`BenchBackend`), its Prometheus counters, and flags named after what the server does. Generic code looks an entry
 up (`get`, `kind_of_client`, `bench_backend`, `kind_of_backend`) or iterates them (`detect`, `all_counters`) and
@@ -48,9 +49,9 @@ class AcceptCounters:
 class BenchBackend:
     """One wire format of the serving benchmark, under its bench_serving --backend name.
 
-    `body(request, model, sent, extra)` builds the request body (specsuite/server/bench_formats.py) and
+    `body(request, model, sent, extra)` builds the request body (specsuite/server/bench/formats.py) and
     `read_chunk(state, chunk, stamp)` reads one streamed chunk into the request's measurements
-    (specsuite/families/bench/streams.py).
+    (`ChunkReading`, specsuite/server/bench/streams.py; a kind's own format's reader is in its folder, `bench_stream.py`).
     """
 
     name: str
@@ -74,7 +75,7 @@ class ServerKind:
     client_class: type[Any]  # built with (base_url, api_key=..., admin_api_key=...)
     probe: Callable[[HttpTransport], bool]  # detection: does the server answer this kind's signature
     signature: str  # what the probe looks for, for the line that says no kind matched
-    checking_client: type[Any]  # the integrity suites' client: (inner client, recorder, context)
+    checking_client: type[Any]  # the integrity suites' client: (inner client, recorder: a ViolationSink, context)
     integrity_rules: ModuleType  # the rules that checking client runs
     bench_backends: tuple[BenchBackend, ...]  # the first is the bench's default on this kind
     counters: tuple[str, ...] = ()  # the Prometheus counters a correctness run records as deltas

@@ -10,22 +10,12 @@ from pathlib import Path
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.integrity.comparisons import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.integrity.native_answer import NativeAnswer
 from specsuite.families.integrity.recorder import IntegrityRecorder
-from specsuite.families.integrity.sglang_rules import (
-    CHECKS,
-    IntegrityContext,
-    check_generate,
-    check_response,
-    check_stream,
-    compare_answers,
-    find_canary_leaks,
-    is_batch_payload,
-    make_canaries,
-    retokenize_slack,
-    split_payload,
-    stream_finals,
-)
+from specsuite.server.integrity_rules import CHECKS, IntegrityContext
+from specsuite.server.kinds.sglang.integrity_rules import check_generate, check_response, check_stream, retokenize_slack
+from specsuite.server.native_answers import is_batch_payload, split_payload, stream_finals
 from specsuite.server.tokenizer import load_tokenizer
 
 MODEL_DIR = Path(__file__).resolve().parents[3] / "specsuite/refserver/model"

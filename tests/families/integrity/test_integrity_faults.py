@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from specsuite.families.integrity.comparisons import compare_answers, find_canary_leaks, make_canaries
 from specsuite.families.integrity.recorder import IntegrityRecorder
-from specsuite.families.integrity.sglang_rules import compare_answers, find_canary_leaks, make_canaries, stream_finals
 from specsuite.families.integrity.wiring import checking_client
 from specsuite.server.launcher import launch_reference_server
+from specsuite.server.native_answers import stream_finals
 from specsuite.server.session import ServerOptions, open_server
 from tests.helpers.fault_proxy import FaultProxy
 

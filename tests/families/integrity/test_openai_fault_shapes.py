@@ -7,9 +7,9 @@ import copy
 
 import pytest
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext
-from specsuite.families.integrity.vllm_rules import check_vllm_completion, check_vllm_stream
-from specsuite.server.vllm_client import cumulative_native_chunks
+from specsuite.server.integrity_rules import IntegrityContext
+from specsuite.server.kinds.vllm.integrity_rules import check_vllm_completion, check_vllm_stream
+from specsuite.server.kinds.vllm.native_adapter import cumulative_native_chunks
 from tests.helpers.openai_fault_proxy import PADDED_ID, break_completion, break_completion_stream
 
 EOS = 8091

@@ -1,10 +1,11 @@
-"""vLLM, the second server kind. Facts and their vLLM 0.32 source lines are in docs/vllm_api_facts.md.
+"""vLLM's `ServerKind` entry, the second kind. Facts and their vLLM 0.32 source lines are in docs/vllm_api_facts.md.
 
 Detection: vLLM has no /model_info, answers `GET /version` with `{"version": ...}` and lists its model in
 `GET /v1/models` with `owned_by: "vllm"` (vllm/entrypoints/openai/models/serving.py builds the card). Its client
-(`specsuite.server.vllm_client.VLLMClient`) speaks /v1/completions and reads the server-wide accept length from the
+(`specsuite.server.kinds.vllm.client.VLLMClient`) speaks /v1/completions and reads the server-wide accept length from the
 `vllm:spec_decode_*` counters of /metrics (no /server_info, /model_info or /flush_cache). Its integrity rules
-(`specsuite.families.integrity.vllm_rules`) check what vLLM really sent. The serving bench speaks
+(`specsuite.server.kinds.vllm.integrity_rules`) check what vLLM really sent; its native adapter
+(`specsuite.server.kinds.vllm.native_adapter`) answers the protocol's native call. The serving bench speaks
 `vllm bench serve`'s completions format (vllm 0.32 benchmarks/lib/endpoint_request_func.py).
 """
 
@@ -13,14 +14,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from specsuite.families.bench import streams
-from specsuite.families.integrity import vllm_rules
-from specsuite.families.integrity.recorder import CheckingVLLMClient
-from specsuite.server import bench_formats
-from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json, register
+from specsuite.server.bench import formats as bench_formats
+from specsuite.server.kinds.registry import AcceptCounters, BenchBackend, ServerKind, get_json
+from specsuite.server.kinds.vllm import integrity_rules
+from specsuite.server.kinds.vllm.bench_stream import read_token_ids_chunk
+from specsuite.server.kinds.vllm.checking import CheckingVLLMClient
+from specsuite.server.kinds.vllm.client import VLLMClient
+from specsuite.server.kinds.vllm.launch import vllm_command
+from specsuite.server.kinds.vllm.wire import SERVER_KIND
 from specsuite.server.transport import HttpTransport
-from specsuite.server.vllm_client import SERVER_KIND, VLLMClient
-from specsuite.server.vllm_launch import vllm_command
 
 OWNER = "vllm"  # /v1/models' owned_by on every card vLLM serves
 
@@ -42,17 +44,17 @@ def batch_invariant_mode(server_info: Mapping[str, Any]) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-VLLM = register(ServerKind(
+VLLM = ServerKind(
     name=SERVER_KIND,  # the name its client puts in /server_info answers (served_dtype reads it)
     display_name="vLLM",
     client_class=VLLMClient,
     probe=lists_a_vllm_model,
     signature="vLLM /version with a vLLM model in /v1/models",
     checking_client=CheckingVLLMClient,
-    integrity_rules=vllm_rules,
+    integrity_rules=integrity_rules,
     bench_backends=(
         # Always sends the temperature (as `vllm bench serve --temperature`) and top_p below 1.
-        BenchBackend("vllm", "/v1/completions", bench_formats.token_ids_completions_body, streams.read_token_ids_chunk,
+        BenchBackend("vllm", "/v1/completions", bench_formats.token_ids_completions_body, read_token_ids_chunk,
                      sends_sampling_flags=True, sends_model=True, cumulative_text=False),
     ),
     # v1/spec_decode/metrics.py, v1/metrics/loggers.py; the spec counters exist only when it speculates.
@@ -70,4 +72,4 @@ VLLM = register(ServerKind(
     model_sampling_defaults=("repetition_penalty", "presence_penalty", "frequency_penalty", "temperature", "top_k", "top_p",
                              "min_p", "max_new_tokens"),
     batch_invariance=batch_invariant_mode,
-))
+)

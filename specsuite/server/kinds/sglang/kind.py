@@ -1,10 +1,11 @@
-"""SGLang, the first server kind: detection asks it first, and a server no kind recognises is taken for SGLang, whose
-client then says in one line what is wrong ("does not look like an SGLang server: ...").
+"""SGLang's `ServerKind` entry, the first kind: detection asks it first, and a server no kind recognises is taken
+for SGLang, whose client then says in one line what is wrong ("does not look like an SGLang server: ...").
 
 Detection: SGLang answers `GET /model_info` (or the older `/get_model_info`) with a `model_path`. Its native
-/generate speaks the project's recorded vocabulary (specsuite/server/protocol.py), so its integrity rules are
-`specsuite.families.integrity.sglang_rules`. The serving bench offers bench_serving's three backends: native
-/generate, /v1/completions and /v1/chat/completions. The embedded reference server emulates this kind
+/generate speaks the project's recorded vocabulary (specsuite/server/protocol.py), so its integrity rules
+(`specsuite.server.kinds.sglang.integrity_rules`) are the native rules, which the OpenAI routes' rules reuse. The
+serving bench offers bench_serving's three backends: native /generate, /v1/completions and /v1/chat/completions.
+The embedded reference server emulates this kind
 (specsuite/server/refserver_contract.py).
 """
 
@@ -13,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from specsuite.families.bench import streams
-from specsuite.families.integrity import sglang_rules
-from specsuite.families.integrity.recorder import CheckingClient
-from specsuite.server import bench_formats
-from specsuite.server.kinds.registry import BenchBackend, ServerKind, get_json, register
-from specsuite.server.sglang_client import SGLangClient
-from specsuite.server.sglang_launch import sglang_command
+from specsuite.server.bench import formats as bench_formats
+from specsuite.server.bench import streams
+from specsuite.server.kinds.registry import BenchBackend, ServerKind, get_json
+from specsuite.server.kinds.sglang import integrity_rules
+from specsuite.server.kinds.sglang.bench_stream import read_native_chunk
+from specsuite.server.kinds.sglang.checking import CheckingClient
+from specsuite.server.kinds.sglang.client import SGLangClient
+from specsuite.server.kinds.sglang.launch import sglang_command
 from specsuite.server.transport import HttpTransport
 
 MODEL_INFO_PATHS = ("/model_info", "/get_model_info")
@@ -44,18 +46,18 @@ def deterministic_inference(server_info: Mapping[str, Any]) -> bool | None:
     return bool(server_info["enable_deterministic_inference"])
 
 
-SGLANG = register(ServerKind(
+SGLANG = ServerKind(
     name="sglang",
     display_name="SGLang",
     client_class=SGLangClient,
     probe=answers_model_info,
     signature="SGLang /model_info with a model_path",
     checking_client=CheckingClient,
-    integrity_rules=sglang_rules,
+    integrity_rules=integrity_rules,
     bench_backends=(
         # bench_serving (benchmark/serving.py 0.5.23): the native backend always sends its sampling, the OpenAI ones
-        # temperature 0.0 and no top_p unless --oai-sampling (specsuite/server/bench_wire.py).
-        BenchBackend("sglang", "/generate", bench_formats.native_body, streams.read_native_chunk,
+        # temperature 0.0 and no top_p unless --oai-sampling (specsuite/server/bench/wire.py).
+        BenchBackend("sglang", "/generate", bench_formats.native_body, read_native_chunk,
                      sends_sampling_flags=True, sends_model=False, cumulative_text=True),
         BenchBackend("sglang-oai", "/v1/completions", bench_formats.completions_body, streams.read_completions_chunk,
                      sends_sampling_flags=False, sends_model=True, cumulative_text=False, splits_chunk_gaps=True),
@@ -77,4 +79,4 @@ SGLANG = register(ServerKind(
     # /v1/completions keep SamplingParams' own defaults (srt/sampling/sampling_params.py:157-164).
     model_sampling_defaults=("repetition_penalty", "temperature", "top_k", "top_p", "min_p"),
     batch_invariance=deterministic_inference,
-))
+)

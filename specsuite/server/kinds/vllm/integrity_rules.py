@@ -1,6 +1,6 @@
 """Integrity checks on vLLM 0.32's `/v1/completions` answers, streamed or not, as vLLM serves them.
 
-These run on what vLLM really sent (`specsuite.server.vllm_client` translates afterwards). Each rule
+These run on what vLLM really sent (`specsuite.server.kinds.vllm.client` translates afterwards). Each rule
 is a fact of vLLM's source, with its place in docs/vllm_api_facts.md; where vLLM differs from
 SGLang, the rule follows vLLM (a rule written for SGLang would be a false alarm here):
 
@@ -31,8 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from specsuite.families.integrity.sglang_rules import IntegrityContext, Violation, stop_strings
-from specsuite.server.vllm_client import TOKEN_AS_ID
+from specsuite.server.integrity_rules import IntegrityContext, Violation
+from specsuite.server.kinds.vllm.wire import TOKEN_AS_ID
+from specsuite.server.native_answers import stop_strings
 
 FINISH_REASONS = ("stop", "length", "abort", "error", "repetition")  # v1/engine/__init__.py:36,48-69
 TOLERANCE = 1e-9

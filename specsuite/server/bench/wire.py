@@ -5,7 +5,7 @@ The bench workload (`specsuite.families.bench.client`) measures streams; it hand
 and ignore_eos as the run's flags ask) and a run-wide `BenchWire` (backend, model name, whether the
 OpenAI backends get the sampling flags, the extra request body), and gets the bytes to POST. The
 backend names a format that a server kind offers (`specsuite.server.kinds`: its path, whether it always
-sends the sampling flags, and its body builder in `specsuite.server.bench_formats`).
+sends the sampling flags, and its body builder in `specsuite.server.bench.formats`).
 
 Why a module of its own and not methods next to each client's body builder: these bodies are the
 benchmark tools' (SGLang's `benchmark/serving.py` 0.5.23 and vLLM 0.32's
@@ -36,7 +36,7 @@ import orjson
 
 from specsuite.errors import SpecsuiteError
 from specsuite.server import kinds
-from specsuite.server.bench_formats import OAI_DEFAULT_TEMPERATURE, temperature_of, top_p_of
+from specsuite.server.bench.formats import OAI_DEFAULT_TEMPERATURE, temperature_of, top_p_of
 from specsuite.server.protocol import GenerationRequest, Sampling
 
 

@@ -2,10 +2,11 @@
 
 Field names and shapes follow SGLang 0.5.23 (`sglang/srt/entrypoints/http_server.py`,
 `sglang/srt/managers/tokenizer_manager.py`). The protocol's
-typed calls (`generate_request`, `generate_requests`, `stream_request`; `specsuite.server.protocol`)
+typed calls (`generate_request`, `generate_requests`, `stream_request`, and the native
+`generate_native` / `stream_native`; `specsuite.server.protocol`)
 build the native body (`native_payload`) and parse the answer into `Generation`s; they send through
 `generate` / `generate_stream`, which take and return the server's raw JSON and are the raw-answer
-hook a checking client overrides (`specsuite.families.integrity.recorder.CheckingClient`).
+hook a checking client overrides (`specsuite.server.kinds.sglang.checking.CheckingClient`).
 The real SGLang CPU release speaks this same native API: no other client is needed for it.
 """
 
@@ -19,12 +20,20 @@ import requests
 from specsuite.errors import SpecsuiteError
 from specsuite.server.faults import check_generate_result
 from specsuite.server.generation import Generation, generations_from_sglang
-from specsuite.server.protocol import Answer, GenerationRequest, RawAnswer, native_batch_payload, native_payload
+from specsuite.server.protocol import (
+    Answer,
+    GenerationRequest,
+    NativeCallsThroughPayloads,
+    RawAnswer,
+    native_batch_payload,
+    native_payload,
+)
 from specsuite.server.transport import HttpServerClient, int_list, shorten
 
 
-class SGLangClient(HttpServerClient):
-    """One SGLang server. Every request carries a (connect, read) timeout; errors are one line."""
+class SGLangClient(NativeCallsThroughPayloads, HttpServerClient):
+    """One SGLang server. Every request carries a (connect, read) timeout; errors are one line. The protocol's native
+    calls send their body as it is (`NativeCallsThroughPayloads`, through `generate` / `generate_stream`)."""
 
     # -- typed generation (the protocol) ------------------------------------------------------
 

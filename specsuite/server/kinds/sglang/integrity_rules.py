@@ -33,13 +33,10 @@ not off-by-one counts: those are the exact `completion_tokens` and `logprob_alig
 from __future__ import annotations
 
 import math
-import random
-import re
-import string
-from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any
 
-from specsuite.server.generation import prompt_hash
+from specsuite.server.integrity_rules import IntegrityContext, Violation
+from specsuite.server.native_answers import is_batch_payload, item_prompt_hash, split_payload, stop_seen_at, stop_strings, stream_finals
 from specsuite.server.transport import shorten
 
 RETOKENIZE_ABS_SLACK = 3
@@ -47,109 +44,6 @@ RETOKENIZE_REL_SLACK = 0.05
 RATE_TOLERANCE = 1e-6
 SGLANG_DEFAULT_MAX_NEW_TOKENS = 128
 NAN_FINISH = "NaN happened"  # SGLang's finish for an out-of-range sampled id; the detectors own it
-
-CHECKS = (
-    "response_shape",  # the answer has output_ids (ints) and a meta_info object
-    "completion_tokens",  # completion_tokens == len(output_ids)
-    "logprob_alignment",  # one logprob triple per output id, carrying the same ids
-    "retokenize",  # re-encoding the text gives about as many ids as produced it
-    "finish_reason",  # a finished answer has a well-formed finish; length == len(ids) == max_new_tokens
-    "max_new_tokens",  # never more ids than max_new_tokens
-    "stop_token",  # a matched EOS/stop id is last; no EOS/stop id earlier; none under ignore_eos
-    "stop_string",  # no requested stop string in the text (unless no_stop_trim)
-    "spec_counts",  # 0 <= accepted <= drafted, rate in [0, 1] and consistent with the counts
-    "stream_cumulative",  # each cumulative chunk extends the previous one, never rewrites it
-    "stream_finish",  # exactly one finish per request, on its last chunk
-    "stream_index",  # batch chunks carry a valid index; every request finishes
-)
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One broken rule in one answer: which rule, a one-line description with the numbers, and the
-    request it came from (rid and prompt hash) so it can be found again."""
-
-    check: str
-    message: str
-    rid: str | None = None
-    prompt_hash: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def quote(self) -> str:
-        where = [f"rid {self.rid}"] if self.rid else []
-        where += [f"prompt {self.prompt_hash}"] if self.prompt_hash else []
-        return f"{self.check}: {self.message}" + (f" ({', '.join(where)})" if where else "")
-
-
-@dataclass(frozen=True)
-class IntegrityContext:
-    """What the checks need to know about the server and its tokenizer.
-
-    `encode` re-encodes text without adding special tokens (None disables `retokenize`); `decode`
-    turns ids into text, skipping special tokens when asked (None: whether SGLang's stop check could
-    see a stop string left in the text cannot be told, and it counts as a violation); `skipped_ids` are the ids
-    `skip_special_tokens` removes from text; `num_draft_tokens` is the server's
-    speculative_num_draft_tokens (None or < 2: spec off, the drafted-count formula is skipped).
-    """
-
-    eos_ids: frozenset[int] = frozenset()
-    skipped_ids: frozenset[int] = frozenset()
-    encode: Callable[[str], list[int]] | None = None
-    decode: Callable[[list[int], bool], str] | None = None
-    num_draft_tokens: int | None = None
-    incremental_streaming: bool = False
-
-
-# --------------------------------------------------------------------------- request items
-def split_payload(payload: dict[str, Any]) -> list[dict[str, Any]]:
-    """One request item per response object a native /generate payload produces.
-
-    Item = {"text" or "input_ids", "sampling_params": dict, "return_logprob": bool}. A batch (text
-    list, input_ids list of lists) and n>1 both answer prompt-major: item k belongs to prompt k // n.
-    """
-    prompts, key = _prompts(payload)
-    params = payload.get("sampling_params") or {}
-    params_list = params if isinstance(params, list) else [params] * len(prompts)
-    logprob = payload.get("return_logprob", False)
-    logprob_list = logprob if isinstance(logprob, list) else [logprob] * len(prompts)
-    first = params_list[0] if params_list and isinstance(params_list[0], dict) else {}
-    n = first.get("n", 1)
-    n = n if isinstance(n, int) and n > 0 else 1
-    items = []
-    for index, prompt in enumerate(prompts):
-        item_params = params_list[index] if index < len(params_list) and isinstance(params_list[index], dict) else {}
-        item_logprob = bool(logprob_list[index]) if index < len(logprob_list) else False
-        items.extend({key: prompt, "sampling_params": item_params, "return_logprob": item_logprob} for _ in range(n))
-    return items
-
-
-def is_batch_payload(payload: dict[str, Any]) -> bool:
-    """True when SGLang answers this payload with a list (and streams chunks with `index`)."""
-    text, ids = payload.get("text"), payload.get("input_ids")
-    params = payload.get("sampling_params") or {}
-    first = params[0] if isinstance(params, list) and params else params
-    n = first.get("n", 1) if isinstance(first, dict) else 1
-    if text is not None:
-        return isinstance(text, list) or n != 1
-    return (isinstance(ids, list) and bool(ids) and isinstance(ids[0], list)) or n != 1
-
-
-def _prompts(payload: dict[str, Any]) -> tuple[list[Any], str]:
-    text = payload.get("text")
-    if text is not None:
-        return (text if isinstance(text, list) else [text]), "text"
-    ids = payload.get("input_ids")
-    if isinstance(ids, list) and ids and isinstance(ids[0], list):
-        return ids, "input_ids"
-    return [ids], "input_ids"
-
-
-def item_prompt_hash(item: dict[str, Any]) -> str:
-    """The prompt hash `specsuite.server.generation` records, so a quoted violation can be matched to it."""
-    text, ids = item.get("text"), item.get("input_ids")
-    return prompt_hash(text if isinstance(text, str) else None, ids if isinstance(ids, list) else None)
 
 
 # --------------------------------------------------------------------------- one answer
@@ -321,13 +215,6 @@ def _stop_token(ids: list[int], meta: dict[str, Any], params: dict[str, Any], co
     return problems
 
 
-def stop_strings(params: dict[str, Any]) -> list[str]:
-    stop = params.get("stop")
-    if isinstance(stop, str):
-        return [stop] if stop else []
-    return [s for s in (stop or []) if isinstance(s, str) and s]
-
-
 def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[str, Any], context: IntegrityContext) -> list[str]:
     """No requested stop string that SGLang would have seen is left in the text, and with
     no_stop_trim the text ends right after the matched one (detokenizer_manager.py
@@ -362,22 +249,6 @@ def _stop_string(text: Any, ids: list[int], meta: dict[str, Any], params: dict[s
         problems.append(f"stop finish matched {matched!r}, which is not a requested stop string {requested!r}")
     return problems
 
-
-def stop_seen_at(stop: str, ids: list[int], context: IntegrityContext) -> int | None:
-    """The id count at which SGLang's stop check first sees `stop`; None when it never does.
-
-    SGLang searches the last stop_str_max_len + 1 (+ the step's extra) ids, decoded on their own
-    WITH special tokens (schedule_batch.py `tail_str`, `_stop_match_tail_len`; stop_str_max_len is
-    the longest stop's id count, sampling_params.py `normalize`). A stop string spread over more ids
-    than that (a non-canonical split), or one that only shows once special tokens are skipped, is
-    never seen, and SGLang generates on. Without a tokenizer: assumed seen at the last id."""
-    if context.decode is None or context.encode is None:
-        return len(ids)
-    window = len(context.encode(stop)) + 1
-    for count in range(1, len(ids) + 1):
-        if stop in context.decode(ids[max(0, count - window):count], False):
-            return count
-    return None
 
 
 def _list_order_wins(stop: str, completed_at: int, ids: list[int], finish: dict[str, Any], requested: list[str], context: IntegrityContext) -> bool:
@@ -452,37 +323,6 @@ def _retokenize(text: Any, ids: list[int], meta: dict[str, Any], params: dict[st
 
 
 # --------------------------------------------------------------------------- streams
-def stream_finals(payload: dict[str, Any], chunks: list[dict[str, Any]], incremental: bool = False) -> list[dict[str, Any] | None]:
-    """The answer each request item's stream adds up to (None where it sent nothing).
-
-    Cumulative streams: the last chunk. Incremental streams: text, output_ids and output logprob
-    lists concatenated, with the last chunk's remaining meta_info.
-    """
-    items = split_payload(payload)
-    batch = is_batch_payload(payload)
-    per_item: list[list[dict[str, Any]]] = [[] for _ in items]
-    for chunk in chunks:
-        index = chunk.get("index", 0) if batch else 0
-        if isinstance(index, int) and 0 <= index < len(items):
-            per_item[index].append(chunk)
-    return [_reassemble(item_chunks, incremental) if item_chunks else None for item_chunks in per_item]
-
-
-def _reassemble(chunks: list[dict[str, Any]], incremental: bool) -> dict[str, Any]:
-    last = chunks[-1]
-    if not incremental:
-        return {key: value for key, value in last.items() if key != "index"}
-    meta = dict(last.get("meta_info") or {})
-    for key in ("output_token_logprobs", "output_top_logprobs"):
-        if key in meta:
-            meta[key] = [entry for chunk in chunks for entry in (chunk.get("meta_info") or {}).get(key) or []]
-    return {
-        "text": "".join(c.get("text") or "" for c in chunks),
-        "output_ids": [i for c in chunks for i in c.get("output_ids") or []],
-        "meta_info": meta,
-    }
-
-
 def check_stream(payload: dict[str, Any], chunks: list[dict[str, Any]], context: IntegrityContext) -> list[Violation]:
     """The streaming rules on a complete stream (every chunk before `[DONE]`), then every answer
     rule on what each request's stream adds up to."""
@@ -536,62 +376,3 @@ def _stream_rules(chunks: list[tuple[int, dict[str, Any]]], incremental: bool) -
             break
         previous_text, previous_ids = text, ids
     return problems
-
-
-# --------------------------------------------------------------------------- suite helpers
-def compare_answers(expected: dict[str, Any], actual: dict[str, Any]) -> list[str]:
-    """Where two answers to the same request differ (text byte for byte, ids, finish, count);
-    empty when they are the same. Used for stream vs non-stream and alone vs in a batch."""
-    differences = []
-    text_a, text_b = expected.get("text"), actual.get("text")
-    if text_a != text_b:
-        a, b = text_a or "", text_b or ""
-        cut = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
-        differences.append(f"text differs at char {cut} ({len(a)} vs {len(b)} chars): "
-                           f"{shorten(repr(a[cut:cut + 30]), 40)} vs {shorten(repr(b[cut:cut + 30]), 40)}")
-    ids_a, ids_b = expected.get("output_ids") or [], actual.get("output_ids") or []
-    if ids_a != ids_b:
-        cut = next((i for i, (x, y) in enumerate(zip(ids_a, ids_b, strict=False)) if x != y), min(len(ids_a), len(ids_b)))
-        differences.append(f"output_ids differ at position {cut} ({len(ids_a)} vs {len(ids_b)} ids): {ids_a[cut:cut + 5]} vs {ids_b[cut:cut + 5]}")
-    meta_a, meta_b = expected.get("meta_info") or {}, actual.get("meta_info") or {}
-    for key in ("finish_reason", "completion_tokens"):
-        if meta_a.get(key) != meta_b.get(key):
-            differences.append(f"{key} differs: {meta_a.get(key)!r} vs {meta_b.get(key)!r}")
-    return differences
-
-
-CANARY_PATTERN = re.compile(r"canary-[a-z0-9]{10}")
-
-
-def make_canaries(count: int, seed: int) -> list[str]:
-    """`count` distinct canaries `canary-xxxxxxxxxx` (10 lowercase letters/digits), from `seed`."""
-    rng = random.Random(seed)
-    alphabet = string.ascii_lowercase + string.digits
-    canaries: list[str] = []
-    while len(canaries) < count:
-        canary = "canary-" + "".join(rng.choices(alphabet, k=10))
-        if canary not in canaries:
-            canaries.append(canary)
-    return canaries
-
-
-@dataclass(frozen=True)
-class CanaryLeak:
-    """Request `owner`'s canary showed up in request `found_in`'s output."""
-
-    canary: str
-    owner: int
-    found_in: int
-
-    def describe(self) -> str:
-        return f"canary {self.canary} of request {self.owner} appears in the output of request {self.found_in}"
-
-
-def find_canary_leaks(canaries: list[str], outputs: list[str]) -> list[CanaryLeak]:
-    """Every (canary, output) pair where a request's output holds another request's canary."""
-    leaks = []
-    for found_in, text in enumerate(outputs):
-        for owner, canary in enumerate(canaries):
-            if owner != found_in and canary in text:
-                leaks.append(CanaryLeak(canary, owner, found_in))
-    return leaks

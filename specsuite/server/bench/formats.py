@@ -1,11 +1,11 @@
 """The serving benchmark's request bodies, one builder per wire format (bench_serving's and `vllm bench serve`'s).
 
-Each server kind names the formats it offers (specsuite/server/kinds/); `specsuite.server.bench_wire.BenchWire` picks a
+Each server kind names the formats it offers (specsuite/server/kinds/); `specsuite.server.bench.wire.BenchWire` picks a
 format by its backend name, works out the sampling fields that go out, and calls the builder. A builder gets the
 typed request, the served model's name, the sampling fields decided for it (`sent`: temperature, and top_p only
 when sent) and the extra body, which it merges last so it wins.
 
-Formats (bench_serving's backend names; sources in specsuite/server/bench_wire.py): `native_body` (SGLang's POST
+Formats (bench_serving's backend names; sources in specsuite/server/bench/wire.py): `native_body` (SGLang's POST
 /generate), `completions_body` (POST /v1/completions), `chat_body` (POST /v1/chat/completions), and
 `token_ids_completions_body` (POST /v1/completions as `vllm bench serve` sends it, plus `return_token_ids: true`,
 ours, so every chunk names its tokens).
