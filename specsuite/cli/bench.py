@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
     from specsuite.families.bench.record import format_table
-    from specsuite.results.types import BenchRun
+    from specsuite.families.bench.records import BenchRun
     from specsuite.server.secrets import load_admin_api_key, load_api_key
     from specsuite.server.session import describe_server_under_test
     from specsuite.session.bench import BENCH_SERVING, chosen_from_cli

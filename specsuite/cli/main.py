@@ -82,8 +82,9 @@ def command_run(args: argparse.Namespace) -> int:
 
 def command_gsm8k(args: argparse.Namespace) -> int:
     """`specsuite gsm8k`: a thin adapter over the RunSession (specsuite/session/), whose GSM8K driver the suites use too."""
+    from specsuite.families.gsm8k.records import AcceptLengthSummary, Gsm8kRun
     from specsuite.results.builder import measured_arm, session_document
-    from specsuite.results.types import AcceptLengthSummary, Gsm8kRun, Workloads
+    from specsuite.results.types import Workloads
     from specsuite.server.secrets import load_admin_api_key, load_api_key
     from specsuite.server.session import describe_server_under_test
     from specsuite.session.config import run_config_from_options

@@ -8,7 +8,10 @@ analysis) and the history (specsuite.history) need to know of one kind of result
 - `metrics`: its A/B metrics (specsuite.compare.metric.Metric), each citing one of its `verdict_rules`;
 - `state` and `section`: its report part: an arm's own figures for its verdict line, and a section of
   its own (title, paragraphs, tables), both written into the analysis, which the report renders;
-- `history`: the metrics the nightly history stores and trends (every metric when None).
+- `history`: the metrics the nightly history stores and trends (every metric when None);
+- `figures` and `caveat`: the report's figures it declares (`FigureSpec`: what to draw and its data, drawn by the
+  generic renderers of specsuite/reports/plots.py) and a note its results need, both written into the analysis.
+  Its typed records come from its own `records.py`, which reads the raw part a repeat's `Workloads` keeps.
 
 The generic code iterates the registry (specsuite.families.registry) and names no family.
 """
@@ -23,7 +26,17 @@ from specsuite.compare.engines import Engine
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns
 from specsuite.families.correctness.workload import SamplingCase
-from specsuite.results.types import ComparisonRow, Document, EstimateRow, FamilyFacts, Repeat, ReportSection, ReportTable, Workloads
+from specsuite.results.types import (
+    ComparisonRow,
+    Document,
+    EstimateRow,
+    FamilyFacts,
+    FigureSpec,
+    Repeat,
+    ReportSection,
+    ReportTable,
+    Workloads,
+)
 
 
 @dataclass(frozen=True)
@@ -95,6 +108,14 @@ class FamilyView:
         return [f"**{found[candidate]}**" if candidate in found else "–" for candidate in self.candidates]
 
 
+@dataclass(frozen=True)
+class FamilyCaveat:
+    """A note a family's results need, as the report prints it: under the verdict lines, and short after its metrics' labels."""
+
+    note: str
+    tag: str
+
+
 def one_table_section(title: str, paragraph: str, header: list[str], rows: list[list[str]]) -> ReportSection:
     """A family's report section of one paragraph and one table."""
     return ReportSection.written(title=title, paragraphs=[paragraph], tables=[ReportTable.written(title="", header=header, rows=rows)])
@@ -119,6 +140,9 @@ class WorkloadFamily:
     reported_when_absent: bool = False  # described in every analysis, and named in the "not run" line when absent
     effect_in_line: bool = True  # a verdict line names the effect of a metric with one hit
     where_in_line: bool = True  # a verdict line names the cases its verdicts hold in
+    # report figures and records (results side)
+    figures: Callable[[FamilyView], list[FigureSpec]] | None = None  # the report's figures it declares, with their data
+    caveat: Callable[[FamilyView], FamilyCaveat | None] | None = None  # a note its results need (the synthetic GSM8K set)
 
     @property
     def is_workload(self) -> bool:
@@ -138,4 +162,10 @@ class WorkloadFamily:
         section = self.section(view) if self.section is not None else None
         if section is not None:
             facts.put("section", section)
+        figures = self.figures(view) if self.figures is not None else []
+        if figures:
+            facts.put("figures", figures)
+        caveat = self.caveat(view) if self.caveat is not None else None
+        if caveat is not None:
+            facts.update(caveat=caveat.note, caveat_tag=caveat.tag)
         return facts

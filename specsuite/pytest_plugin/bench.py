@@ -21,7 +21,8 @@ import pytest
 
 from specsuite.config.options import add_pytest_options
 from specsuite.errors import SpecsuiteError
-from specsuite.results.types import BenchSummary, ComparisonRow
+from specsuite.families.bench.records import BenchSummary
+from specsuite.results.types import ComparisonRow
 
 if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads
     from specsuite.analysis.fail_on import FailOnOutcome

@@ -32,14 +32,16 @@ import pytest
 
 from specsuite.config.options import add_pytest_options, check_values, deprecation_notes, given_options
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench.records import bench_runs
 from specsuite.families.correctness.prompts import PromptItem, load_prompts
 from specsuite.families.correctness.workload import PROFILES, CaseResult, SamplingCase, run_case, sampling_grid
 from specsuite.families.gsm8k.on_server import temperature_key
+from specsuite.families.gsm8k.records import Gsm8kRun
 from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
 from specsuite.results.store import RunDirectory
-from specsuite.results.types import Case, Document, Gsm8kRun, ServerChoice, Workloads
+from specsuite.results.types import Case, Document, ServerChoice, Workloads
 from specsuite.server.interrupts import terminate_as_interrupt
 from specsuite.server.secrets import load_admin_api_key, load_api_key
 from specsuite.server.session import ServerOptions, ServerUnderTest, describe_server_under_test, open_server
@@ -202,8 +204,7 @@ class SpecsuiteSession:
         """Every warning the workloads collected so far, in run order."""
         found = [line for result in self.cases.values() for line in result.warnings]
         found += [line for run in self.gsm8k_runs.values() for line in Gsm8kRun.from_dict(run).warnings or []]
-        bench = Workloads.from_dict(self.workloads).bench  # None unless the benchmark wrote its summary
-        if bench is not None:
+        for bench in bench_runs(Workloads.from_dict(self.workloads)):  # none unless the benchmark wrote its summary
             found += [f"serving benchmark: {line}" for line in bench.warnings or []]
         return found
 

@@ -17,13 +17,13 @@ The levels (the writers are named in specsuite.results.builder):
 - `Document`: the header, ``arms`` (name -> `Arm`), the kernel suite's `KernelSection`, the A/B
   `Comparison` (``ab_compare``), the ``fail_on`` outcome and, from ``specsuite run``, what failed (`RunFailure`);
 - `Arm`: one server (build) and its `Repeat` list; a `Repeat` is one session: its `Case` list,
-  its `Workloads` (`Gsm8kRun` per temperature, one `BenchRun`, the integrity checks' dict, the lossless tests' in `extra`)
-  and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
+  its `Workloads` (each workload family's raw data under its key: the family's records.py reads it typed,
+  e.g. specsuite.families.gsm8k.records) and, from ``specsuite run``, its `JunitOutcome` (`FailedTest` per failed test);
 - `Comparison`: `EstimateRow` per arm, metric and case; `ComparisonRow` per candidate, metric and case (its
   `Effect`, `Mde`, `ArmCounts`, `Equivalence` and `RankPair`); `SpreadEntry` per metric, case and arm;
   `FamilyFacts` per workload family (its verdict-line figures per arm and its `ReportSection`);
 - typed views of sections the model keeps as dicts, for the readers that need a few of their fields:
-  `ArmVocab`, `ArmIdentity`, `IntegrityTotals`, `FailOnVerdict`;
+  `ArmVocab`, `ArmIdentity`, `FailOnVerdict`;
 - the history's trends.json (specsuite.history.analysis): `Trends`, its `TrendSeries`, `Trend` and `TrendStep`.
 
 The number formats (`fmt`, `pct`, `fmt_p`) live here too: the report and the text the harness writes into
@@ -72,6 +72,11 @@ def fmt_p(p: float | None) -> str:
     if p is None:
         return "–"
     return "<1e-300" if p == 0 else f"{p:.2g}"
+
+
+def case_title(temperature: float, top_p: float) -> str:
+    """A sampling case as the report names it (its headings, a figure's panels)."""
+    return f"T = {temperature:g}, top_p = {top_p:g}"
 
 
 R = TypeVar("R", bound="Record")
@@ -273,28 +278,8 @@ class Case(Record):
 # ---------------------------------------------------------------- workloads
 
 
-@dataclass
-class Proportion(Record):
-    """k of n, its value and exact (Clopper-Pearson) interval."""
-
-    value: float | None = None
-    k: int | None = None
-    n: int | None = None
-    ci_exact: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Gsm8kScoring(Record):
-    """One answer-extraction definition's scores (sglang, lmeval_strict, lmeval_flexible)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"accuracy": ("one", Proportion), "invalid": ("one", Proportion)}
-
-    accuracy: Proportion = field(default_factory=Proportion)
-    invalid: Proportion = field(default_factory=Proportion)
-
-
-def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, default: float) -> float:
-    """A run's sampling setting `name`: its config's, else its own key's, else `default`."""
+def sampling_setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, default: float) -> float:
+    """A workload run's sampling setting `name`: its config's, else its own key's, else `default`."""
     for stated in (config or {}, own):
         if name in stated:
             return float(stated[name])
@@ -302,116 +287,14 @@ def _setting(config: dict[str, Any] | None, own: dict[str, Any], name: str, defa
 
 
 @dataclass
-class AcceptLengthSummary(Record):
-    """A GSM8K run's ``accept_length`` (specsuite.families.gsm8k.metrics.accept_length_summary), read typed."""
-
-    n: int | None = None
-    mean: float | None = None  # the per-request accept lengths' mean
-    pooled: float | None = None  # completion tokens over verify steps, pooled
-    server: float | None = None  # the server's own figure after the run
-
-
-@dataclass
-class Gsm8kRun(Record):
-    """One GSM8K run at one temperature (specsuite.families.gsm8k.runner)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"definitions": ("map", Gsm8kScoring)}
-
-    workload: str = "gsm8k"
-    config: dict[str, Any] = field(default_factory=dict)
-    temperature: float | None = None
-    n_questions: int = 0
-    n_answered: int = 0
-    n_errors: int = 0
-    n_skipped: int = 0
-    errors: list[str] = field(default_factory=list)
-    error_classes: dict[str, int] = field(default_factory=dict)
-    definitions: dict[str, Gsm8kScoring] = field(default_factory=dict)
-    wall_time_s: float | None = None
-    latency_s: dict[str, Any] = field(default_factory=dict)
-    output_tokens: int | None = None
-    output_throughput_tok_s: float | None = None
-    accept_length: dict[str, Any] = field(default_factory=dict)
-    per_question: Any = None
-    warnings: list[str] = field(default_factory=list)
-    detectors: dict[str, dict[str, Any]] = field(default_factory=dict)
-    padded_rows: dict[str, Any] = field(default_factory=dict)  # correctness.padded_rows.PaddedRowJudgement.to_dict()
-    source: str | None = None  # the GSM8K file, or the synthetic set's marker
-
-    def scoring(self, definition: str) -> Gsm8kScoring:
-        return (self.definitions or {}).get(definition) or Gsm8kScoring()
-
-    def setting(self) -> tuple[float, float]:
-        """Temperature and top_p it ran at: its config's, else its own fields, else greedy (0, 1)."""
-        own_temperature = self.temperature if self.has("temperature") else 0.0
-        return _setting(self.config, {}, "temperature", own_temperature), _setting(self.config, self.extra, "top_p", 1.0)
-
-    def detector(self, name: str, key: str = "count") -> float:
-        found = self.detectors.get(name)
-        return float((found.get(key) if isinstance(found, dict) else None) or 0)
-
-
-@dataclass
-class BenchRun(Record):
-    """One serving-benchmark summary (specsuite.workloads.bench): the named figures; the rest in ``extra``."""
-
-    backend: str | None = None
-    dataset_name: str | None = None
-    completed: int | None = None
-    failed: int | None = None
-    duration: float | None = None
-    request_throughput: float | None = None
-    output_throughput: float | None = None
-    median_ttft_ms: float | None = None
-    median_itl_ms: float | None = None
-    median_e2e_latency_ms: float | None = None
-    accept_length: float | None = None
-    warnings: list[str] = field(default_factory=list)
-    config: dict[str, Any] = field(default_factory=dict)  # how it ran: temperature, top_p, ...
-    itls: list[list[float]] = field(default_factory=list)  # per request, its inter-token latencies (s)
-    server_under_test: dict[str, Any] | None = None  # `specsuite bench`'s record: the server it measured (ServerChoice)
-
-    def temperature(self) -> float:
-        """The sampling temperature it ran at (its config's, else its own field, else greedy)."""
-        return _setting(self.config, self.extra, "temperature", 0.0)
-
-    def top_p(self) -> float:
-        return _setting(self.config, self.extra, "top_p", 1.0)
-
-    def setting(self) -> tuple[float, float]:
-        """Temperature and top_p it ran at (bench_serving's 0 and 1 when unrecorded)."""
-        return self.temperature(), self.top_p()
-
-    def itl_gaps_ms(self) -> list[float]:
-        """Every per-token ITL in ms (``itls``: per-request lists in seconds), negative or missing gaps left out."""
-        return [float(x) * 1000.0 for request in (self.itls or []) for x in (request or []) if x is not None and x >= 0]
-
-
-@dataclass
 class Workloads(Record):
-    """A session's workloads: GSM8K per temperature, the benchmark, the integrity checks; others (the lossless tests') in ``extra``."""
+    """A session's workloads, each family's raw data under its key (``gsm8k``, ``bench``, ``lossless``, ``integrity``,
+    ``integrity_checks``, ...): the results model names no family; a family reads its typed records from `part`
+    through its own code (specsuite/families/<name>/records.py)."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"gsm8k": ("list", Gsm8kRun), "bench": ("one", BenchRun)}
-
-    gsm8k: list[Gsm8kRun] = field(default_factory=list)
-    bench: BenchRun | None = None
-    integrity_checks: dict[str, Any] | None = None  # IntegrityRecorder.to_dict (specsuite.families.integrity.recorder)
-
-    def gsm8k_runs(self) -> list[Gsm8kRun]:
-        """The GSM8K runs: a list of them, or one run written as a single object."""
-        if self.gsm8k:
-            return list(self.gsm8k)
-        written = self.extra.get("gsm8k")  # kept in `extra` when written as one object, not a list
-        if isinstance(written, dict):
-            return [Gsm8kRun.from_dict(written)]
-        return [Gsm8kRun.from_dict(run) for run in written if isinstance(run, dict)] if isinstance(written, list) else []
-
-    def bench_runs(self) -> list[BenchRun]:
-        """The benchmark summaries: one, or a list of them (as some writers kept them)."""
-        if self.bench is not None:
-            return [self.bench]
-        listed = self.extra.get("bench")  # kept in `extra` when written as a list
-        return [BenchRun.from_dict(run) for run in listed if isinstance(run, dict)] if isinstance(listed, list) else []
+    def part(self, key: str) -> Any:
+        """A family's data as written under `key` (None when the session wrote none)."""
+        return self.extra.get(key)
 
 
 # ---------------------------------------------------------------- arms and repeats
@@ -482,9 +365,6 @@ class Arm(Record):
     def cases(self) -> list[Case]:
         """Every case of every repeat, in run order."""
         return [case for repeat in self.repeats for case in repeat.cases]
-
-    def gsm8k_runs(self) -> list[Gsm8kRun]:
-        return [run for repeat in self.repeats for run in repeat.workloads.gsm8k]
 
     def server_choice(self) -> ServerChoice:
         """How this arm's server was chosen, read typed (empty when no session reached it)."""
@@ -752,11 +632,49 @@ class ReportSection(Record):
     tables: list[ReportTable] = field(default_factory=list)
 
 
+# The kinds of figure a family declares (`FigureSpec.kind`), each drawn by one generic renderer (specsuite/reports/plots.py).
+ESTIMATES_PER_CASE = "estimates per case"  # a panel per metric: each arm's pooled value per sampling case, 95 % interval
+ESTIMATES_AGAINST_TEMPERATURE = "estimates against temperature"  # one metric: a line per arm and top_p against T
+ECDF = "ecdf"  # a panel per `EcdfPanel`: each arm's values' empirical CDF and median
+
+
+@dataclass
+class EcdfPanel(Record):
+    """One panel of an ECDF figure: its title and each arm's values."""
+
+    title: str = ""
+    series: dict[str, list[float]] = field(default_factory=dict)  # arm -> values, in the arms' run order
+
+
+@dataclass
+class FigureSpec(Record):
+    """A figure a workload family declares for the report (its `WorkloadFamily.figures`), carried by the analysis and
+    drawn by the renderer of its `kind` from the analysis alone: the estimates of `metrics`, or the ECDF `panels`."""
+
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"panels": ("list", EcdfPanel)}
+
+    kind: str = ""  # ESTIMATES_PER_CASE, ESTIMATES_AGAINST_TEMPERATURE or ECDF
+    file: str = ""  # the PNG's name in the report folder
+    title: str = ""  # its heading in the report
+    caption: str = ""
+    figure_title: str = ""  # the title drawn on the figure
+    place: int = 0  # its place among the report's figures (lower first)
+    metrics: list[str] = field(default_factory=list)  # the estimates it draws (those the analysis holds)
+    when_run: bool = False  # drawn only when its family ran; silently left out otherwise
+    absent_note: str | None = None  # the report's note when it has nothing to draw (None: left out silently)
+    event_rates: bool = False  # its metrics are event rates: every figure of them starts its axis at zero
+    first_panel_ylim: list[float] | None = None
+    x_label: str | None = None
+    y_label: str | None = None
+    unit: str | None = None  # ECDF: the values' unit, in each series' legend
+    panels: list[EcdfPanel] = field(default_factory=list)
+
+
 @dataclass
 class FamilyFacts(Record):
     """What the family registry says of a workload family, as the analysis carries it (``families.<name>``)."""
 
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"section": ("one", ReportSection)}
+    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"section": ("one", ReportSection), "figures": ("list", FigureSpec)}
 
     label: str | None = None  # its name in the verdict lines
     results_key: str | None = None  # where a repeat holds its data
@@ -766,6 +684,9 @@ class FamilyFacts(Record):
     where_in_line: bool | None = None  # a verdict line names the cases its verdicts hold in
     state: dict[str, str] = field(default_factory=dict)  # arm -> its own figures
     section: ReportSection | None = None
+    figures: list[FigureSpec] = field(default_factory=list)  # the report's figures it declares
+    caveat: str | None = None  # a note under the verdict lines when it ran (the synthetic GSM8K set)
+    caveat_tag: str | None = None  # the same, short, after its metrics' labels in the before/after tables
 
 
 @dataclass
@@ -867,10 +788,6 @@ class Document(Record):
                 value = option.split("=", 1)[1]
         return value
 
-    def gsm8k_sources(self) -> set[str]:
-        """The GSM8K sources the runs used: each run's `source`, else the run's `--gsm8k-path` option (older results)."""
-        return {str(run.source or self.option("--gsm8k-path") or "unknown") for arm in self.arms.values() for run in arm.gsm8k_runs()}
-
     def ordered_arms(self) -> list[str]:
         """The arms in run order: ``arm_order`` when written, else as stored."""
         return list(self.arm_order or self.arms)
@@ -890,15 +807,6 @@ class ArmVocab(Record):
     tokenizer_length: int | None = None
     vocab_size: int | None = None
     padded_row_count: int | None = None
-
-
-@dataclass
-class IntegrityTotals(Record):
-    """A repeat's ``workloads.integrity_checks`` totals (specsuite.families.integrity.recorder), read typed."""
-
-    answers_checked: int | None = None
-    streams_checked: int | None = None
-    violations: int | None = None
 
 
 @dataclass
@@ -1157,360 +1065,6 @@ class Trends(Record):
     steps: list[TrendStep] = field(default_factory=list)
     regressions: list[TrendStep] = field(default_factory=list)
     open_regressions: list[TrendStep] = field(default_factory=list)
-# ---------------------------------------------------------------- the lossless tests (workloads.lossless)
-
-
-@dataclass
-class LosslessSetting(Record):
-    """One sampled setting of the lossless tests."""
-
-    temperature: float | None = None
-    top_p: float = 1.0
-    sampling_params: dict[str, Any] | None = None  # what the generation requests sent, by SGLang's names (no seed)
-
-
-@dataclass
-class SpecCoverageRecord(Record):
-    """How much of what a lossless test saw came from accepted drafts (positions >= 2)."""
-
-    verify_steps: int = 0
-    accepted_drafts: int = 0
-    positions_after_first: int = 0
-    accepted_draft_share: float | None = None
-
-
-@dataclass
-class PitUniformity(Record):
-    """The PIT's uniformity test: KS and binned chi-square, Bonferroni (specsuite.families.lossless.pit.UniformityResult)."""
-
-    n: int = 0
-    alpha: float = 0.0
-    ks_statistic: float | None = None
-    ks_p: float | None = None
-    chi2_statistic: float | None = None
-    chi2_p: float | None = None
-    p_value: float | None = None
-    passed: bool = False
-    bin_edges: list[float] = field(default_factory=list)
-    bin_counts: list[int] = field(default_factory=list)
-    expected_counts: list[float] = field(default_factory=list)
-    mean: float | None = None
-    mde_tv_body: float | None = None
-    mde_tv_tail: float | None = None
-    ks_critical_distance: float | None = None
-
-
-@dataclass
-class PitTailRate(Record):
-    """The tail tokens drawn against the bounds of the tail's mass (specsuite.families.lossless.pit.TailRateResult)."""
-
-    positions: int = 0
-    draws: int = 0
-    expected_low: float = 0.0
-    expected_high: float = 0.0
-    p_excess: float | None = None
-    p_deficit: float | None = None
-    p_value: float | None = None
-    alpha: float = 0.0
-    passed: bool = False
-
-
-@dataclass
-class LosslessPit(Record):
-    """One setting's PIT calibration (LosslessWorkload.pit)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "test": ("one", PitUniformity),
-        "tail": ("one", PitTailRate)}
-
-    setting: LosslessSetting = field(default_factory=LosslessSetting)
-    requests: int = 0
-    max_new_tokens: int = 0
-    top_k: int = 0
-    positions: int = 0
-    unresolved_nucleus: int = 0
-    outside_support: int = 0
-    given_top_k: bool = False
-    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
-    test: PitUniformity = field(default_factory=PitUniformity)
-    tail: PitTailRate | None = None
-    p_value: float | None = None
-    passed: bool = False
-    wall_time_s: float | None = None
-    nucleus_gap: float | None = None  # top_p < 1: the numerics gap (nats at T) a nucleus edge must clear to be decided
-    nucleus_rule: str | None = None  # the served dtype's rule it came from (NearTie.describe)
-
-
-@dataclass
-class TokenHomogeneity(Record):
-    """The two-sample chi-square per position, Holm-adjusted (specsuite.families.lossless.two_sample.HomogeneityResult)."""
-
-    positions: list[int] = field(default_factory=list)
-    statistics: list[float] = field(default_factory=list)
-    dofs: list[int] = field(default_factory=list)
-    p_values: list[float] = field(default_factory=list)
-    adjusted_p_values: list[float] = field(default_factory=list)
-    p_value: float | None = None  # the smallest adjusted p-value
-    alpha: float = 0.0
-    passed: bool = False
-    samples_per_arm: int = 0
-    prompts: int = 0
-    mde_token_probability: float | None = None
-
-
-@dataclass
-class LoglikCalibration(Record):
-    """The log-likelihood calibration z (specsuite.families.lossless.two_sample.CalibrationResult)."""
-
-    z: float | None = None
-    p_value: float | None = None
-    alpha: float = 0.0
-    passed: bool = False
-    mean_difference_nats: float | None = None
-    mde_nats: float | None = None
-    prompts: int = 0
-
-
-@dataclass
-class TwoSampleTailMass(Record):
-    """Tokens outside the reference's top-K per sample, test arm against reference (T != 1, top_p 1;
-    specsuite.families.lossless.two_sample.TailMassResult)."""
-
-    z: float | None = None
-    p_value: float | None = None
-    alpha: float = 0.0
-    passed: bool = False
-    mean_difference: float | None = None
-    reference_tail_tokens: float | None = None
-    mde_tail_tokens: float | None = None
-    mde_ratio_low: float | None = None
-    mde_ratio_high: float | None = None
-    prompts: int = 0
-
-
-@dataclass
-class LosslessTwoSample(Record):
-    """One setting's two-sample test against the speculation-off reference (LosslessWorkload.two_sample)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "setting": ("one", LosslessSetting), "coverage": ("one", SpecCoverageRecord), "homogeneity": ("one", TokenHomogeneity),
-        "calibration": ("one", LoglikCalibration), "tail": ("one", TwoSampleTailMass)}
-
-    setting: LosslessSetting = field(default_factory=LosslessSetting)
-    prompts: int = 0
-    samples_per_prompt: int = 0
-    positions: list[int] = field(default_factory=list)
-    coverage: SpecCoverageRecord = field(default_factory=SpecCoverageRecord)
-    homogeneity: TokenHomogeneity | None = None
-    calibration: LoglikCalibration | None = None
-    passed: bool = False
-    wall_time_s: float | None = None
-    tail: TwoSampleTailMass | None = None  # T != 1 with top_p 1 only
-
-
-@dataclass
-class TopTokenRate(Record):
-    """The directed mode-rate test: is the target's mode drawn more often than it gives (one-sided z)?"""
-
-    n: int = 0
-    observed: int = 0
-    expected: float = 0.0
-    z: float = 0.0
-    p_value: float | None = None
-    alpha: float = 0.0
-    passed: bool = False
-    excess_rate: float | None = None
-    excess_rate_ci95: list[float] | None = None
-    mde_excess_rate: float | None = None
-
-
-@dataclass
-class AcceptanceBetting(Record):
-    """The directed test martingale of accepted / p over draft-evaluated positions (anytime-valid)."""
-
-    draft_positions: int = 0
-    accepted: int = 0
-    mean_weighted_acceptance: float | None = None
-    log_e_value: float = 0.0
-    max_log_e_value: float = 0.0
-    p_value: float | None = None
-    alpha: float = 0.0
-    passed: bool = False
-    applicable: bool = False
-
-
-@dataclass
-class LosslessDirected(Record):
-    """The directed tests, pooled over the settings with top_p 1 and their PIT and two-sample generations."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "top_token_rate": ("one", TopTokenRate), "acceptance_betting": ("one", AcceptanceBetting)}
-
-    settings: list[str] = field(default_factory=list)
-    sources: dict[str, int] = field(default_factory=dict)  # "<setting> <source>" -> positions
-    top_token_rate: TopTokenRate | None = None
-    acceptance_betting: AcceptanceBetting | None = None
-
-
-@dataclass
-class NearTieRule(Record):
-    """The greedy comparison's near-tie tolerance and where it came from (specsuite.families.lossless.greedy.NearTie)."""
-
-    dtype: str | None = None  # None: the tolerance was given (--lossless-numerics-gap)
-    tolerance: float = 0.0
-    source: str = ""
-
-
-@dataclass
-class GreedyDivergence(Record):
-    """Where one greedy output first left the reference's, and why that counts as numerics or real."""
-
-    prompt_index: int = 0
-    position: int = 0  # 1-based
-    test_token: int | None = None  # None: the output ended here
-    reference_token: int | None = None
-    top2_gap: float | None = None  # None when the reference has no top-2 there
-    kind: str = ""  # "numerics" | "real"
-    reason: str = ""
-    below_top: float | None = None
-
-
-@dataclass
-class GreedyConcurrency(Record):
-    """Greedy equality at one client concurrency (specsuite.families.lossless.greedy.GreedyResult)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"near_tie": ("one", NearTieRule), "divergences": ("list", GreedyDivergence)}
-
-    concurrency: int = 0
-    prompts: int = 0
-    equal: int = 0
-    numerics: int = 0
-    real: int = 0
-    passed: bool = False
-    numerics_gap: float | None = None
-    near_tie: NearTieRule | None = None
-    divergences: list[GreedyDivergence] = field(default_factory=list)
-    near_tie_test: str | None = None  # the near-tie flip count's tests, stated (greedy.NearTieExcess.describe)
-    near_tie_excess: bool | None = None
-
-
-@dataclass
-class LosslessGreedy(Record):
-    """Greedy equality with the reference at every concurrency (LosslessWorkload.greedy)."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"concurrencies": ("list", GreedyConcurrency), "near_tie": ("one", NearTieRule)}
-
-    prompts: int = 0
-    max_new_tokens: int = 0
-    sampling_params: dict[str, Any] | None = None  # what the T=0 requests sent, by SGLang's names
-    concurrencies: list[GreedyConcurrency] = field(default_factory=list)
-    passed: bool = False
-    near_tie: NearTieRule | None = None
-    wall_time_s: float | None = None
-
-    def real_divergences(self) -> int:
-        return sum(int(run.real or 0) for run in self.concurrencies)
-
-
-@dataclass
-class LosslessResults(Record):
-    """A session's lossless tests (``workloads.lossless``, specsuite/pytest_plugin/lossless.py): per setting its PIT and
-    two-sample results, the directed tests and greedy equality."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {
-        "pit": ("map", LosslessPit), "two_sample": ("map", LosslessTwoSample), "directed": ("one", LosslessDirected),
-        "greedy": ("one", LosslessGreedy)}
-
-    config: dict[str, Any] = field(default_factory=dict)  # the sizes and knobs it ran with (LosslessConfig)
-    reference: dict[str, Any] = field(default_factory=dict)  # the speculation-off reference (ReferenceServer.description)
-    draft_steps: int | None = None
-    pit: dict[str, LosslessPit] = field(default_factory=dict)  # setting key -> result
-    two_sample: dict[str, LosslessTwoSample] = field(default_factory=dict)
-    directed: LosslessDirected | None = None
-    greedy: LosslessGreedy | None = None
-
-
-# ---------------------------------------------------------------- the integrity suite (workloads.integrity, workloads.integrity_checks)
-
-
-@dataclass
-class IntegrityChecks(Record):
-    """Every checked answer's violations of the session (IntegrityRecorder.totals): counts per check and per
-    source (the test that made the request), and a few quotes per check."""
-
-    answers_checked: int = 0
-    streams_checked: int = 0
-    violations: int = 0
-    counts: dict[str, int] = field(default_factory=dict)  # check -> violations, the checks that had any
-    by_source: dict[str, dict[str, int]] = field(default_factory=dict)  # test node id -> check -> violations
-    quotes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # check -> violations quoted, with their source
-
-
-@dataclass
-class IntegrityTestOutcome(Record):
-    """One integrity test's outcome: cases run, failures (a few quoted), near-tie numerics and divergences."""
-
-    cases: int = 0
-    failures: int = 0
-    examples: list[str] = field(default_factory=list)
-    numerics: int = 0
-    numerics_examples: list[str] = field(default_factory=list)
-    divergences: int = 0
-
-
-@dataclass
-class IntegrityResults(Record):
-    """The integrity suite's tests (specsuite/pytest_plugin/integrity.py): each test's outcome, the near-tie rule, divergences."""
-
-    NESTED: ClassVar[dict[str, tuple[str, type[Record]]]] = {"tests": ("map", IntegrityTestOutcome), "near_tie": ("one", NearTieRule)}
-
-    num_draft_tokens: int = 0
-    tests: dict[str, IntegrityTestOutcome] = field(default_factory=dict)  # test name -> outcome
-    near_tie: NearTieRule | None = None
-    divergences: dict[str, list[str]] = field(default_factory=dict)  # test name -> divergences kept
-
-
-# ---------------------------------------------------------------- a detector's totals over many answers
-
-
-@dataclass
-class DetectorTotal(Record):
-    """One detector's totals over a case's (or a GSM8K run's) answers (specsuite.families.correctness.detectors.aggregate);
-    the defaults are a detector that found nothing in nothing (its 95 % upper bound 1)."""
-
-    count: int = 0
-    total: int = 0
-    unit: str = "tokens"
-    responses: int = 0
-    responses_with_hits: int = 0
-    rate: float | None = None
-    upper95: float = 1.0
-    per_1200_tokens: float | None = None  # stray_char only: the pooled rate per 1200 generated tokens
-
-
-# ---------------------------------------------------------------- the serving benchmark's session summary
-
-
-@dataclass
-class BenchSummary(BenchRun):
-    """What a pytest session keeps of one benchmark run (specsuite.families.bench.record.session_summary): the
-    `BenchRun` figures, the lengths it sent, and the per-request values the suite's tests check."""
-
-    median_tpot_ms: float | None = None
-    random_input_len: int | None = None
-    random_output_len: int | None = None  # the length sent: fitted to the server's context length when needed
-    cache_flushed: bool | None = None  # False: the server refused /flush_cache
-    output_lens: list[int] = field(default_factory=list)
-    request_accept_lengths: list[float | None] = field(default_factory=list)
-    spec_verify_cts: list[int | None] = field(default_factory=list)
-    ttft_ms: list[float] = field(default_factory=list)
-    itl_ms: list[float] = field(default_factory=list)  # every per-token ITL in ms, or a seeded reservoir of them, sorted
-    itl_samples_total: int = 0
-    itl_ms_is_reservoir: bool = False
-
-    def scalars(self) -> dict[str, Any]:
-        """Its single-valued fields as results.json writes them (the A/B comparison's per-run lines)."""
-        return {key: value for key, value in self.to_dict().items() if not isinstance(value, (list, dict))}
 
 
 # ---------------------------------------------------------------- the kernel suite's distribution tests, as they run
@@ -1551,30 +1105,3 @@ class KernelTestStatistic(Record):
     verification: str | None = None
     observed_total: float | None = None
     expected_total: float | None = None
-
-
-# ---------------------------------------------------------------- one GSM8K question's answer
-
-
-@dataclass
-class Gsm8kAnswer(Record):
-    """One GSM8K question as asked and answered (specsuite.families.gsm8k.runner): ok, skipped or error, with the
-    fields of that status (a JSONL line of the run's records; results.json keeps only the run's summary)."""
-
-    question_index: int = 0
-    prompt_hash: str = ""
-    label: Any = None
-    status: str = ""  # "ok" | "skipped" | "error"
-    output_text: str | None = None
-    output_ids_count: int | None = None
-    completion_tokens: int | None = None
-    extracted: dict[str, Any] = field(default_factory=dict)  # definition -> the answer it extracted
-    outcome: dict[str, str] = field(default_factory=dict)  # definition -> correct | incorrect | invalid
-    finish_reason: Any = None
-    spec_verify_ct: int | None = None
-    accept_length: float | None = None
-    reason: str | None = None  # skipped: why
-    error_class: str | None = None
-    error: str | None = None
-    request: dict[str, Any] | None = None  # error: the request as sent
-    latency_s: float = 0.0

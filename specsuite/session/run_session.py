@@ -28,8 +28,9 @@ from typing import Any
 
 from specsuite.config.bench_profiles import BenchProfile
 from specsuite.errors import SpecsuiteError
+from specsuite.families.gsm8k.records import Gsm8kRun
 from specsuite.results.store import RecordWriter, RunDirectory
-from specsuite.results.types import Document, Gsm8kRun
+from specsuite.results.types import Document
 from specsuite.server.faults import FaultGuard, RunPolicy, process_alive_probe
 from specsuite.server.secrets import load_secrets
 from specsuite.server.session import ServerEndpoint, ServerUnderTest, check_server_given, identify_server, start_server

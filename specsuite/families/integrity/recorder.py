@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from specsuite.families.integrity.openai_rules import answered_choice_count, check_openai, check_openai_stream, streamed_choice_count
+from specsuite.families.integrity.records import IntegrityChecks
 from specsuite.families.integrity.sglang_rules import CHECKS, IntegrityContext, Violation, check_generate, check_stream, split_payload
 from specsuite.families.integrity.vllm_rules import check_vllm_completion, check_vllm_stream
-from specsuite.results.types import IntegrityChecks
 from specsuite.server.openai_client import OpenAICompletionsClient
 from specsuite.server.sglang_client import SGLangClient
 from specsuite.server.transport import HttpTransport, shorten
