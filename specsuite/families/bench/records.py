@@ -11,7 +11,7 @@ from specsuite.results.types import Record, Workloads, sampling_setting
 
 @dataclass
 class BenchRun(Record):
-    """One serving-benchmark summary (specsuite.workloads.bench): the named figures; the rest in ``extra``."""
+    """One serving-benchmark summary (specsuite.families.bench): the named figures; the rest in ``extra``."""
 
     backend: str | None = None
     dataset_name: str | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from specsuite.families.lossless.records import NearTieRule
+from specsuite.families.lossless.records import NearTieRule  # the near-tie rule greedy equality and the integrity tests share
 from specsuite.results.types import Record, Workloads
 
 
