@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from specsuite.families.correctness.padded_rows import PaddedRowJudgement
-from specsuite.results.types import DetectorTotal
+from specsuite.families.correctness.records import DetectorTotal
 
 pytestmark = pytest.mark.gsm8k
 

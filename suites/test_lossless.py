@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from specsuite.results.types import LosslessSetting, PitUniformity
+from specsuite.families.lossless.records import LosslessSetting, PitUniformity
 
 pytestmark = pytest.mark.lossless
 

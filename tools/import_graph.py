@@ -9,7 +9,8 @@ imports made absolute, and modules loaded by name (`importlib.import_module("x")
 project module an import names (`from a.b import c` is `a.b.c` when that is a module, else `a.b`);
 the packages an import passes through on the way (`a`, `a.b`) are not edges, so a package
 `__init__` that re-exports its submodules is not a cycle with them.  A cycle is a strongly connected
-component of more than one module, or a module that imports itself.
+component of more than one module, or a module that imports itself.  Besides the cycles it counts the
+imports that go up the layer order (tools/layers.py) and names each.
 
 tests/packaging/test_layering.py reads imports with the same `imports_of` and builds the same graph.
 """
@@ -21,6 +22,10 @@ import ast
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script: `tools` importable
+
+from tools.layers import upward_imports  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("specsuite", "suites")
@@ -142,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"cycles: {len(found)}")
     for number, component in enumerate(found, 1):
         print(f"  cycle {number} ({len(component)} modules): {', '.join(component)}")
+    upward = upward_imports(graph)
+    print(f"upward imports (tools/layers.py): {len(upward)}")
+    for module, target in upward:
+        print(f"  {module} -> {target}")
     if args.edges:
         for module in sorted(graph):
             for target in sorted(graph[module]):

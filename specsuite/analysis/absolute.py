@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specsuite.results.types import Arm, ArmVocab, Case, Document, FailedTest, IntegrityTotals, Workloads
+from specsuite.families.integrity.records import integrity_totals
+from specsuite.results.types import Arm, ArmVocab, Case, Document, FailedTest, Workloads
 
 # rule -> (what it means, (test module, test functions; empty: any test of the module))
 TEST_RULES: dict[str, tuple[str, tuple[str, tuple[str, ...]]]] = {
@@ -120,7 +121,7 @@ def _arm_findings(arm: Arm) -> list[tuple[str, str]]:
 
 
 def _violations(workloads: Workloads) -> int:
-    return int(IntegrityTotals.from_dict(workloads.integrity_checks or {}).violations or 0)
+    return int(integrity_totals(workloads).violations or 0)
 
 
 def _count(case: Case, detector: str) -> int:

@@ -23,7 +23,6 @@ from pathlib import Path
 from specsuite.cli.exit_codes import EXIT_OK, EXIT_REQUESTS_FAILED
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration.serving_benchmark import run_serving_benchmark
-from specsuite.results.types import BenchRun
 from specsuite.server.secrets import load_admin_api_key, load_api_key
 from specsuite.server.session import describe_server_under_test
 from specsuite.session.bench import BENCH_SERVING as BENCH_SERVING_PROFILE
@@ -83,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
     nothing: bench_serving asks nothing of a server but its answers, so a URL is used as given), runs the benchmark,
     and stops a launched server whatever happens; here only the flags, the output file's name and the printing."""
     from specsuite.families.bench.record import format_table  # aiohttp loads with the benchmark's modules only
+    from specsuite.families.bench.records import BenchRun
 
     run_config = run_config_from_options(lambda name: getattr(args, name, None), front_end="bench", api_key=load_api_key(),
                                          admin_api_key=load_admin_api_key())

@@ -28,7 +28,6 @@ from specsuite.cli.serve_vllm import serve_vllm
 from specsuite.errors import SpecsuiteError
 from specsuite.orchestration.gsm8k_job import run_gsm8k_job
 from specsuite.results.store import specsuite_version
-from specsuite.results.types import AcceptLengthSummary
 from specsuite.server import refserver_contract
 from specsuite.server.interrupts import interrupt_after_children
 from specsuite.server.secrets import load_admin_api_key, load_api_key
@@ -85,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
 def command_gsm8k(args: argparse.Namespace) -> int:
     """`specsuite gsm8k`: the GSM8K job (specsuite/orchestration/gsm8k_job.py, through the driver the suites use too),
     printed as one table row per temperature."""
+    """`specsuite gsm8k`: a thin adapter over the RunSession (specsuite/session/), whose GSM8K driver the suites use too."""
+    from specsuite.families.gsm8k.records import AcceptLengthSummary
+
     config = run_config_from_options(lambda name: getattr(args, name, None), front_end="gsm8k", api_key=load_api_key(),
                                      admin_api_key=load_admin_api_key())
     outcome = run_gsm8k_job(config, command=" ".join(sys.argv), progress=sys.stderr.isatty(),

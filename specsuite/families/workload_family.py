@@ -11,6 +11,9 @@ analysis) and the history (specsuite.history) need to know of one kind of result
 - `history`: the metrics the nightly history stores and trends (every metric when None);
 - `driver`, `marker`, `pytest_plugin`: how its workload runs on a server (the RunSession builds every registered
   family's driver), the pytest marker of its suite and the plugin module of its fixtures (the pytest plugin loads them).
+- `figures` and `caveat`: the report's figures it declares (`FigureSpec`: what to draw and its data, drawn by the
+  generic renderers of specsuite/reports/plots.py) and a note its results need, both written into the analysis.
+  Its typed records come from its own `records.py`, which reads the raw part a repeat's `Workloads` keeps.
 
 The generic code iterates the registry (specsuite.families.registry) and names no family.
 """
@@ -26,7 +29,17 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns
 from specsuite.config.option import Option
 from specsuite.families.correctness.workload import SamplingCase
-from specsuite.results.types import ComparisonRow, Document, EstimateRow, FamilyFacts, Repeat, ReportSection, ReportTable, Workloads
+from specsuite.results.types import (
+    ComparisonRow,
+    Document,
+    EstimateRow,
+    FamilyFacts,
+    FigureSpec,
+    Repeat,
+    ReportSection,
+    ReportTable,
+    Workloads,
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,14 @@ class FamilyView:
         return [f"**{found[candidate]}**" if candidate in found else "–" for candidate in self.candidates]
 
 
+@dataclass(frozen=True)
+class FamilyCaveat:
+    """A note a family's results need, as the report prints it: under the verdict lines, and short after its metrics' labels."""
+
+    note: str
+    tag: str
+
+
 def one_table_section(title: str, paragraph: str, header: list[str], rows: list[list[str]]) -> ReportSection:
     """A family's report section of one paragraph and one table."""
     return ReportSection.written(title=title, paragraphs=[paragraph], tables=[ReportTable.written(title="", header=header, rows=rows)])
@@ -137,6 +158,9 @@ class WorkloadFamily:
     driver: Callable[[Any], Any] | None = None  # builds its workload driver over a RunSession (specsuite/families/workload_driver.py)
     marker: tuple[str, str] | None = None  # its suite's pytest marker: name, description
     pytest_plugin: str | None = None  # the module of its pytest fixtures and parametrization (specsuite/pytest_plugin/)
+    # report figures and records (results side)
+    figures: Callable[[FamilyView], list[FigureSpec]] | None = None  # the report's figures it declares, with their data
+    caveat: Callable[[FamilyView], FamilyCaveat | None] | None = None  # a note its results need (the synthetic GSM8K set)
 
     @property
     def is_workload(self) -> bool:
@@ -156,4 +180,10 @@ class WorkloadFamily:
         section = self.section(view) if self.section is not None else None
         if section is not None:
             facts.put("section", section)
+        figures = self.figures(view) if self.figures is not None else []
+        if figures:
+            facts.put("figures", figures)
+        caveat = self.caveat(view) if self.caveat is not None else None
+        if caveat is not None:
+            facts.update(caveat=caveat.note, caveat_tag=caveat.tag)
         return facts

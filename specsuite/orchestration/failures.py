@@ -17,6 +17,8 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 
+from specsuite.families.bench.records import bench_runs
+from specsuite.families.gsm8k.records import gsm8k_runs
 from specsuite.results.types import Arm, Document, FailedTest, RunFailure
 
 # ErrorClass values (specsuite/server/faults.py) that mean the harness stopped waiting, not that the server answered badly.
@@ -55,9 +57,9 @@ def _arm_failures(name: str, arm: Arm, request_timeout_s: float, cores: int, loa
         found.append(RunFailure(arm=name, kind="harness_timeouts", count=count,
                                 reason=f"the harness gave up waiting on {count} of {total} requests: no answer within its "
                                        f"--request-timeout of {request_timeout_s:g} s ({load}){_at(where['harness'])}"))
-    bench_failed = sum(int(run.failed or 0) for repeat in arm.repeats for run in repeat.workloads.bench_runs())
+    bench_failed = sum(int(run.failed or 0) for repeat in arm.repeats for run in bench_runs(repeat.workloads))
     if bench_failed:
-        bench_total = bench_failed + sum(int(run.completed or 0) for repeat in arm.repeats for run in repeat.workloads.bench_runs())
+        bench_total = bench_failed + sum(int(run.completed or 0) for repeat in arm.repeats for run in bench_runs(repeat.workloads))
         found.append(RunFailure(arm=name, kind="benchmark_errors", count=bench_failed,
                                 reason=f"{bench_failed} of {bench_total} serving-benchmark requests failed (see the session log)"))
     return found
@@ -73,7 +75,7 @@ def _request_errors(arm: Arm) -> tuple[Counter[str], Counter[str], int, dict[str
     # A case's n_requests counts the answers it got; a GSM8K run's n_questions every question asked.
     units = [(case.case_id, case.n_requests + case.n_errors, case.n_errors, case.error_classes) for case in arm.cases()]
     units += [(f"GSM8K T={run.temperature:g}" if run.temperature is not None else "GSM8K", max(run.n_questions, run.n_errors),
-               run.n_errors, run.error_classes) for run in arm.gsm8k_runs()]
+               run.n_errors, run.error_classes) for repeat in arm.repeats for run in gsm8k_runs(repeat.workloads)]
     for label, requests, errors, classes in units:
         total += int(requests or 0)
         if not errors:

@@ -12,8 +12,9 @@ from typing import Any
 
 from specsuite.errors import SpecsuiteError
 from specsuite.families.gsm8k.family import FAMILY as GSM8K
+from specsuite.families.gsm8k.records import Gsm8kRun
 from specsuite.results.builder import measured_arm, session_document
-from specsuite.results.types import Document, Gsm8kRun, Workloads
+from specsuite.results.types import Document, Workloads
 from specsuite.server.session import describe_server_under_test
 from specsuite.session.config import RunConfig
 from specsuite.session.dependencies import preflight

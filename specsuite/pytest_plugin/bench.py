@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from specsuite.errors import SpecsuiteError
-from specsuite.results.types import BenchSummary, ComparisonRow
+from specsuite.families.bench.records import BenchSummary
+from specsuite.results.types import ComparisonRow
 from specsuite.session.option_table import add_pytest_options
 
 if TYPE_CHECKING:  # the A/B engine loads scipy: imported when a benchmark runs, not when the plugin loads

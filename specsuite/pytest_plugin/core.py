@@ -33,8 +33,10 @@ from typing import Any
 import pytest
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench.records import bench_runs
 from specsuite.families.correctness.family import FAMILY as CORRECTNESS_FAMILY
 from specsuite.families.gsm8k.family import FAMILY as GSM8K_FAMILY
+from specsuite.families.gsm8k.records import Gsm8kRun
 from specsuite.orchestration.failures import run_failures
 from specsuite.project_paths import SUITES_DIR
 from specsuite.results.builder import measured_arm, session_document
@@ -143,6 +145,11 @@ class SpecsuiteSession:
     def warnings(self) -> list[str]:
         """Every warning the workloads collected so far, in run order."""
         return self.core.warnings() if self._core is not None else []
+        found = [line for result in self.cases.values() for line in result.warnings]
+        found += [line for run in self.gsm8k_runs.values() for line in Gsm8kRun.from_dict(run).warnings or []]
+        for bench in bench_runs(Workloads.from_dict(self.workloads)):  # none unless the benchmark wrote its summary
+            found += [f"serving benchmark: {line}" for line in bench.warnings or []]
+        return found
 
     def write_results(self, status: str) -> None:
         if self.run_dir is not None:

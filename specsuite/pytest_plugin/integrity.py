@@ -24,9 +24,9 @@ from specsuite.families.integrity.comparisons import compare_answers
 from specsuite.families.integrity.native_answer import ids_if_any, output_ids_of, text_of
 from specsuite.families.integrity.near_ties import describe, numerics_flip
 from specsuite.families.integrity.recorder import CheckingOpenAIClient, IntegrityRecorder
+from specsuite.families.integrity.records import IntegrityResults, IntegrityTestOutcome
 from specsuite.families.integrity.wiring import checking_client, checking_openai_client
 from specsuite.families.lossless.greedy import TOP_CANDIDATES, NearTie, near_tie_of
-from specsuite.results.types import IntegrityResults, IntegrityTestOutcome
 from specsuite.server import kinds, refserver_contract
 from specsuite.server.bench_answers import model_type_of
 from specsuite.server.generated_text import text_context

@@ -20,9 +20,9 @@ import pytest
 
 from specsuite.errors import SpecsuiteError
 from specsuite.families.lossless.directed import DraftSampling, acceptance_betting_test, draft_sampling_of, top_token_rate_test
+from specsuite.families.lossless.records import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
 from specsuite.families.lossless.reference import ReferenceServer, open_reference
 from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting, draft_steps_of
-from specsuite.results.types import LosslessDirected, LosslessGreedy, LosslessPit, LosslessResults, LosslessTwoSample
 from specsuite.server import kinds
 from specsuite.server.sampling_pins import model_generation_defaults
 from specsuite.server.secrets import load_api_key

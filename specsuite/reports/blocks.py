@@ -27,7 +27,7 @@ class Role(Enum):
     VERDICT_LINES = "verdict lines"
     FAILURES = "what failed"
     SIDE_BY_SIDE = "side-by-side caveat"
-    GSM8K_SOURCE = "synthetic GSM8K note"
+    FAMILY_CAVEAT = "a family's caveat (the synthetic GSM8K set)"
     NOT_RUN = "not run"
     PER_CASE_COUNTS = "per-case counts"
 

@@ -17,10 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from specsuite.reports.blocks import Block, Heading, Preformatted, Report, Role, Table, fmt, fmt_p, pct
-from specsuite.reports.gsm8k_source import gsm8k_is_synthetic
 from specsuite.reports.kernel_section import add_kernel_section
 from specsuite.reports.summary_table import summary_markdown
-from specsuite.results.types import (  # noqa: F401  (ANALYSIS_KEY: re-exported for the renderers)
+from specsuite.results.types import (  # noqa: F401  (ANALYSIS_KEY, case_title: re-exported for the renderers)
     ANALYSIS_KEY,
     NONE_IN_EITHER,
     Arm,
@@ -33,16 +32,13 @@ from specsuite.results.types import (  # noqa: F401  (ANALYSIS_KEY: re-exported 
     ReportSection,
     SpeculativeSettings,
     SpreadEntry,
+    case_title,
 )
 from specsuite.results.types import Document as ResultsDocument
 
 NOT_RUN = "not run"
 
 VERDICTS = ("worse", "suspect", "better", "equivalent", "inconclusive", NONE_IN_EITHER)  # the order the verdict counts are given in
-
-
-def case_title(temperature: float, top_p: float) -> str:
-    return f"T = {temperature:g}, top_p = {top_p:g}"
 
 
 def row_case_title(row: ComparisonRow) -> str:
@@ -150,7 +146,7 @@ def add_tables(report: Report, document: ResultsDocument) -> None:
                            "Raw totals per arm and case:")
         body.blocks.append(per_case_counts(document))
     else:
-        _before_after(body, analysis, gsm8k_is_synthetic(document))
+        _before_after(body, analysis)
         for family in analysis.families.values():
             if family.section is not None:
                 _family_section(body, family.section)
@@ -251,7 +247,7 @@ def _cases(analysis: Comparison) -> list[tuple[float, float]]:
     return sorted(keys)
 
 
-def _before_after(doc: Report, analysis: Comparison, synthetic: bool = False) -> None:
+def _before_after(doc: Report, analysis: Comparison) -> None:
     arms, baseline = analysis.arm_order, analysis.baseline
     candidates = analysis.candidates or []
     estimates = {(r.arm, r.metric, r.temperature, r.top_p): r for r in analysis.estimates}
@@ -270,8 +266,9 @@ def _before_after(doc: Report, analysis: Comparison, synthetic: bool = False) ->
         for metric in analysis.report_rows:
             facts = metrics[metric]
             label, kind = str(facts.report_label), str(facts.report_format)
-            if synthetic and facts.source == "gsm8k":
-                label += " (synthetic set)"
+            family = analysis.families.get(str(facts.source))
+            if family is not None and family.caveat_tag:  # the synthetic GSM8K set's rows say so
+                label += f" ({family.caveat_tag})"
             if metric in counters and metric not in present:
                 continue  # the server does not export this counter
             workload = facts.source if facts.source in analysis.workloads else None

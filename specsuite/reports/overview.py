@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from specsuite.reports.blocks import FigureRef, ParagraphStyle, Report, Role, VerdictLine, VerdictList
 from specsuite.reports.document import NONE_IN_EITHER, add_tables, header_value, metric_fact
-from specsuite.reports.gsm8k_source import gsm8k_source_note
 from specsuite.reports.server_under_test import server_under_test_line
 from specsuite.results.types import Comparison, ComparisonRow, Effect, FamilyFacts
 from specsuite.results.types import Document as ResultsDocument
@@ -256,9 +255,9 @@ def _verdict_section(report: Report, document: ResultsDocument) -> None:
     caveat = side_by_side_note(document)
     if caveat:
         report.paragraph(caveat, role=Role.SIDE_BY_SIDE)
-    synthetic = gsm8k_source_note(document)
-    if synthetic and analysis is not None and _ran(analysis, "gsm8k"):
-        report.paragraph(synthetic, ParagraphStyle.NOTE, Role.GSM8K_SOURCE)
+    for name, family in (analysis.families if analysis is not None else {}).items():
+        if family.caveat and _ran(analysis, name):  # the synthetic GSM8K set: never read as a real score
+            report.paragraph(family.caveat, ParagraphStyle.NOTE, Role.FAMILY_CAVEAT)
     missing = not_run_line(document)
     if missing:
         report.paragraph(missing, ParagraphStyle.NOTE, Role.NOT_RUN)

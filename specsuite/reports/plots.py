@@ -1,11 +1,11 @@
 """PNG figures of an A/B results document (matplotlib, Agg canvas, no display needed).
 
-Figures: event rates per sampling case and arm with 95 % intervals; accept length against
-temperature per arm; the ITL ECDF per arm (bench results with per-token ITLs only); GSM8K accuracy
-and invalid rate with intervals (GSM8K results only); the spread between repeats.  A figure whose
-data is absent is skipped with a one-line note instead; one whose workload did not run (GSM8K, the
-bench, a second repeat) is skipped silently, since the report names what did not run in one line.
-Each arm keeps one colour in every figure.
+Each workload family declares its figures in the analysis (`FamilyFacts.figures`, a `FigureSpec` each: the
+correctness family's event rates per sampling case and accept length against temperature, GSM8K's accuracy and
+invalid rate, the bench's ITL ECDF); a generic renderer per figure kind draws them from the analysis alone, and
+the spread between repeats comes last.  A figure whose data is absent is skipped with its one-line note instead;
+one whose workload did not run (GSM8K, the bench, a second repeat) is skipped silently, since the report names
+what did not run in one line.  Each arm keeps one colour in every figure.
 """
 
 from __future__ import annotations
@@ -24,14 +24,21 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from specsuite.reports.blocks import FigureRef  # noqa: E402
-from specsuite.reports.document import case_title, kind_of, metric_fact  # noqa: E402
-from specsuite.results.types import Comparison, Document, SpreadEntry  # noqa: E402
+from specsuite.reports.document import kind_of, metric_fact  # noqa: E402
+from specsuite.results.types import (  # noqa: E402
+    ECDF,
+    ESTIMATES_AGAINST_TEMPERATURE,
+    ESTIMATES_PER_CASE,
+    Comparison,
+    Document,
+    FigureSpec,
+    SpreadEntry,
+)
 
 DPI = 110
 STYLE = {"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "legend.fontsize": 10, "xtick.labelsize": 10,
          "ytick.labelsize": 10, "figure.titlesize": 14, "axes.grid": True, "grid.alpha": 0.3}
 PALETTE = ("#d62728", "#1f77b4", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-RATE_PANELS = ("invalid_ids", "fallback_ids", "sampler_fallbacks", "stray_per_1200", "nonfinite_draft_probs", "fragment_excess")
 
 
 def arm_colors(arms: list[str]) -> dict[str, str]:
@@ -111,11 +118,12 @@ def _zero_visible(ax: Axes) -> None:
     ax.set_ylim(-0.03 * top, top)
 
 
-def plot_rates(document: Document, analysis: Comparison, out_dir: Path) -> FigureRef | str:
+def plot_estimates_per_case(spec: FigureSpec, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
+    """A panel per metric the analysis holds: each arm's pooled value per sampling case with its interval."""
     present = {r.metric for r in analysis.estimates}
-    metrics = [m for m in RATE_PANELS if m in present]
+    metrics = [m for m in spec.metrics if m in present]
     if not metrics:
-        return "Event-rate figure: no detector or counter data in these results."
+        return spec.absent_note
     cases = _all_cases(analysis, metrics)
     colors = arm_colors(analysis.arm_order)
     fig, axes = _grid(len(metrics))
@@ -123,19 +131,21 @@ def plot_rates(document: Document, analysis: Comparison, out_dir: Path) -> Figur
         _estimate_points(ax, analysis, metric, cases, colors)
         _case_axis(ax, cases)
         _label_panel(ax, analysis, metric)
-    fig.suptitle("Event rates per sampling case and arm (pooled over repeats, 95% CI)")
+    if spec.first_panel_ylim:
+        axes[0].set_ylim(*spec.first_panel_ylim)
+    fig.suptitle(spec.figure_title)
     fig.legend(handles=_legend_handles(analysis.arm_order, colors, analysis.baseline), loc="outside lower center",
                ncols=len(analysis.arm_order))
-    path = _save(fig, out_dir / "rates.png")
-    return FigureRef(path, "Event rates per sampling case",
-                     "Points are pooled rates; bars are 95% Clopper–Pearson intervals (non-finite entries per batch: "
-                     "point only). A zero with a bar is 'none seen, and at most this much'.")
+    path = _save(fig, out_dir / spec.file)
+    return FigureRef(path, spec.title, spec.caption)
 
 
-def plot_accept_length(document: Document, analysis: Comparison, out_dir: Path) -> FigureRef | str:
-    rows = [r for r in analysis.estimates if r.metric == "accept_length"]
+def plot_estimates_against_temperature(spec: FigureSpec, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
+    """One metric against temperature: a line per arm and top_p, each point with its interval."""
+    metric = spec.metrics[0] if spec.metrics else ""
+    rows = [r for r in analysis.estimates if r.metric == metric]
     if not rows:
-        return "Accept-length figure: these results hold no per-request accept lengths."
+        return spec.absent_note
     colors = arm_colors(analysis.arm_order)
     top_ps = sorted({r.top_p for r in rows if r.temperature > 0}) or [1.0]
     # Each top_p its own line style AND marker, and a long legend handle: a short dashed handle reads as solid.
@@ -158,72 +168,63 @@ def plot_accept_length(document: Document, analysis: Comparison, out_dir: Path) 
             ax.errorbar(xs, ys, yerr=[low, high], color=colors[arm], linestyle=styles[top_p], marker=markers[top_p], markersize=7,
                         capsize=5, linewidth=2, label=f"{arm}, top_p={top_p:g} ({'solid' if styles[top_p] == '-' else 'dashed'})"
                         if len(top_ps) == 2 else f"{arm}, top_p={top_p:g}")
-    ax.set_xlabel("temperature")
-    ax.set_ylabel("accept length (tokens per verify step)")
-    ax.set_title("Accept length against temperature (mean of requests, 95% CI)")
+    ax.set_xlabel(spec.x_label or "temperature")
+    ax.set_ylabel(spec.y_label or metric_fact(analysis, metric, "axis_label"))
+    ax.set_title(spec.figure_title)
     ax.legend(loc="best", handlelength=4.5)
-    path = _save(fig, out_dir / "accept_length.png")
-    return FigureRef(path, "Accept length against temperature",
-                     "Healthy acceptance does not rise with temperature; a rise towards the ceiling is the signature "
-                     "of corrupt draft probabilities accepted by the sampler.")
+    path = _save(fig, out_dir / spec.file)
+    return FigureRef(path, spec.title, spec.caption)
 
 
-def _bench_itls(document: Document) -> dict[str, dict[str, list[float]]]:
-    """case -> arm -> pooled per-token ITLs in ms, from the raw bench results."""
-    pooled: dict[str, dict[str, list[float]]] = {}
-    for arm_name, arm in document.arms.items():
-        for repeat in arm.repeats:
-            for run in repeat.workloads.bench_runs():
-                key = case_title(run.temperature(), run.top_p())
-                values = [x * 1000.0 for request in run.itls or [] for x in request or [] if x and x > 0]
-                pooled.setdefault(key, {}).setdefault(arm_name, []).extend(values)
-    return {key: arms for key, arms in pooled.items() if any(arms.values())}
-
-
-def plot_itl_ecdf(document: Document, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
-    if not analysis.ran("bench"):
-        return None
-    settings = _bench_itls(document)
-    if not settings:
-        return "ITL ECDF: not drawn, the bench results carry no per-token ITLs (`itls`)."
+def plot_ecdf(spec: FigureSpec, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
+    """A panel per `EcdfPanel`: each arm's values as an empirical CDF up to the 99.5th percentile, its median dashed."""
+    panels = [panel for panel in spec.panels if any(panel.series.values())]
+    if not panels:
+        return spec.absent_note
     colors = arm_colors(analysis.arm_order)
-    fig, axes = _grid(len(settings), (7.5, 4.8))
-    for ax, (title, arms) in zip(axes, settings.items(), strict=False):
+    fig, axes = _grid(len(panels), (7.5, 4.8))
+    for ax, panel in zip(axes, panels, strict=False):
+        arms = panel.series
         top = max(np.percentile(v, 99.5) for v in arms.values() if v)
         for arm in analysis.arm_order:
             values = np.sort(arms.get(arm) or [])
             if values.size == 0:
                 continue
             ax.step(values, np.arange(1, values.size + 1) / values.size, where="post", color=colors[arm], linewidth=2,
-                    label=f"{arm} (median {np.median(values):.3g} ms, n={values.size:,})")
+                    label=f"{arm} (median {np.median(values):.3g} {spec.unit}, n={values.size:,})")
             ax.axvline(float(np.median(values)), color=colors[arm], linestyle="--", linewidth=1)
         ax.set_xlim(0, top)
         ax.set_ylim(0, 1)
-        ax.set_xlabel("inter-token latency (ms), up to the 99.5th percentile")
-        ax.set_ylabel("fraction of tokens ≤ x")
-        ax.set_title(f"ITL ECDF, {title}")
+        ax.set_xlabel(spec.x_label)
+        ax.set_ylabel(spec.y_label)
+        ax.set_title(panel.title)
         ax.legend(loc="lower right")
-    path = _save(fig, out_dir / "itl_ecdf.png")
-    return FigureRef(path, "Inter-token latency ECDF", "Per-token ITLs pooled over repeats; dashed lines are the medians.")
+    path = _save(fig, out_dir / spec.file)
+    return FigureRef(path, spec.title, spec.caption)
 
 
-def plot_gsm8k(document: Document, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
-    if not analysis.ran("gsm8k"):
+# The renderer of each figure kind a family can declare.
+RENDERERS: dict[str, Callable[[FigureSpec, Comparison, Path], FigureRef | str | None]] = {
+    ESTIMATES_PER_CASE: plot_estimates_per_case, ESTIMATES_AGAINST_TEMPERATURE: plot_estimates_against_temperature,
+    ECDF: plot_ecdf}
+
+
+def declared_figures(analysis: Comparison) -> list[tuple[str, FigureSpec]]:
+    """(family, figure) for every figure the families declare, in page order (`place`; ties in registration order)."""
+    found = [(name, spec) for name, facts in analysis.families.items() for spec in facts.figures]
+    return sorted(found, key=lambda item: item[1].place)
+
+
+def plot_declared(name: str, spec: FigureSpec, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
+    """One declared figure, or why not: silently nothing when its family did not run and it needs it, or of an unknown kind."""
+    renderer = RENDERERS.get(spec.kind)
+    if renderer is None or (spec.when_run and not analysis.ran(name)):
         return None
-    metrics = [m for m in ("gsm8k_accuracy", "gsm8k_invalid") if any(r.metric == m for r in analysis.estimates)]
-    cases = _all_cases(analysis, metrics)
-    colors = arm_colors(analysis.arm_order)
-    fig, axes = _grid(len(metrics))
-    for ax, metric in zip(axes, metrics, strict=False):
-        _estimate_points(ax, analysis, metric, cases, colors)
-        _case_axis(ax, cases)
-        _label_panel(ax, analysis, metric)
-    axes[0].set_ylim(-3, 103)  # 0 % and 100 % drawn whole
-    fig.suptitle("GSM8K per setting and arm (95% Clopper–Pearson CI)")
-    fig.legend(handles=_legend_handles(analysis.arm_order, colors, analysis.baseline), loc="outside lower center",
-               ncols=len(analysis.arm_order))
-    path = _save(fig, out_dir / "gsm8k.png")
-    return FigureRef(path, "GSM8K accuracy and invalid rate", "Pooled over repeats; SGLang's answer definition (last integer).")
+    return renderer(spec, analysis, out_dir)
+
+
+def _event_rate_metrics(analysis: Comparison) -> set[str]:
+    return {metric for _, spec in declared_figures(analysis) if spec.event_rates for metric in spec.metrics}
 
 
 def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> FigureRef | str | None:
@@ -234,6 +235,7 @@ def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> Figu
     if (document.repeats or 1) < 2 and _most_repeats(spread) < 2:
         return None  # one dot per arm shows no spread
     colors = arm_colors(analysis.arm_order)
+    event_rates = _event_rate_metrics(analysis)
     fig, axes = _grid(len(metrics))
     most = 1
     for ax, metric in zip(axes, metrics, strict=False):
@@ -254,7 +256,7 @@ def plot_spread(document: Document, analysis: Comparison, out_dir: Path) -> Figu
                            s=36, zorder=3, edgecolors="white", linewidths=0.6)
         _case_axis(ax, cases)
         _label_panel(ax, analysis, metric)
-        if metric in RATE_PANELS:
+        if metric in event_rates:
             _zero_visible(ax)
         else:
             ax.margins(y=0.25)  # the spread is the point here, so no zero baseline
@@ -276,20 +278,16 @@ def _all_cases(analysis: Comparison, metrics: list[str]) -> list[tuple[float, fl
     return sorted({(r.temperature, r.top_p) for r in analysis.estimates if r.metric in metrics})
 
 
-# In the page's order: the corruption first, then what it does to answers, acceptance and latency.
-PLOTTERS: tuple[Callable[[Document, Comparison, Path], FigureRef | str | None], ...] = (
-    plot_rates, plot_gsm8k, plot_accept_length, plot_itl_ecdf, plot_spread)
-
-
 def render_plots(document: Document, out_dir: Path) -> tuple[list[FigureRef], list[str]]:
-    """Write every figure the data allows into out_dir; notes say which were skipped and why."""
+    """Write every figure the data allows into out_dir: the families' declared figures in page order, then the spread
+    between repeats; notes say which were skipped and why."""
     analysis = document.analysis
     if analysis is None:
         return [], ["Figures: not drawn, the results file holds no A/B analysis."]
     figures, notes = [], []
     with matplotlib.rc_context(STYLE):
-        for plotter in PLOTTERS:
-            outcome = plotter(document, analysis, out_dir)
+        outcomes = [plot_declared(name, spec, analysis, out_dir) for name, spec in declared_figures(analysis)]
+        for outcome in [*outcomes, plot_spread(document, analysis, out_dir)]:
             if outcome is not None:
                 (figures if isinstance(outcome, FigureRef) else notes).append(outcome)
     return figures, notes

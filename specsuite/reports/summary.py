@@ -16,7 +16,7 @@ from specsuite.reports.markdown import block_markdown, bullet_list
 from specsuite.reports.overview import build_report
 from specsuite.results.types import Document
 
-VERDICT_NOTES = (Role.FAILURES, Role.SIDE_BY_SIDE, Role.GSM8K_SOURCE, Role.NOT_RUN)  # in page order, after the verdict lines
+VERDICT_NOTES = (Role.FAILURES, Role.SIDE_BY_SIDE, Role.FAMILY_CAVEAT, Role.NOT_RUN)  # in page order, after the verdict lines
 NO_VERDICTS = "no A/B verdicts (fewer than two arms with data)"
 
 

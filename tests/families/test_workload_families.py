@@ -18,14 +18,25 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns, run_values
 from specsuite.families.lossless.family import flag_verdict
 from specsuite.families.registry import register, unregister
-from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, workloads_of
+from specsuite.families.workload_family import FamilyCaveat, FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, workloads_of
 from specsuite.history import HistoryStore, analyse
 from specsuite.history.ingest import items_from_results
 from specsuite.reports.overview import verdict_lines
 from specsuite.reports.render import render_report
 from specsuite.reports.trends import display_unit
 from specsuite.results.model import upgraded_document
-from specsuite.results.types import ANALYSIS_KEY, Comparison, ComparisonRow, Document, Repeat, ReportSection, ReportTable
+from specsuite.results.types import (
+    ANALYSIS_KEY,
+    ECDF,
+    Comparison,
+    ComparisonRow,
+    Document,
+    EcdfPanel,
+    FigureSpec,
+    Repeat,
+    ReportSection,
+    ReportTable,
+)
 from tests.helpers.ab_results import make_results
 
 ALPHA = 0.001  # the lossless suite's default alpha
@@ -213,7 +224,7 @@ class StubRun:
 
 
 def _stub_records(repeat: Repeat) -> list[FamilyRecord]:
-    written = workloads_of(repeat).extra.get("stub")
+    written = workloads_of(repeat).part("stub")
     return [FamilyRecord("whole run", None, None, StubRun(float(written["score"])))] if isinstance(written, dict) else []
 
 
@@ -238,12 +249,24 @@ def _stub_section(view: FamilyView) -> ReportSection:
                                  tables=[ReportTable.written(title="Scores", header=["arm", "score"], rows=rows)])
 
 
+def _stub_figures(view: FamilyView) -> list[FigureSpec]:
+    """An ECDF of each arm's scores: declared by the family, drawn by the report's generic renderer."""
+    series = {arm: [runs.runs[0][1].score] for arm in view.arm_order if (runs := view.cases[arm].get("whole run"))}
+    return [FigureSpec(kind=ECDF, file="stub_scores.png", title="Stub scores drawn", caption="One score per arm.", place=35,
+                       when_run=True, absent_note="Stub figure: no scores.", x_label="score", y_label="fraction of arms",
+                       unit="points", panels=[EcdfPanel(title="Stub ECDF", series=series)])]
+
+
+def _stub_caveat(view: FamilyView) -> FamilyCaveat:
+    return FamilyCaveat("The stub's scores are made up.", "made up")
+
+
 STUB = WorkloadFamily(
     name="stub", label="stub family", results_key="workloads.stub", suite_module="test_stub", records=_stub_records,
     metrics=(Metric("stub_score", "stub score", "points", "higher", 0.0, "difference", "stub_lower_is_worse", "stub", "run_value",
                     _score, "stub score", "plain"),),
     verdict_rules=(VerdictRule("stub_lower_is_worse", "a lower score is worse", _lower_is_worse),),
-    state=_stub_state, section=_stub_section)
+    state=_stub_state, section=_stub_section, figures=_stub_figures, caveat=_stub_caveat)
 
 
 @pytest.fixture
@@ -266,6 +289,10 @@ def test_a_family_registered_in_a_test_reaches_the_verdict_the_report_and_the_hi
     assert "- **fix** (baseline) · stub family: score 5" in markdown
     assert "## Stub scores" in markdown and "### Scores" in markdown and "| nofix | score 3 |" in markdown
     assert "<h2>Stub scores</h2>" in page and "<h3>Scores</h3>" in page
+    # its declared figure, drawn from the analysis (as results.json holds it) by the generic ECDF renderer, and its caveat
+    assert "![Stub scores drawn](stub_scores.png)" in markdown and (tmp_path / "stub_scores.png").stat().st_size > 0
+    assert analysis.families["stub"].figures[0].panels[0].series == {"nofix": [3.0], "fix": [5.0]}
+    assert "The stub's scores are made up." in markdown and analysis.families["stub"].caveat_tag == "made up"
     assert [(m.name, m.case_id, m.value) for m in _history(results)["nofix"]] == [("stub_score", "whole run", 3.0)]
 
 

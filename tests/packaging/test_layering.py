@@ -16,11 +16,17 @@ the parts below), the reference server (`specsuite/refserver/`), the shared kern
   or pytest; the kernel loader imports nothing of the project but the root error, so the harness and the
   reference server load SGLang's sampler kernel through one loader;
 - the renderers read results only: nothing of the project but the typed results model
-  (`specsuite.results.types`, which imports nothing of the project) and the root error, nor pytest;
+  (the package `specsuite.results.types`, whose modules import nothing of the project but each other) and the
+  root error, nor pytest;
 - the server layer (`specsuite.server`, every server kind's folder included) imports no workload family, nor the
   analysis, the run's session, the orchestration, the command line or the pytest plugin: a kind's integrity rules and
   bench stream reader need only what the server layer holds, and the families reach the kinds through the registry;
-- no import cycle anywhere in the project (`specsuite/`, `suites/`, conftest.py).
+- no import cycle anywhere in the project (`specsuite/`, `suites/`, conftest.py);
+- imports go down the layer order (tools/layers.py, bottom to top): errors < foundation (project_paths, stats,
+  the results model, kernel_loading) < the reference server and its fixtures < server (kinds included; the
+  results writer) < options (the option class and the generic options, specsuite.config) < compare (building
+  blocks) < kernels < families < analysis < sessions (history, session, orchestration, reports) < front ends (cli,
+  pytest_plugin) < suites; a module imports its own layer or those below, never one above.
 
 Every import counts wherever it sits (module level or inside a function: a lazy import closes a
 cycle as surely as a top-level one once both functions run), and so do relative imports and modules
@@ -33,9 +39,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from tools.import_graph import build_graph, cycles, imports_of, read_imports
+from tools.layers import LAYERS, layer_index, upward_imports
 
 CONTRACT = "specsuite.server.refserver_contract"
-RESULTS_MODEL = "specsuite.results.types"  # the typed results model: what "reads results" reads (it imports nothing of the project)
+RESULTS_MODEL = "specsuite.results.types"  # the typed results model (a package): what "reads results" reads
 ROOT_ERROR = "specsuite.errors"
 # specsuite's parts that are layers of their own; the rest of specsuite is the harness.
 PARTS = ("refserver", "kernel_loading", "reports", "fixtures", "pytest_plugin", "suites")
@@ -94,7 +101,9 @@ def test_reports_read_results_only():
 
     found = _offenders("reports", {"pytest", "harness", "pytest_plugin", "suites", "fixtures", "refserver", "kernel_loading"})
     assert not {module: names for module, names in found.items() if not all(map(is_results_model, names))}
-    assert not {layer_of(name) for name in IMPORTS[RESULTS_MODEL]} - {None}
+    model = [module for module in IMPORTS if is_results_model(module)]
+    assert len(model) > 1  # the package and its modules
+    assert not {name for module in model for name in IMPORTS[module] if layer_of(name) is not None and not is_results_model(name)}
 
 
 ABOVE_THE_SERVER = ("specsuite.families", "specsuite.analysis", "specsuite.session", "specsuite.orchestration", "specsuite.cli",
@@ -115,6 +124,28 @@ def test_no_import_cycle_anywhere_lazy_imports_included():
     assert "conftest" in IMPORTS
     found = cycles(build_graph(IMPORTS))
     assert not found, "import cycles: " + "; ".join(" <-> ".join(component) for component in found)
+
+
+
+
+def test_every_module_has_a_layer():
+    assert not [module for module in IMPORTS if layer_index(module) is None]
+    assert [name for name, _ in LAYERS][:2] == ["errors", "foundation"] and LAYERS[-1][0] == "suites"
+
+
+def test_no_module_imports_a_higher_layer_lazy_imports_included():
+    found = set(upward_imports(build_graph(IMPORTS)))
+    assert not found, "upward imports: " + "; ".join(f"{module} -> {target}" for module, target in sorted(found))
+
+
+def test_an_upward_import_is_found_at_any_depth(tmp_path):
+    # A results model that reads a family's records (a lazy import) goes up three layers; the family reading the model does not.
+    _write(tmp_path, {"specsuite/__init__.py": "", "specsuite/results/__init__.py": "", "specsuite/families/__init__.py": "",
+                      "specsuite/results/types.py": "def later():\n    from specsuite.families import records\n",
+                      "specsuite/families/records.py": "from specsuite.results.types import later\n"})
+    graph = build_graph(read_imports(tmp_path, packages=("specsuite",), top_level=()))
+    assert upward_imports(graph) == [("specsuite.results.types", "specsuite.families.records")]
+    assert layer_index("specsuite.results.store") > layer_index("specsuite.results.types")  # the writer sits with the server
 
 
 def _write(root: Path, files: dict[str, str]) -> None:

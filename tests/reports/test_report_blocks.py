@@ -38,7 +38,7 @@ def test_summary_is_the_reports_blocks_picked_by_role(analysed: dict) -> None:
     banner = report.with_role(Role.SERVER_UNDER_TEST)
     assert len(banner) == 1 and isinstance(banner[0], Paragraph) and summary.splitlines()[0] == banner[0].text
     lines = [line.text for block in report.with_role(Role.VERDICT_LINES) if isinstance(block, VerdictList) for line in block.lines]
-    notes = [block.text for role in (Role.SIDE_BY_SIDE, Role.GSM8K_SOURCE, Role.NOT_RUN) for block in report.with_role(role)
+    notes = [block.text for role in (Role.SIDE_BY_SIDE, Role.FAMILY_CAVEAT, Role.NOT_RUN) for block in report.with_role(role)
              if isinstance(block, Paragraph)]
     assert lines and run_verdict_lines(Document.from_dict(analysed)) == lines + notes
     assert all(f"- {text}\n" in summary for text in lines + notes)

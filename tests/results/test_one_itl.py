@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from specsuite.analysis.verdicts import compare_arms
+from specsuite.families.bench.records import BenchRun
 from specsuite.reports.document import ANALYSIS_KEY, fmt
 from specsuite.reports.render import render_report
-from specsuite.results.types import BenchRun, Document
+from specsuite.results.types import Document
 
 # A recorded main job whose client gave one stamp per network read: 613 and 799 zero gaps.
 MAIN_JOB = Path(__file__).parents[1] / "data" / "ab_results" / "main_job_smoke.json.gz"

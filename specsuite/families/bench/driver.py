@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.bench.records import bench_runs
 from specsuite.families.workload_driver import WorkloadDriver
 from specsuite.results.types import Workloads
 from specsuite.server import kinds
@@ -56,5 +57,5 @@ class BenchDriver(WorkloadDriver):
             return run_benchmark(config, progress=progress, output_file=output_file, server_under_test=target.server_under_test, **extra)
 
     def warnings(self) -> list[str]:
-        bench = Workloads.from_dict(self.session.workloads).bench  # None unless the benchmark wrote its summary
-        return [f"serving benchmark: {line}" for line in bench.warnings or []] if bench is not None else []
+        runs = bench_runs(Workloads.from_dict(self.session.workloads))  # none unless the benchmark wrote its summary
+        return [f"serving benchmark: {line}" for bench in runs for line in bench.warnings or []]

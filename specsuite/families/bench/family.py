@@ -25,8 +25,9 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_token_values, run_values
 from specsuite.families.bench.driver import BenchDriver
 from specsuite.families.bench.options import OPTIONS, BenchSettings
+from specsuite.families.bench.records import BenchRun, bench_runs
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
-from specsuite.results.types import ArmCounts, BenchRun, ComparisonRow, Effect, Mde, Repeat, fmt
+from specsuite.results.types import ECDF, ArmCounts, ComparisonRow, EcdfPanel, Effect, FigureSpec, Mde, Repeat, case_title, fmt
 from specsuite.stats import mann_whitney, relative_median_diff_ci, tost_equivalence
 
 
@@ -98,7 +99,7 @@ RULES = (
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    return [setting_record(*run.setting(), run) for run in workloads_of(repeat).bench_runs()]
+    return [setting_record(*run.setting(), run) for run in bench_runs(workloads_of(repeat))]
 
 
 def _state(view: FamilyView, arm: str) -> str:
@@ -112,6 +113,26 @@ def _state(view: FamilyView, arm: str) -> str:
     return ", ".join(parts)
 
 
+def _itl_panels(view: FamilyView) -> list[EcdfPanel]:
+    """A panel per sampling setting: each arm's per-token ITLs in ms, pooled over repeats (settings with none left out)."""
+    pooled: dict[str, dict[str, list[float]]] = {}
+    for arm_name, arm in view.document.arms.items():
+        for repeat in arm.repeats:
+            for run in bench_runs(workloads_of(repeat)):
+                key = case_title(run.temperature(), run.top_p())
+                values = [x * 1000.0 for request in run.itls or [] for x in request or [] if x and x > 0]
+                pooled.setdefault(key, {}).setdefault(arm_name, []).extend(values)
+    return [EcdfPanel(title=f"ITL ECDF, {key}", series=arms) for key, arms in pooled.items() if any(arms.values())]
+
+
+def _figures(view: FamilyView) -> list[FigureSpec]:
+    return [FigureSpec(kind=ECDF, file="itl_ecdf.png", title="Inter-token latency ECDF",
+                       caption="Per-token ITLs pooled over repeats; dashed lines are the medians.", place=40, when_run=True,
+                       absent_note="ITL ECDF: not drawn, the bench results carry no per-token ITLs (`itls`).",
+                       x_label="inter-token latency (ms), up to the 99.5th percentile", y_label="fraction of tokens ≤ x",
+                       unit="ms", panels=_itl_panels(view))]
+
+
 FAMILY = WorkloadFamily(
     name="bench", label="serving benchmark", results_key="workloads.bench", suite_module="test_serving_bench",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, report_rows=("itl_median", "output_throughput"),
@@ -120,4 +141,6 @@ FAMILY = WorkloadFamily(
     options=OPTIONS, settings=BenchSettings,
     # workload driver, pytest marker and fixtures
     driver=BenchDriver, marker=("perf", "serving benchmark comparisons"), pytest_plugin="specsuite.pytest_plugin.bench",
+    # report figures and records (results side)
+    figures=_figures,
 )

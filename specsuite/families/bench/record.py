@@ -22,7 +22,7 @@ import numpy as np
 
 from specsuite.families.bench.bench_line import LATENCY_STATS, BenchLine
 from specsuite.families.bench.client import RequestOutput
-from specsuite.results.types import BenchSummary
+from specsuite.families.bench.records import BenchSummary
 
 RUN_KEYS = ("tag", "backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
             "random_input_len", "random_output_len", "random_range_ratio")

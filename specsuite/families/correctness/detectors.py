@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from specsuite.results.types import DetectorTotal
+from specsuite.families.correctness.records import DetectorTotal
 from specsuite.server.generation import Generation
 from specsuite.server.meta_info import FinishReason
 from specsuite.server.vocab import VocabInfo

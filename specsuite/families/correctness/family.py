@@ -21,7 +21,17 @@ from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_re
 from specsuite.families.correctness.driver import CorrectnessDriver
 from specsuite.families.correctness.options import OPTIONS, CorrectnessSettings
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily
-from specsuite.results.types import ArmCounts, Case, ComparisonRow, Effect, Repeat, fmt
+from specsuite.results.types import (
+    ESTIMATES_AGAINST_TEMPERATURE,
+    ESTIMATES_PER_CASE,
+    ArmCounts,
+    Case,
+    ComparisonRow,
+    Effect,
+    FigureSpec,
+    Repeat,
+    fmt,
+)
 from specsuite.server import refserver_contract
 from specsuite.stats import hodges_lehmann, mann_whitney, run_level_medians
 
@@ -160,6 +170,28 @@ def _state(view: FamilyView, arm: str) -> str:
     return ", ".join(parts)
 
 
+# The event-rate figure's panels, in its order (those the analysis holds).
+RATE_PANELS = ("invalid_ids", "fallback_ids", "sampler_fallbacks", "stray_per_1200", "nonfinite_draft_probs", "fragment_excess")
+
+
+def _figures(view: FamilyView) -> list[FigureSpec]:
+    """The event rates first (the corruption), then the accept length against temperature (its signature)."""
+    return [
+        FigureSpec(kind=ESTIMATES_PER_CASE, file="rates.png", title="Event rates per sampling case",
+                   caption="Points are pooled rates; bars are 95% Clopper–Pearson intervals (non-finite entries per batch: "
+                           "point only). A zero with a bar is 'none seen, and at most this much'.",
+                   figure_title="Event rates per sampling case and arm (pooled over repeats, 95% CI)", place=10,
+                   metrics=list(RATE_PANELS), absent_note="Event-rate figure: no detector or counter data in these results.",
+                   event_rates=True),
+        FigureSpec(kind=ESTIMATES_AGAINST_TEMPERATURE, file="accept_length.png", title="Accept length against temperature",
+                   caption="Healthy acceptance does not rise with temperature; a rise towards the ceiling is the signature "
+                           "of corrupt draft probabilities accepted by the sampler.",
+                   figure_title="Accept length against temperature (mean of requests, 95% CI)", place=30,
+                   metrics=["accept_length"], absent_note="Accept-length figure: these results hold no per-request accept lengths.",
+                   x_label="temperature", y_label="accept length (tokens per verify step)"),
+    ]
+
+
 FAMILY = WorkloadFamily(
     name="cases", label="correctness", results_key="cases", suite_module="test_correctness", records=_records,
     metrics=METRICS, verdict_rules=RULES, state=_state,
@@ -173,4 +205,6 @@ FAMILY = WorkloadFamily(
     # workload driver, pytest marker and fixtures
     driver=CorrectnessDriver, marker=("correctness", "token-validity, stray-character and acceptance checks"),
     pytest_plugin="specsuite.pytest_plugin.correctness",
+    # report figures and records (results side)
+    figures=_figures,
 )

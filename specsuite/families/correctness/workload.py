@@ -24,7 +24,7 @@ from specsuite.errors import SpecsuiteError
 from specsuite.families.correctness.acceptance import request_accept_length, server_accept_length
 from specsuite.families.correctness.detectors import DetectorConfig, DetectorHits, aggregate, scan_generation
 from specsuite.families.correctness.prompts import PromptItem
-from specsuite.results.types import DetectorTotal
+from specsuite.families.correctness.records import DetectorTotal
 from specsuite.server import kinds
 from specsuite.server.cache_flush import flush_before_measurement
 from specsuite.server.counters import counter_deltas

@@ -10,8 +10,8 @@ from typing import Any
 from specsuite.errors import SpecsuiteError
 from specsuite.families.gsm8k import GSM8KItem, load_gsm8k
 from specsuite.families.gsm8k.on_server import run_gsm8k_on_server, temperature_key
+from specsuite.families.gsm8k.records import Gsm8kRun
 from specsuite.families.workload_driver import DriverSession, WorkloadDriver
-from specsuite.results.types import Gsm8kRun
 
 RESULTS_KEY = "gsm8k"  # its place among the session's workloads
 

@@ -19,9 +19,18 @@ from specsuite.errors import SpecsuiteError
 from specsuite.families.gsm8k import SYNTHETIC_SOURCE
 from specsuite.families.gsm8k.driver import Gsm8kDriver
 from specsuite.families.gsm8k.options import MAIN_JOB, OPTIONS, Gsm8kSettings
+from specsuite.families.gsm8k.records import Gsm8kRun, Gsm8kScoring, Proportion, gsm8k_runs, gsm8k_sources
 from specsuite.families.gsm8k.runner import paired_outcomes
-from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
-from specsuite.results.types import ArmCounts, ComparisonRow, Effect, Gsm8kRun, Gsm8kScoring, Mde, Proportion, Repeat, pct
+from specsuite.families.workload_family import (
+    FamilyCaveat,
+    FamilyRecord,
+    FamilyView,
+    VerdictRule,
+    WorkloadFamily,
+    setting_record,
+    workloads_of,
+)
+from specsuite.results.types import ESTIMATES_PER_CASE, ArmCounts, ComparisonRow, Effect, FigureSpec, Mde, Repeat, pct
 from specsuite.stats import StatsInputError, fisher_exact_2x2, mcnemar_from_pairs, mde_two_proportions
 
 GSM8K_DEFINITION = "sglang"  # the answer-extraction rule the A/B scores GSM8K by
@@ -121,7 +130,7 @@ RULES = (
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    return [setting_record(*run.setting(), run) for run in workloads_of(repeat).gsm8k_runs()]
+    return [setting_record(*run.setting(), run) for run in gsm8k_runs(workloads_of(repeat))]
 
 
 def _state(view: FamilyView, arm: str) -> str:
@@ -130,8 +139,26 @@ def _state(view: FamilyView, arm: str) -> str:
     shown = [f"{pct(r.value)} at T={r.temperature:g}" for r in accuracy if r.value is not None]
     if not shown:
         return ""
-    synthetic = "synthetic-set " if SYNTHETIC_SOURCE in view.document.gsm8k_sources() else ""
+    synthetic = "synthetic-set " if SYNTHETIC_SOURCE in gsm8k_sources(view.document) else ""
     return f"{synthetic}accuracy {', '.join(shown)}"
+
+
+SYNTHETIC_NOTE = ("GSM8K here is the project's **synthetic** GSM8K-format set, not the real GSM8K: its accuracy shows "
+                  "whether answers stay intact between arms, not how good the model is; the real set: `specsuite run --pytest-arg=--gsm8k-path=hf` "
+                  "(or `=FILE`; `pytest suites/ --gsm8k-path hf|FILE`; `hf` and .parquet need the `hf` extra: "
+                  "`pip install 'specsuite[hf]'`).")
+
+
+def _caveat(view: FamilyView) -> FamilyCaveat | None:
+    """The synthetic set's accuracy must never read as a real score."""
+    return FamilyCaveat(SYNTHETIC_NOTE, "synthetic set") if SYNTHETIC_SOURCE in gsm8k_sources(view.document) else None
+
+
+def _figures(view: FamilyView) -> list[FigureSpec]:
+    return [FigureSpec(kind=ESTIMATES_PER_CASE, file="gsm8k.png", title="GSM8K accuracy and invalid rate",
+                       caption="Pooled over repeats; SGLang's answer definition (last integer).",
+                       figure_title="GSM8K per setting and arm (95% Clopper–Pearson CI)", place=20,
+                       metrics=["gsm8k_accuracy", "gsm8k_invalid"], when_run=True, first_panel_ylim=[-3, 103])]
 
 
 FAMILY = WorkloadFamily(
@@ -143,4 +170,6 @@ FAMILY = WorkloadFamily(
     nightly_gate=("gsm8k_accuracy:worse", "gsm8k_invalid:worse"),
     # workload driver, pytest marker and fixtures
     driver=Gsm8kDriver, marker=("gsm8k", "GSM8K few-shot accuracy"), pytest_plugin="specsuite.pytest_plugin.gsm8k",
+    # report figures and records (results side)
+    figures=_figures, caveat=_caveat,
 )

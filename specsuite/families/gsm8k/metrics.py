@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from specsuite.families.gsm8k.records import Gsm8kAnswer
 from specsuite.families.gsm8k.scoring import DEFINITIONS
-from specsuite.results.types import Gsm8kAnswer
 
 __all__ = ["CONFIDENCE", "accept_length_summary", "definition_summary", "latency_summary", "proportion"]
 

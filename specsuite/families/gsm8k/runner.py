@@ -26,8 +26,8 @@ from specsuite.families.gsm8k.data import GSM8KItem, one_line
 from specsuite.families.gsm8k.metrics import accept_length_summary, accuracy_of, definition_summary, latency_summary
 from specsuite.families.gsm8k.per_question import PerQuestionTable
 from specsuite.families.gsm8k.prompt import DEFAULT_MAX_NEW_TOKENS, STOP_SEQUENCES, FewShotPlan, build_prompt, build_request, plan_few_shot, prompt_hash
+from specsuite.families.gsm8k.records import Gsm8kAnswer, Gsm8kRun
 from specsuite.families.gsm8k.scoring import DEFINITIONS, score_output
-from specsuite.results.types import Gsm8kAnswer, Gsm8kRun
 from specsuite.server.faults import RunStopped, classify
 from specsuite.server.generation import Generation
 from specsuite.server.meta_info import FinishReason, MetaInfo

@@ -22,8 +22,9 @@ from specsuite.compare.engines import Engine, Pending, compare_rate, pooled
 from specsuite.compare.metric import Events, Metric
 from specsuite.compare.series import CaseRuns, rate_series, sorted_cases
 from specsuite.families.integrity.options import OPTIONS, IntegritySettings
+from specsuite.families.integrity.records import IntegrityChecks
 from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
-from specsuite.results.types import ComparisonRow, IntegrityChecks, Repeat, ReportSection
+from specsuite.results.types import ComparisonRow, Repeat, ReportSection
 from specsuite.server.integrity_rules import CHECKS
 
 ALL_CHECKS = "all checks"  # the case of the total
@@ -95,7 +96,7 @@ RULES = (
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    written = workloads_of(repeat).integrity_checks
+    written = workloads_of(repeat).part("integrity_checks")
     checks = IntegrityChecks.from_dict(written) if isinstance(written, dict) else None
     if checks is None or not checks.answers_checked:
         return []

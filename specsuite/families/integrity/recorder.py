@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 from specsuite.families.integrity.openai_rules import check_openai, check_openai_stream
-from specsuite.results.types import IntegrityChecks
+from specsuite.families.integrity.records import IntegrityChecks
 from specsuite.server.integrity_rules import (
     CHECKS,
     IntegrityContext,

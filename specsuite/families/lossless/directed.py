@@ -44,8 +44,8 @@ from typing import Any
 
 from scipy import stats
 
+from specsuite.families.lossless.records import AcceptanceBetting, TopTokenRate
 from specsuite.families.lossless.tempering import TemperedPosition
-from specsuite.results.types import AcceptanceBetting, TopTokenRate
 from specsuite.server.meta_info import MetaInfo, VllmStepStats
 
 DESIGN_C = 1.25  # the bias the betting fraction is tuned to

@@ -22,6 +22,17 @@ from specsuite.compare.engines import Pending, pooled
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, proportion_series, sorted_cases
 from specsuite.families.lossless.options import MAIN_JOB, OPTIONS, LosslessSettings
+from specsuite.families.lossless.records import (
+    AcceptanceBetting,
+    LoglikCalibration,
+    LosslessDirected,
+    LosslessGreedy,
+    LosslessPit,
+    LosslessTwoSample,
+    TokenHomogeneity,
+    TopTokenRate,
+    lossless_results,
+)
 from specsuite.families.workload_family import (
     FamilyRecord,
     FamilyView,
@@ -31,23 +42,7 @@ from specsuite.families.workload_family import (
     setting_record,
     workloads_of,
 )
-from specsuite.results.types import (
-    AcceptanceBetting,
-    ArmCounts,
-    ComparisonRow,
-    Effect,
-    LoglikCalibration,
-    LosslessDirected,
-    LosslessGreedy,
-    LosslessPit,
-    LosslessResults,
-    LosslessTwoSample,
-    Repeat,
-    ReportSection,
-    TokenHomogeneity,
-    TopTokenRate,
-    fmt_p,
-)
+from specsuite.results.types import ArmCounts, ComparisonRow, Effect, Repeat, ReportSection, fmt_p
 from specsuite.stats import fisher_exact_2x2
 
 
@@ -182,10 +177,9 @@ def _setting(entry: LosslessPit | LosslessTwoSample | None) -> tuple[float, floa
 
 
 def _records(repeat: Repeat) -> list[FamilyRecord]:
-    written = workloads_of(repeat).extra.get("lossless")  # the results model keeps this section in extra
-    if not isinstance(written, dict):
+    results = lossless_results(workloads_of(repeat))
+    if results is None:
         return []
-    results = LosslessResults.from_dict(written)
     pit, two_sample = results.pit, results.two_sample
     records = []
     for key in dict.fromkeys([*pit, *two_sample]):  # each setting once, in the order it ran

@@ -44,8 +44,8 @@ import numpy as np
 from scipy import stats
 
 from specsuite.errors import SpecsuiteError
+from specsuite.families.lossless.records import GreedyConcurrency, GreedyDivergence, NearTieRule
 from specsuite.families.lossless.scoring import ScoredPosition
-from specsuite.results.types import GreedyConcurrency, GreedyDivergence, NearTieRule
 from specsuite.server.served_dtype import MANTISSA_BITS, UNKNOWN_FALLBACK, ServedDtype, coarser
 
 DEFAULT_NUMERICS_GAP = 1e-3  # the float32 floor

@@ -30,10 +30,7 @@ from specsuite.families.lossless.greedy import (
     top_entries,
 )
 from specsuite.families.lossless.pit import nucleus_decided, pit_decision, pit_values
-from specsuite.families.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
-from specsuite.families.lossless.tempering import TemperedPosition, tempered
-from specsuite.families.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test
-from specsuite.results.types import (
+from specsuite.families.lossless.records import (
     LoglikCalibration,
     LosslessGreedy,
     LosslessPit,
@@ -45,6 +42,9 @@ from specsuite.results.types import (
     TokenHomogeneity,
     TwoSampleTailMass,
 )
+from specsuite.families.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
+from specsuite.families.lossless.tempering import TemperedPosition, tempered
+from specsuite.families.lossless.two_sample import UNDECIDED, homogeneity_test, loglik_calibration, tail_mass_test
 from specsuite.server.generation import Generation
 from specsuite.server.identity import ServerIdentity
 from specsuite.server.meta_info import MetaInfo

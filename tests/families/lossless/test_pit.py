@@ -29,10 +29,10 @@ from specsuite.families.lossless.pit import (
     tail_rate_test,
     uniformity_test,
 )
+from specsuite.families.lossless.records import LosslessPit
 from specsuite.families.lossless.scoring import ScoredPosition, parse_scoring, scoring_request
 from specsuite.families.lossless.tempering import TemperedPosition, tempered
 from specsuite.families.lossless.workload import LosslessConfig, LosslessWorkload, SamplingSetting
-from specsuite.results.types import LosslessPit
 from specsuite.server.protocol import native_payload
 from tests.helpers.native_fake import NativeFake
 
