@@ -29,29 +29,41 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from specsuite.analysis.metric_registry import BY_NAME, METRICS, REGISTRY
 from specsuite.errors import SpecsuiteError
-from specsuite.families.registry import families
+from specsuite.families.registry import families, registered_metrics
+from specsuite.families.registry import metric as metric_of
 from specsuite.results.types import Comparison, ComparisonRow, Effect
 
 _THRESHOLD = re.compile(r"^([+-])(\d+(?:\.\d+)?)(%|pt)$")
-COUNT_METRICS = tuple(metric.name for metric in REGISTRY if metric.bad_events)  # where `any` applies
-SUSPECT_METRICS = tuple(metric.name for metric in REGISTRY if metric.suspect_when_better)  # where `suspect` applies
-SUSPECT_METRIC = SUSPECT_METRICS[0]  # what a bare `suspect` term means
-# `--profile nightly`'s exit policy, with no --fail-on needed: a candidate that is worse on a correctness metric (a
-# sign of corrupt sampling, or a metric its family gates nightly: `WorkloadFamily.nightly_gate`) or suspect on
-# acceptance exits 1.  Performance rows do not gate it.
-_FAMILY_GATE = {term.partition(":")[0]: term for known in families() for term in known.nightly_gate}
-NIGHTLY_GATE_METRICS = tuple(metric.name for metric in REGISTRY if metric.corruption_sign or metric.name in _FAMILY_GATE)
-NIGHTLY_FAIL_ON = ",".join([_FAMILY_GATE.get(name, f"{name}:worse") for name in NIGHTLY_GATE_METRICS]
-                           + [f"{name}:suspect" for name in SUSPECT_METRICS])
+# Every lookup reads the registry as it is at the call, so a family registered later (a plugin's, a test's) is in
+# `--fail-on` and in the nightly gate with no change here.
+
+
+def _metric_names(wanted: str | None = None) -> tuple[str, ...]:
+    """The registered metrics' names, in row order; only those with the flag `wanted` (a Metric field) when given."""
+    return tuple(metric.name for metric in registered_metrics() if wanted is None or getattr(metric, wanted))
+
+
+def _suspect_metric() -> str:
+    """What a bare `suspect` term means: the first metric whose rise is suspect (accept length)."""
+    return _metric_names("suspect_when_better")[0]
+
+
+def nightly_fail_on() -> str:
+    """`--profile nightly`'s exit policy, with no --fail-on needed: a candidate that is worse on a correctness metric (a
+    sign of corrupt sampling, or a metric its family gates nightly: `WorkloadFamily.nightly_gate`) or suspect on
+    acceptance exits 1.  Performance rows do not gate it."""
+    family_gate = {term.partition(":")[0]: term for known in families() for term in known.nightly_gate}
+    gated = [metric.name for metric in registered_metrics() if metric.corruption_sign or metric.name in family_gate]
+    return ",".join([family_gate.get(name, f"{name}:worse") for name in gated]
+                    + [f"{name}:suspect" for name in _metric_names("suspect_when_better")])
 
 
 def with_nightly_gate(expression: str | None, profile: str) -> str | None:
     """The rules a run is judged by: the user's `--fail-on`, plus the nightly gate under `--profile nightly`."""
     if profile != "nightly":
         return expression
-    return f"{expression},{NIGHTLY_FAIL_ON}" if expression else NIGHTLY_FAIL_ON
+    return f"{expression},{nightly_fail_on()}" if expression else nightly_fail_on()
 
 
 # The --fail-on help line, for the CLI's option table.
@@ -107,27 +119,27 @@ def _parse_term(term: str) -> FailOnRule:
     if not term:
         raise SpecsuiteError("--fail-on has an empty term (two commas in a row, or a trailing comma)")
     if term == "suspect":
-        return FailOnRule(term, SUSPECT_METRIC, "suspect")
+        return FailOnRule(term, _suspect_metric(), "suspect")
     metric, sep, condition = (part.strip() for part in term.partition(":"))
     if not sep or not condition:
         raise SpecsuiteError(f"--fail-on term {term!r} must be METRIC:CONDITION, e.g. invalid_ids:any")
-    if metric not in METRICS:
-        raise SpecsuiteError(f"--fail-on term {term!r}: unknown metric {metric!r}; expected one of {', '.join(METRICS)}")
+    if metric not in _metric_names():
+        raise SpecsuiteError(f"--fail-on term {term!r}: unknown metric {metric!r}; expected one of {', '.join(_metric_names())}")
     if condition == "worse":
         return FailOnRule(term, metric, "worse")
     if condition == "suspect":
-        if metric not in SUSPECT_METRICS:
-            raise SpecsuiteError(f"--fail-on term {term!r}: 'suspect' applies to {', '.join(SUSPECT_METRICS)}")
+        if metric not in _metric_names("suspect_when_better"):
+            raise SpecsuiteError(f"--fail-on term {term!r}: 'suspect' applies to {', '.join(_metric_names('suspect_when_better'))}")
         return FailOnRule(term, metric, "suspect")
     if condition == "any":
-        if metric not in COUNT_METRICS:
-            raise SpecsuiteError(f"--fail-on term {term!r}: 'any' applies to event counts ({', '.join(COUNT_METRICS)})")
+        if metric not in _metric_names("bad_events"):
+            raise SpecsuiteError(f"--fail-on term {term!r}: 'any' applies to event counts ({', '.join(_metric_names('bad_events'))})")
         return FailOnRule(term, metric, "any")
     match = _THRESHOLD.match(condition)
     if not match:
         raise SpecsuiteError(f"--fail-on term {term!r}: condition must be any, worse, suspect, or a signed threshold such as +1% or -2pt")
     sign, number, unit = match.groups()
-    wanted = "pt" if BY_NAME[metric].scale == "difference" else "%"
+    wanted = "pt" if metric_of(metric).scale == "difference" else "%"
     if unit != wanted:
         raise SpecsuiteError(f"--fail-on term {term!r}: {metric} thresholds are in {wanted!r}, e.g. {metric}:{sign}1{wanted}")
     limit = float(number) / 100.0

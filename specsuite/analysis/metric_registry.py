@@ -1,9 +1,9 @@
 """The registered A/B metrics as one table: what the analysis writes for the report, and the lookups that read it.
 
-The metrics are the workload families' (specsuite/families/, one module per family); this module lists
+The metrics are the workload families' (specsuite/families/, one package per family); this module lists
 what the registry holds.  The A/B verdicts (specsuite.analysis.verdicts), the per-arm estimates
 (specsuite.analysis.metrics) and the history store (specsuite.history.metrics) read the live registry;
-`--fail-on` (specsuite.analysis.fail_on) reads the metrics registered at import (`REGISTRY`).  The report,
+and so does `--fail-on` (specsuite.analysis.fail_on).  The report,
 which imports nothing from the harness, reads the same facts from the analysis, where `compare_arms`
 writes `metric_table()` for the families it describes.
 """

@@ -149,6 +149,8 @@ class WorkloadFamily:
     settings_key: str | None = None  # the section's name in RunConfig; None: the family's name
     main_job: tuple[tuple[str, Any], ...] = ()  # option values `specsuite run`'s main job sets (flag, value as pytest parses it)
     nightly_gate: tuple[str, ...] = ()  # `--fail-on` terms `--profile nightly` adds, besides every corruption sign's `worse`
+    main_job_markers: str | None = None  # its tests in `specsuite run`'s main job (a pytest marker expression); None: not run
+    main_job_part: str = ""  # the part of a reference arm's main-job run it shares a session with (families of one part join)
 
     @property
     def settings_name(self) -> str:

@@ -38,7 +38,16 @@ GENERIC_MARKERS = (
     "ab: A/B comparisons against a baseline arm",
     "kernel: SGLang's sampler kernel on synthetic inputs (no server; --kernel SOURCE)",
 )
-MARKERS = (*(": ".join(family.marker) for family in families() if family.marker), *GENERIC_MARKERS)
+
+
+def registered_markers() -> tuple[tuple[str, str], ...]:
+    """Every registered family's marker (name, description), read at the call: a family registered later has its own."""
+    return tuple(family.marker for family in families() if family.marker)
+
+
+def markers() -> tuple[str, ...]:
+    """The `markers` ini lines: the families' own, then the generic ones."""
+    return (*(": ".join(marker) for marker in registered_markers()), *GENERIC_MARKERS)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,5 +56,5 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for line in MARKERS:
+    for line in markers():
         config.addinivalue_line("markers", line)

@@ -28,14 +28,33 @@ def families_main_job() -> tuple[tuple[str, Any], ...]:
     return tuple(value for family in families() for value in family.main_job)
 
 
+def _either(expressions: list[str]) -> str:
+    """Marker expressions joined by `or`, each one of more than one word in parentheses."""
+    return " or ".join(expression if " " not in expression else f"({expression})" for expression in expressions)
+
+
+def families_main_job_markers() -> str:
+    """The main job's marker expression: every registered family's `main_job_markers`, in registry order."""
+    return _either([family.main_job_markers for family in families() if family.main_job_markers])
+
+
+def families_main_job_parts() -> tuple[str, ...]:
+    """The sessions a reference arm's main-job run is split into: one per `main_job_part`, its families' markers joined."""
+    parts: dict[str, list[str]] = {}
+    for family in families():
+        if family.main_job_markers:
+            parts.setdefault(family.main_job_part, []).append(family.main_job_markers)
+    return tuple(_either(markers) if len(markers) > 1 else markers[0] for markers in parts.values())
+
+
 @dataclass(frozen=True)
 class MainJobProfile:
     """One main job: its marker expression, the parts a reference arm's run is split into, and the option values its
     families choose (the serving benchmark keeps the suite's own profile, specsuite/config/bench_profiles.py SUITE)."""
 
     name: str
-    markers: str
-    parts: tuple[str, ...]
+    markers: str = field(default_factory=families_main_job_markers)
+    parts: tuple[str, ...] = field(default_factory=families_main_job_parts)
     options: tuple[tuple[str, Any], ...] = field(default_factory=families_main_job)  # (pytest flag, value as pytest parses it)
 
     def applied_to(self, config: RunConfig) -> RunConfig:
@@ -54,8 +73,8 @@ class MainJobProfile:
 
 
 # The bug report's tables: correctness, GSM8K and the bench. GSM8K at T=0 (greedy, clean) and T=1 (sampled) on the bundled
-# synthetic set (specsuite/families/gsm8k/options.py MAIN_JOB); the main job split for the reference arms into about
-# equal halves of its work.
+# synthetic set (specsuite/families/gsm8k/options.py MAIN_JOB); the main job split for the reference arms into parts of
+# about equal work (each family's `main_job_part`).
 # The lossless check (specsuite/families/lossless/options.py MAIN_JOB): the sampled tests at T=1 (PIT, two-sample and
 # log-likelihood against the speculation-off reference, the mode rate and the acceptance betting pooled over their
 # draws); greedy equality is the lossless suite's.
@@ -67,7 +86,5 @@ class MainJobProfile:
 # draws at 4 x 600 (3x the default), so that the mode-rate test pools about 18,000 positions: there the reference
 # server's --accept-inflation 1.25 arm fails it at alpha 0.001 in every measured run, at the suite's default sizes
 # (about 9,000) in half of them (tools/calibration/README.md, "The main job's lossless check").
-MAIN_LOSSLESS_MARKERS = "lossless and not greedy_equality"
-MAIN = MainJobProfile("main", markers=f"correctness or gsm8k or perf or ({MAIN_LOSSLESS_MARKERS})",
-                      parts=("correctness", "gsm8k or perf", MAIN_LOSSLESS_MARKERS))
+MAIN = MainJobProfile("main")
 MAIN_JOB_PROFILES = {profile.name: profile for profile in (MAIN,)}

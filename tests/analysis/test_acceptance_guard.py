@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from specsuite.analysis.absolute import judge_absolute
-from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
+from specsuite.analysis.fail_on import evaluate_fail_on, nightly_fail_on
 from specsuite.analysis.verdicts import UNVERIFIED, compare_arms
 from specsuite.results.types import Comparison, ComparisonRow, Document
 from tests.helpers.ab_results import arm_repeats, make_results
@@ -74,7 +74,7 @@ def test_the_nightly_gate_fails_the_over_accepting_arm() -> None:
     # The accept length's "worse" is a correctness verdict here, not a speed one: --fail-on accept_length:worse names it.
     outcome = evaluate_fail_on("accept_length:worse", compare_arms(document))
     assert outcome.failed and "worse" in outcome.triggered[0].reason
-    assert not evaluate_fail_on(NIGHTLY_FAIL_ON, compare_arms(results(candidate=True, baseline=True))).failed
+    assert not evaluate_fail_on(nightly_fail_on(), compare_arms(results(candidate=True, baseline=True))).failed
 
 
 def test_a_clean_faster_arm_whose_losslessness_was_checked_stays_better() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on
+from specsuite.analysis.fail_on import evaluate_fail_on, nightly_fail_on
 from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
 from specsuite.cli.run import RUN_GIVE_A_SERVER, exit_policy_line
@@ -83,7 +83,7 @@ def test_what_specsuite_run_prints_at_its_end_names_its_own_options() -> None:
     results = json.loads(gzip.decompress(MAIN_JOB.read_bytes()))
     analysis = compare_arms(Document.from_dict(results))
     results[ANALYSIS_KEY] = analysis.to_dict()  # as results.json holds it
-    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
+    outcome = evaluate_fail_on(nightly_fail_on(), analysis)
     lines = [RUN_GIVE_A_SERVER, *run_verdict_lines(Document.from_dict(results))]
     for profile in ("smoke", "nightly"):
         for fail_on in (None, "invalid_ids:any"):

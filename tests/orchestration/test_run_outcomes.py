@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from specsuite.analysis.fail_on import NIGHTLY_FAIL_ON, evaluate_fail_on, with_nightly_gate
+from specsuite.analysis.fail_on import evaluate_fail_on, nightly_fail_on, with_nightly_gate
 from specsuite.analysis.verdicts import compare_arms
 from specsuite.cli.main import main
 from specsuite.cli.run import exit_policy_line
@@ -93,7 +93,7 @@ def test_summary_opens_with_the_verdict_lines(main_job: dict) -> None:
 
 def test_nightly_fails_a_worse_or_suspect_correctness_verdict_without_fail_on(main_job: dict) -> None:
     assert with_nightly_gate(None, "smoke") is None
-    assert with_nightly_gate(None, "nightly") == NIGHTLY_FAIL_ON
+    assert with_nightly_gate(None, "nightly") == nightly_fail_on()
     outcome = evaluate_fail_on(with_nightly_gate(None, "nightly"), Comparison.from_dict(main_job[ANALYSIS_KEY]))
     fired = {trigger.rule for trigger in outcome.triggered}
     assert outcome.failed and {"invalid_ids:worse", "accept_length:suspect", "gsm8k_accuracy:worse"} <= fired
@@ -108,7 +108,7 @@ def test_nightly_passes_two_correct_arms(main_job: dict) -> None:
     same["arm_order"] = ["candidate", "fix"]
     analysis = compare_arms(Document.from_dict(same))
     same[ANALYSIS_KEY] = analysis.to_dict()
-    outcome = evaluate_fail_on(NIGHTLY_FAIL_ON, analysis)
+    outcome = evaluate_fail_on(nightly_fail_on(), analysis)
     assert not outcome.failed, outcome.triggered
     assert exit_policy_line(argparse.Namespace(profile="nightly", fail_on=None), outcome).startswith("exit 0")
 

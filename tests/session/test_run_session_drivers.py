@@ -66,8 +66,8 @@ def test_a_family_without_a_driver_is_one_line(tmp_path: Path) -> None:
 def test_the_pytest_markers_and_fixture_modules_come_from_the_registry() -> None:
     for family in registry.families():
         if family.marker is not None:
-            assert f"{family.marker[0]}: {family.marker[1]}" in plugin.MARKERS
+            assert f"{family.marker[0]}: {family.marker[1]}" in plugin.markers()
         if family.pytest_plugin is not None:
             assert family.pytest_plugin in plugin.pytest_plugins
-    assert {line.split(":")[0] for line in plugin.MARKERS} == {
+    assert {line.split(":")[0] for line in plugin.markers()} == {
         "correctness", "gsm8k", "perf", "lossless", "integrity", "greedy_equality", "ab", "kernel"}

@@ -139,6 +139,7 @@ FAMILY = WorkloadFamily(
     spread_rows=("itl_median", "output_throughput"), reported_when_absent=True, where_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=BenchSettings,
+    main_job_markers="perf", main_job_part="gsm8k and bench",
     # workload driver, pytest marker and fixtures
     driver=BenchDriver, marker=("perf", "serving benchmark comparisons"), pytest_plugin="specsuite.pytest_plugin.bench",
     # report figures and records (results side)

@@ -202,6 +202,7 @@ FAMILY = WorkloadFamily(
     reported_when_absent=True, effect_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=CorrectnessSettings, settings_key="correctness",
+    main_job_markers="correctness", main_job_part="cases",
     # workload driver, pytest marker and fixtures
     driver=CorrectnessDriver, marker=("correctness", "token-validity, stray-character and acceptance checks"),
     pytest_plugin="specsuite.pytest_plugin.correctness",

@@ -168,6 +168,7 @@ FAMILY = WorkloadFamily(
     # options, settings and nightly rules
     options=OPTIONS, settings=Gsm8kSettings, main_job=MAIN_JOB,
     nightly_gate=("gsm8k_accuracy:worse", "gsm8k_invalid:worse"),
+    main_job_markers="gsm8k", main_job_part="gsm8k and bench",
     # workload driver, pytest marker and fixtures
     driver=Gsm8kDriver, marker=("gsm8k", "GSM8K few-shot accuracy"), pytest_plugin="specsuite.pytest_plugin.gsm8k",
     # report figures and records (results side)

@@ -235,6 +235,7 @@ FAMILY = WorkloadFamily(
     metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=LosslessSettings, main_job=MAIN_JOB,
+    main_job_markers="lossless and not greedy_equality", main_job_part="lossless",
     # workload driver, pytest marker and fixtures
     marker=("lossless", "distribution-preservation tests"), pytest_plugin="specsuite.pytest_plugin.lossless",
 )
