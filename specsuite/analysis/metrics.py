@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats as scipy_stats
 
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import (
@@ -36,6 +35,7 @@ from specsuite.families.registry import families, registered_metrics
 from specsuite.results.builder import bench_repeats, comparison_of
 from specsuite.results.types import Arm, Document, EstimateRow, SpreadEntry
 from specsuite.stats import clopper_pearson
+from specsuite.stats.lazy_scipy import stats as scipy_stats
 
 ArmData = dict[str, dict[str, CaseRuns]]  # family -> case_id -> runs
 

@@ -21,7 +21,6 @@ from typing import Sequence
 from specsuite.cli import bench as bench_command
 from specsuite.cli import history as history_command
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK  # noqa: F401 - part of this module's API
-from specsuite.cli.report import command_report as render_report_command
 from specsuite.cli.run import command_run
 from specsuite.cli.serve_sglang import serve_sglang
 from specsuite.cli.serve_vllm import serve_vllm
@@ -105,6 +104,8 @@ def command_gsm8k(args: argparse.Namespace) -> int:
 
 
 def command_report(args: argparse.Namespace) -> int:
+    from specsuite.cli.report import command_report as render_report_command  # matplotlib loads for a report only
+
     return render_report_command(args.results, args.out)
 
 

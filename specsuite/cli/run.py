@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from specsuite.analysis.absolute import RULES as ABSOLUTE_RULES
 from specsuite.analysis.absolute import verdict_lines as absolute_verdict_lines
@@ -29,11 +30,17 @@ from specsuite.orchestration.main_job import (  # noqa: F401 - RUN_GIVE_A_SERVER
     selects,
     sessions_config,
 )
-from specsuite.reports.render import render_report
 from specsuite.reports.server_under_test import server_under_test_line
 from specsuite.reports.summary import run_verdict_lines, summary_document
 from specsuite.reports.summary_table import summary_markdown
+from specsuite.results.types import Document
 
+
+def _render_report(document: Document, out_dir: Path) -> None:
+    """The report's files; matplotlib loads when a report is drawn, not with the command line."""
+    from specsuite.reports.render import render_report
+
+    render_report(document, out_dir)
 
 def command_run(args: argparse.Namespace) -> int:
     """The main job (specsuite/orchestration/main_job.py), then its summary and report, the printed lines and the exit code."""
@@ -53,7 +60,7 @@ def command_run(args: argparse.Namespace) -> int:
     outcome.summary_path.write_text(summary, encoding="utf-8")
     print(summary_markdown(written))
     if not args.no_report:
-        render_report(written, outcome.report_dir)
+        _render_report(written, outcome.report_dir)
         print(f"specsuite: report in {outcome.report_dir / 'report.html'}")
     print(f"specsuite: wrote {run_dir.results_path} ({outcome.elapsed_s():.0f} s)")
     print(f"specsuite: {plain(server_under_test_line(written))}")
@@ -83,7 +90,7 @@ def _finish_interrupted(outcome: MainJobOutcome, *, no_report: bool) -> int:
         summary = summary_document(written, "exit 130: interrupted; the verdicts cover what finished")
         outcome.summary_path.write_text(summary, encoding="utf-8")
         if not no_report:
-            render_report(written, outcome.report_dir)
+            _render_report(written, outcome.report_dir)
     except KeyboardInterrupt:
         print("specsuite: interrupted again: no partial report", file=sys.stderr)
     except SpecsuiteError as exc:

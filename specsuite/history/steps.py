@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy import stats
 
 from specsuite.errors import SpecsuiteError
+from specsuite.stats.lazy_scipy import stats
 
 DEFAULT_ALPHA = 0.01
 DEFAULT_MIN_SIZE = 2

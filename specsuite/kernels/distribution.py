@@ -47,7 +47,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from scipy import optimize, stats
 
 from specsuite.errors import SpecsuiteError
 from specsuite.kernels import engines, rule_check
@@ -55,6 +54,7 @@ from specsuite.kernels.inputs import ChainInput, KernelShape, apply_temperature_
 from specsuite.kernels.invoke import ChainOutcome, run_all_rows
 from specsuite.kernels.loader import LoadedKernel
 from specsuite.results.types import KernelTestStatistic, MonteCarloResolution
+from specsuite.stats.lazy_scipy import optimize, stats
 from specsuite.stats.multiplicity import holm
 
 SUPPORT = 8  # ids per target row: 8 categories, each expected >= 5 times at the default rows

@@ -14,8 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
-from scipy.stats.contingency import odds_ratio as scipy_odds_ratio
 
 from specsuite.stats._common import (
     Alternative,
@@ -29,6 +27,7 @@ from specsuite.stats._common import (
     open_side,
     two_sided_level,
 )
+from specsuite.stats.lazy_scipy import stats
 from specsuite.stats.proportions import clopper_pearson, newcombe_difference_interval
 
 
@@ -157,7 +156,7 @@ def fisher_exact_2x2(a_events: int, a_n: int, b_events: int, b_n: int, alternati
     confidence = check_confidence(confidence)
     table = [[a_events, a_n - a_events], [b_events, b_n - b_events]]
     p_value = float(stats.fisher_exact(table, alternative=alternative).pvalue)
-    odds = scipy_odds_ratio(table, kind="conditional")
+    odds = stats.contingency.odds_ratio(table, kind="conditional")
     or_ci = None
     if odds_ratio_ci:
         ci = odds.confidence_interval(confidence_level=confidence, alternative=alternative)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from specsuite.stats._common import Result, StatsInputError, check_events, check_fraction, check_positive
 from specsuite.stats.latency import welch_inputs
+from specsuite.stats.lazy_scipy import stats
 
 
 @dataclass(frozen=True)

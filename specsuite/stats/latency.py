@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from specsuite.stats._common import Alternative, Result, StatsInputError, check_alternative, check_confidence, check_count, check_sample
+from specsuite.stats.lazy_scipy import stats
 
 BootstrapMethod = Literal["percentile", "basic", "BCa"]
 

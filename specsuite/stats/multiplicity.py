@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import stats
 
 from specsuite.stats._common import Result, StatsInputError, check_fraction
+from specsuite.stats.lazy_scipy import stats
 
 
 @dataclass(frozen=True)

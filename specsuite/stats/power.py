@@ -12,9 +12,8 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-from scipy import stats
-
 from specsuite.stats._common import StatsInputError, check_count, check_fraction, check_positive
+from specsuite.stats.lazy_scipy import stats
 
 _MAX_REPEATS = 1_000_000
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy import stats
-
 from specsuite.stats._common import Result, StatsInputError, check_confidence, check_events
+from specsuite.stats.lazy_scipy import stats
 
 
 def _require_trials(n: int) -> None:

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from specsuite.families.correctness.records import DetectorTotal
 from specsuite.server.generation import Generation
 from specsuite.server.meta_info import FinishReason
 from specsuite.server.vocab import VocabInfo
+from specsuite.stats.lazy_scipy import stats
 
 MAX_POSITIONS = 20  # positions and examples kept per result; counts are always complete
 TOKENS_PER_STRAY_UNIT = 1200  # the recycled-draft_probs bug report's unit: stray tokens per 1200 generated

@@ -32,8 +32,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy import stats
-
 from specsuite.errors import SpecsuiteError
 from specsuite.server import kinds
 from specsuite.server.generation import Generation
@@ -41,6 +39,7 @@ from specsuite.server.meta_info import MetaInfo
 from specsuite.server.protocol import GenerationRequest, Sampling, ServerClient
 from specsuite.server.transport import shorten
 from specsuite.server.vocab import VocabInfo
+from specsuite.stats.lazy_scipy import stats
 
 SCORING_TOP_K = 20
 # One bfloat16 step of a logit in [8, 16) (eight float16 steps): how far the generation's and the scoring forward's

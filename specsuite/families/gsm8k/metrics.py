@@ -12,10 +12,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from specsuite.families.gsm8k.records import Gsm8kAnswer
 from specsuite.families.gsm8k.scoring import DEFINITIONS
+from specsuite.stats.lazy_scipy import stats
 
 __all__ = ["CONFIDENCE", "accept_length_summary", "definition_summary", "latency_summary", "proportion"]
 

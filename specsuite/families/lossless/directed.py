@@ -42,11 +42,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from scipy import stats
-
 from specsuite.families.lossless.records import AcceptanceBetting, TopTokenRate
 from specsuite.families.lossless.tempering import TemperedPosition
 from specsuite.server.meta_info import MetaInfo, VllmStepStats
+from specsuite.stats.lazy_scipy import stats
 
 DESIGN_C = 1.25  # the bias the betting fraction is tuned to
 MAX_BET = 0.5

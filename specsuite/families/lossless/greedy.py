@@ -41,12 +41,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats
 
 from specsuite.errors import SpecsuiteError
 from specsuite.families.lossless.records import GreedyConcurrency, GreedyDivergence, NearTieRule
 from specsuite.families.lossless.scoring import ScoredPosition
 from specsuite.server.served_dtype import MANTISSA_BITS, UNKNOWN_FALLBACK, ServedDtype, coarser
+from specsuite.stats.lazy_scipy import stats
 
 DEFAULT_NUMERICS_GAP = 1e-3  # the float32 floor
 LOGIT_MAGNITUDE = 16.0  # logits below 32: the type's step in [16, 32) is the largest they see

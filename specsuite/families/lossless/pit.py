@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize, stats
 
 from specsuite.errors import SpecsuiteError
 from specsuite.families.lossless.tempering import TemperedPosition
 from specsuite.stats._common import Result
+from specsuite.stats.lazy_scipy import optimize, stats
 
 # Summation order alone moves a prefix sum by far less than this, whatever the logits' type.
 NUCLEUS_TOLERANCE = 1e-4

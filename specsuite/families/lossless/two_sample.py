@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from specsuite.errors import SpecsuiteError
 from specsuite.stats import holm, mde_two_proportions
 from specsuite.stats._common import Result
+from specsuite.stats.lazy_scipy import stats
 
 END = -1  # category for "the sample ended before this position"
 UNDECIDED = -2  # category for "top_p < 1 and the nucleus edge here lies within the numerics gap" (any token drawn)
