@@ -6,11 +6,10 @@ rules judge each candidate arm (every arm but the baseline; the only arm of a on
 - `out_of_range_ids`: any id < 0 or >= vocab_size in the correctness cases (invalid ids less padded-row ids);
 - `fallback_ids`: any `vocab_size-1` in the correctness cases, where the model has padded rows (without them
   that id is a real token: a lead, not a verdict);
-- `padded_rows`: the correctness suite's padded-row test failed (the suite judges padded rows; this gate
-  reads its verdict, whatever rule the suite applies);
-- `integrity`: any integrity violation recorded, or the session's integrity test failed;
-- `lossless`: any lossless test failed;
-- `gsm8k_floor`: the GSM8K accuracy test failed (its floor, `--gsm8k-min-accuracy`).
+- each registered family's own rules (`WorkloadFamily.absolute_rules`), in registry order: the correctness suite's
+  padded-row test failed (`padded_rows`: the suite judges padded rows; this gate reads its verdict, whatever rule the
+  suite applies), the GSM8K accuracy test failed (`gsm8k_floor`, its floor `--gsm8k-min-accuracy`), any lossless test
+  failed (`lossless`), any integrity violation recorded or the session's integrity test failed (`integrity`).
 
 Test verdicts come from each session's JUnit XML as the merge recorded it (`repeats[].tests`,
 specsuite.orchestration.junit).  Statistical comparisons against the same server's T=0 control are not here: they
@@ -22,21 +21,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from specsuite.families.integrity.records import integrity_totals
-from specsuite.results.types import Arm, ArmVocab, Case, Document, FailedTest, Workloads
+from specsuite.families.registry import families
+from specsuite.families.workload_family import AbsoluteRule
+from specsuite.results.types import Arm, ArmVocab, Case, Document, FailedTest
 
-# rule -> (what it means, (test module, test functions; empty: any test of the module))
-TEST_RULES: dict[str, tuple[str, tuple[str, tuple[str, ...]]]] = {
-    "padded_rows": ("padded-row ids beyond the model's own mass", ("test_correctness", ("test_padded_row_ids_within_model_mass",))),
-    "integrity": ("integrity violations", ("test_integrity", ("test_every_answer_in_the_session_passed_integrity",))),
-    "lossless": ("a failed lossless test", ("test_lossless", ())),
-    "gsm8k_floor": ("GSM8K accuracy below its floor", ("test_gsm8k", ("test_gsm8k_accuracy",))),
-}
-RULES: dict[str, str] = {
+# The rules on the correctness cases every repeat holds; the families' own follow (`rules`).
+CASE_RULES: dict[str, str] = {
     "out_of_range_ids": "ids < 0 or >= vocab_size (any)",
     "fallback_ids": "sampler fallback ids vocab_size-1 (any, where the model has padded rows)",
-    **{name: what for name, (what, _) in TEST_RULES.items()},
 }
+
+
+def family_rules() -> tuple[AbsoluteRule, ...]:
+    """Every registered family's absolute rules, in registry order (read at the call: a family registered later counts)."""
+    return tuple(rule for family in families() for rule in family.absolute_rules)
+
+
+def rules() -> dict[str, str]:
+    """Every absolute rule's name and what it means: the rules on the cases, then the families'."""
+    return {**CASE_RULES, **{rule.name: rule.meaning for rule in family_rules()}}
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class Finding:
 
     @property
     def line(self) -> str:
-        return f"{self.arm}: {self.rule} ({RULES[self.rule]}): {self.reason}"
+        return f"{self.arm}: {self.rule} ({rules()[self.rule]}): {self.reason}"
 
 
 @dataclass
@@ -67,7 +70,7 @@ class AbsoluteOutcome:
         return bool(self.findings)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"arms": list(self.arms), "rules": dict(RULES), "findings": [f.to_dict() for f in self.findings]}
+        return {"arms": list(self.arms), "rules": rules(), "findings": [f.to_dict() for f in self.findings]}
 
 
 def verdict_lines(outcome: AbsoluteOutcome | None) -> list[str]:
@@ -109,19 +112,15 @@ def _arm_findings(arm: Arm) -> list[tuple[str, str]]:
         fallback = [(case, _count(case, "fallback_id")) for case in cases if _count(case, "fallback_id")]
         if fallback:
             found.append(("fallback_ids", _where(fallback, cases, f"fallback ids ({int(vocab.vocab_size or 0) - 1})")))
-    violations = sum(_violations(repeat.workloads) for repeat in arm.repeats)
     failed = [test for repeat in arm.repeats for test in (repeat.tests.failed if repeat.tests is not None else [])]
-    for rule, (_, (module, functions)) in TEST_RULES.items():
-        hits = [test for test in failed if test.module == module and (not functions or test.function in functions)]
-        if rule == "integrity" and violations:
-            found.append((rule, f"{violations} violation(s) recorded" + (f"; {_tests(hits)}" if hits else "")))
+    for rule in family_rules():
+        hits = [test for test in failed if test.module == rule.test_module and (not rule.test_functions or test.function in rule.test_functions)]
+        recorded = sum(rule.recorded(repeat.workloads) for repeat in arm.repeats) if rule.recorded is not None else 0
+        if recorded:
+            found.append((rule.name, f"{recorded} violation(s) recorded" + (f"; {_tests(hits)}" if hits else "")))
         elif hits:
-            found.append((rule, _tests(hits)))
+            found.append((rule.name, _tests(hits)))
     return found
-
-
-def _violations(workloads: Workloads) -> int:
-    return int(integrity_totals(workloads).violations or 0)
 
 
 def _count(case: Case, detector: str) -> int:

@@ -68,6 +68,7 @@ from specsuite.compare.metric import Metric
 from specsuite.compare.series import CONFIDENCE, CaseRuns, setting_order, sorted_cases
 from specsuite.errors import SpecsuiteError
 from specsuite.families.registry import families, metric, registered_metrics, verdict_rule
+from specsuite.families.registry import family as registered_family
 from specsuite.families.workload_family import FamilyView, WorkloadFamily
 from specsuite.results.types import (
     ArmCounts,
@@ -83,7 +84,6 @@ from specsuite.stats import holm, verdict
 
 SUSPECT = "suspect"
 UNVERIFIED = "unverified"
-LOSSLESS_FAMILY = "lossless"
 # A lossless comparison that vouches for the candidate: it passed every repeat of a test its baseline passed too (or failed).
 LOSSLESS_VOUCHES = ("equivalent", "better")
 OVER_ACCEPTING_NOTE = ("higher accept length in an arm that fails lossless tests its baseline passes ({tests}): an "
@@ -226,7 +226,7 @@ def _guard_acceptance(rows: list[ComparisonRow]) -> list[ComparisonRow]:
     or "better" keep it "better", none (or only undecided ones) make it "unverified"."""
     lossless: dict[str, list[ComparisonRow]] = {}
     for row in rows:
-        if metric(row.metric).source == LOSSLESS_FAMILY:
+        if registered_family(metric(row.metric).source).checks_losslessness:
             lossless.setdefault(row.candidate, []).append(row)
     for row in rows:
         if row.verdict != "better" or not metric(row.metric).suspect_when_better:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from specsuite.analysis.absolute import RULES as ABSOLUTE_RULES
+from specsuite.analysis.absolute import rules as absolute_rules
 from specsuite.analysis.absolute import verdict_lines as absolute_verdict_lines
 from specsuite.cli.exit_codes import EXIT_CHECKS_FAILED, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_OK
 from specsuite.errors import SpecsuiteError
@@ -114,7 +114,7 @@ def gate_lines(outcome, absolute, given_rules: bool = True) -> list[str]:
     lines += [f"absolute gate: {finding.line}" for finding in (absolute.findings if absolute else [])]
     unevaluated = [line.split(": no ")[0] for line in (outcome.unevaluated if outcome else [])]
     if unevaluated:
-        judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(ABSOLUTE_RULES)})"
+        judged = (f"the absolute rules judged {', '.join(absolute.arms) or 'no arm'} instead ({', '.join(absolute_rules())})"
                   if absolute is not None else "no absolute rules judged instead (they come with --profile nightly)")
         which = (f"no comparison in these results for {', '.join(unevaluated)}" if given_rules else
                  f"{len(unevaluated)} of the nightly gate's comparison rules had nothing to compare (no baseline arm, or their families did not run)")

@@ -43,6 +43,39 @@ from specsuite.results.types import (
 
 
 @dataclass(frozen=True)
+class AbsoluteRule:
+    """A rule of `--profile nightly`'s absolute gate (specsuite.analysis.absolute) that a family declares: a candidate
+    arm breaks it when one of the family's tests failed (`test_functions` of `test_module`; empty: any of its tests),
+    or when `recorded` counts an event in one of the arm's repeats (the integrity violations), test or no test."""
+
+    name: str
+    meaning: str
+    test_module: str
+    test_functions: tuple[str, ...] = ()
+    recorded: Callable[[Workloads], int] | None = None
+
+
+@dataclass(frozen=True)
+class RequestTally:
+    """Requests a family sent in one repeat, for the run's failure lines (specsuite.orchestration.failures): where
+    (`label`), how many, how many failed, and the failures by class (the harness's timeouts or the server's errors)."""
+
+    label: str
+    requests: int
+    errors: int
+    error_classes: dict[str, int] | None = None
+
+
+@dataclass(frozen=True)
+class FamilyFailure:
+    """A failure line of a family's own (the serving benchmark's failed requests): its kind, count and reason."""
+
+    kind: str
+    count: int
+    reason: str
+
+
+@dataclass(frozen=True)
 class VerdictRule:
     """How two arms' values of a metric are compared: the name metrics cite (`Metric.statistic`), the test in
     words (the analysis's metric facts), and the engine that fills a comparison row (specsuite.compare.engines)."""
@@ -143,12 +176,16 @@ class WorkloadFamily:
     reported_when_absent: bool = False  # described in every analysis, and named in the "not run" line when absent
     effect_in_line: bool = True  # a verdict line names the effect of a metric with one hit
     where_in_line: bool = True  # a verdict line names the cases its verdicts hold in
+    checks_losslessness: bool = False  # its comparisons judge whether a higher accept length is a speed-up (the A/B guard)
     # options, settings and nightly rules
     options: tuple[Option, ...] = ()  # its options (specsuite/families/<name>/options.py), in the option table after the generic ones
     settings: type | None = None  # its settings section, a frozen dataclass whose fields read `options` (RunConfig.<settings_key>)
     settings_key: str | None = None  # the section's name in RunConfig; None: the family's name
     main_job: tuple[tuple[str, Any], ...] = ()  # option values `specsuite run`'s main job sets (flag, value as pytest parses it)
     nightly_gate: tuple[str, ...] = ()  # `--fail-on` terms `--profile nightly` adds, besides every corruption sign's `worse`
+    absolute_rules: tuple[AbsoluteRule, ...] = ()  # its rules of `--profile nightly`'s absolute gate
+    request_tallies: Callable[[Workloads], list[RequestTally]] | None = None  # its requests in one repeat, for the failure lines
+    failures: Callable[[list[Workloads]], list[FamilyFailure]] | None = None  # its own failure lines over an arm's repeats
     main_job_markers: str | None = None  # its tests in `specsuite run`'s main job (a pytest marker expression); None: not run
     main_job_part: str = ""  # the part of a reference arm's main-job run it shares a session with (families of one part join)
 

@@ -17,8 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 
-from specsuite.families.bench.records import bench_runs
-from specsuite.families.gsm8k.records import gsm8k_runs
+from specsuite.families.registry import families
 from specsuite.results.types import Arm, Document, FailedTest, RunFailure
 
 # ErrorClass values (specsuite/server/faults.py) that mean the harness stopped waiting, not that the server answered badly.
@@ -57,25 +56,24 @@ def _arm_failures(name: str, arm: Arm, request_timeout_s: float, cores: int, loa
         found.append(RunFailure(arm=name, kind="harness_timeouts", count=count,
                                 reason=f"the harness gave up waiting on {count} of {total} requests: no answer within its "
                                        f"--request-timeout of {request_timeout_s:g} s ({load}){_at(where['harness'])}"))
-    bench_failed = sum(int(run.failed or 0) for repeat in arm.repeats for run in bench_runs(repeat.workloads))
-    if bench_failed:
-        bench_total = bench_failed + sum(int(run.completed or 0) for repeat in arm.repeats for run in bench_runs(repeat.workloads))
-        found.append(RunFailure(arm=name, kind="benchmark_errors", count=bench_failed,
-                                reason=f"{bench_failed} of {bench_total} serving-benchmark requests failed (see the session log)"))
+    for family in families():  # a family's own failure lines (the serving benchmark's failed requests)
+        if family.failures is not None:
+            found += [RunFailure(arm=name, kind=line.kind, count=line.count, reason=line.reason)
+                      for line in family.failures([repeat.workloads for repeat in arm.repeats])]
     return found
 
 
 def _request_errors(arm: Arm) -> tuple[Counter[str], Counter[str], int, dict[str, list[str]]]:
     """(harness timeouts by class, server failures by class, requests sent, where each kind happened) over the arm's
-    correctness cases and GSM8K runs."""
+    correctness cases and every family's requests (`WorkloadFamily.request_tallies`: GSM8K's runs)."""
     gave_up: Counter[str] = Counter()
     server: Counter[str] = Counter()
     where: dict[str, list[str]] = {"harness": [], "server": []}
     total = 0
-    # A case's n_requests counts the answers it got; a GSM8K run's n_questions every question asked.
+    # A case's n_requests counts the answers it got.
     units = [(case.case_id, case.n_requests + case.n_errors, case.n_errors, case.error_classes) for case in arm.cases()]
-    units += [(f"GSM8K T={run.temperature:g}" if run.temperature is not None else "GSM8K", max(run.n_questions, run.n_errors),
-               run.n_errors, run.error_classes) for repeat in arm.repeats for run in gsm8k_runs(repeat.workloads)]
+    units += [(tally.label, tally.requests, tally.errors, tally.error_classes) for family in families() if family.request_tallies
+              for repeat in arm.repeats for tally in family.request_tallies(repeat.workloads)]
     for label, requests, errors, classes in units:
         total += int(requests or 0)
         if not errors:

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from specsuite.analysis.absolute import RULES, judge_absolute
+from specsuite.analysis.absolute import judge_absolute, rules
 from specsuite.cli.main import main
 from specsuite.orchestration import runner
 from specsuite.results.types import Arm, Document
@@ -55,7 +55,7 @@ def test_one_broken_server_fails_the_nightly(tmp_path: Path, capsys: pytest.Capt
     assert out.rstrip().splitlines()[-1].startswith("specsuite: exit 1: absolute fallback_ids (candidate) fired")
     # the rules that need a comparison: one line, naming the absolute rules that judged instead
     no_comparison = [line for line in out.splitlines() if "nothing to compare" in line]
-    assert len(no_comparison) == 1 and all(rule in no_comparison[0] for rule in RULES), no_comparison
+    assert len(no_comparison) == 1 and all(rule in no_comparison[0] for rule in rules()), no_comparison
     assert "(baseline)" not in out and "(baseline)" not in summary
     assert "**candidate** · correctness:" in summary and "the demo's" not in out and "the demo's" not in summary
 

@@ -26,8 +26,8 @@ from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_to
 from specsuite.families.bench.driver import BenchDriver
 from specsuite.families.bench.options import OPTIONS, BenchSettings
 from specsuite.families.bench.records import BenchRun, bench_runs
-from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
-from specsuite.results.types import ECDF, ArmCounts, ComparisonRow, EcdfPanel, Effect, FigureSpec, Mde, Repeat, case_title, fmt
+from specsuite.families.workload_family import FamilyFailure, FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, setting_record, workloads_of
+from specsuite.results.types import ECDF, ArmCounts, ComparisonRow, EcdfPanel, Effect, FigureSpec, Mde, Repeat, Workloads, case_title, fmt
 from specsuite.stats import mann_whitney, relative_median_diff_ci, tost_equivalence
 
 
@@ -133,6 +133,16 @@ def _figures(view: FamilyView) -> list[FigureSpec]:
                        unit="ms", panels=_itl_panels(view))]
 
 
+def _failures(repeats: list[Workloads]) -> list[FamilyFailure]:
+    """The serving benchmark's failed requests over an arm's repeats, as one line."""
+    runs = [run for workloads in repeats for run in bench_runs(workloads)]
+    failed = sum(int(run.failed or 0) for run in runs)
+    if not failed:
+        return []
+    total = failed + sum(int(run.completed or 0) for run in runs)
+    return [FamilyFailure("benchmark_errors", failed, f"{failed} of {total} serving-benchmark requests failed (see the session log)")]
+
+
 FAMILY = WorkloadFamily(
     name="bench", label="serving benchmark", results_key="workloads.bench", suite_module="test_serving_bench",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, report_rows=("itl_median", "output_throughput"),
@@ -140,6 +150,7 @@ FAMILY = WorkloadFamily(
     # options, settings and nightly rules
     options=OPTIONS, settings=BenchSettings,
     main_job_markers="perf", main_job_part="gsm8k and bench",
+    failures=_failures,
     # workload driver, pytest marker and fixtures
     driver=BenchDriver, marker=("perf", "serving benchmark comparisons"), pytest_plugin="specsuite.pytest_plugin.bench",
     # report figures and records (results side)

@@ -20,7 +20,7 @@ from specsuite.compare.metric import Events, Metric, ReportFormat
 from specsuite.compare.series import CONFIDENCE, CaseRuns, interval, num, per_request_series
 from specsuite.families.correctness.driver import CorrectnessDriver
 from specsuite.families.correctness.options import OPTIONS, CorrectnessSettings
-from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily
+from specsuite.families.workload_family import AbsoluteRule, FamilyRecord, FamilyView, VerdictRule, WorkloadFamily
 from specsuite.results.types import (
     ESTIMATES_AGAINST_TEMPERATURE,
     ESTIMATES_PER_CASE,
@@ -203,6 +203,7 @@ FAMILY = WorkloadFamily(
     # options, settings and nightly rules
     options=OPTIONS, settings=CorrectnessSettings, settings_key="correctness",
     main_job_markers="correctness", main_job_part="cases",
+    absolute_rules=(AbsoluteRule("padded_rows", "padded-row ids beyond the model's own mass", "test_correctness", ("test_padded_row_ids_within_model_mass",)),),
     # workload driver, pytest marker and fixtures
     driver=CorrectnessDriver, marker=("correctness", "token-validity, stray-character and acceptance checks"),
     pytest_plugin="specsuite.pytest_plugin.correctness",

@@ -22,15 +22,17 @@ from specsuite.families.gsm8k.options import MAIN_JOB, OPTIONS, Gsm8kSettings
 from specsuite.families.gsm8k.records import Gsm8kRun, Gsm8kScoring, Proportion, gsm8k_runs, gsm8k_sources
 from specsuite.families.gsm8k.runner import paired_outcomes
 from specsuite.families.workload_family import (
+    AbsoluteRule,
     FamilyCaveat,
     FamilyRecord,
     FamilyView,
+    RequestTally,
     VerdictRule,
     WorkloadFamily,
     setting_record,
     workloads_of,
 )
-from specsuite.results.types import ESTIMATES_PER_CASE, ArmCounts, ComparisonRow, Effect, FigureSpec, Mde, Repeat, pct
+from specsuite.results.types import ESTIMATES_PER_CASE, ArmCounts, ComparisonRow, Effect, FigureSpec, Mde, Repeat, Workloads, pct
 from specsuite.stats import StatsInputError, fisher_exact_2x2, mcnemar_from_pairs, mde_two_proportions
 
 GSM8K_DEFINITION = "sglang"  # the answer-extraction rule the A/B scores GSM8K by
@@ -161,6 +163,12 @@ def _figures(view: FamilyView) -> list[FigureSpec]:
                        metrics=["gsm8k_accuracy", "gsm8k_invalid"], when_run=True, first_panel_ylim=[-3, 103])]
 
 
+def _request_tallies(workloads: Workloads) -> list[RequestTally]:
+    """Each GSM8K run's questions (every question asked), and those that failed, by class."""
+    return [RequestTally(f"GSM8K T={run.temperature:g}" if run.temperature is not None else "GSM8K", max(run.n_questions, run.n_errors),
+                         run.n_errors, run.error_classes) for run in gsm8k_runs(workloads)]
+
+
 FAMILY = WorkloadFamily(
     name="gsm8k", label="GSM8K", results_key="workloads.gsm8k", suite_module="test_gsm8k", records=_records,
     metrics=METRICS, verdict_rules=RULES, state=_state, report_rows=("gsm8k_accuracy", "gsm8k_invalid"),
@@ -169,6 +177,8 @@ FAMILY = WorkloadFamily(
     options=OPTIONS, settings=Gsm8kSettings, main_job=MAIN_JOB,
     nightly_gate=("gsm8k_accuracy:worse", "gsm8k_invalid:worse"),
     main_job_markers="gsm8k", main_job_part="gsm8k and bench",
+    absolute_rules=(AbsoluteRule("gsm8k_floor", "GSM8K accuracy below its floor", "test_gsm8k", ("test_gsm8k_accuracy",)),),
+    request_tallies=_request_tallies,
     # workload driver, pytest marker and fixtures
     driver=Gsm8kDriver, marker=("gsm8k", "GSM8K few-shot accuracy"), pytest_plugin="specsuite.pytest_plugin.gsm8k",
     # report figures and records (results side)

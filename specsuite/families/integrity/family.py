@@ -22,9 +22,9 @@ from specsuite.compare.engines import Engine, Pending, compare_rate, pooled
 from specsuite.compare.metric import Events, Metric
 from specsuite.compare.series import CaseRuns, rate_series, sorted_cases
 from specsuite.families.integrity.options import OPTIONS, IntegritySettings
-from specsuite.families.integrity.records import IntegrityChecks
-from specsuite.families.workload_family import FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
-from specsuite.results.types import ComparisonRow, Repeat, ReportSection
+from specsuite.families.integrity.records import IntegrityChecks, integrity_totals
+from specsuite.families.workload_family import AbsoluteRule, FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, one_table_section, workloads_of
+from specsuite.results.types import ComparisonRow, Repeat, ReportSection, Workloads
 from specsuite.server.integrity_rules import CHECKS
 
 ALL_CHECKS = "all checks"  # the case of the total
@@ -147,12 +147,19 @@ def _section(view: FamilyView) -> ReportSection | None:
                      "the exact conditional rate-ratio test per checked answer decides.", view.table_header("check"), rows)
 
 
+def _recorded_violations(workloads: Workloads) -> int:
+    """The integrity violations a repeat recorded: the absolute gate fails an arm on one, whatever its tests said."""
+    return int(integrity_totals(workloads).violations or 0)
+
+
 FAMILY = WorkloadFamily(
     name="integrity", label="integrity", results_key="workloads.integrity_checks", suite_module="test_integrity",
     records=_records, metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
     where_in_line=False,
     # options, settings and nightly rules
     options=OPTIONS, settings=IntegritySettings,
+    absolute_rules=(AbsoluteRule("integrity", "integrity violations", "test_integrity", ("test_every_answer_in_the_session_passed_integrity",),
+                                 recorded=_recorded_violations),),
     # workload driver, pytest marker and fixtures
     marker=("integrity", "response accounting and streaming integrity"), pytest_plugin="specsuite.pytest_plugin.integrity",
 )

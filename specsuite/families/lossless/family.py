@@ -34,6 +34,7 @@ from specsuite.families.lossless.records import (
     lossless_results,
 )
 from specsuite.families.workload_family import (
+    AbsoluteRule,
     FamilyRecord,
     FamilyView,
     VerdictRule,
@@ -232,10 +233,11 @@ def _section(view: FamilyView) -> ReportSection | None:
 
 FAMILY = WorkloadFamily(
     name="lossless", label="lossless", results_key="workloads.lossless", suite_module="test_lossless", records=_records,
-    metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False,
+    metrics=METRICS, verdict_rules=RULES, state=_state, section=_section, effect_in_line=False, checks_losslessness=True,
     # options, settings and nightly rules
     options=OPTIONS, settings=LosslessSettings, main_job=MAIN_JOB,
     main_job_markers="lossless and not greedy_equality", main_job_part="lossless",
+    absolute_rules=(AbsoluteRule("lossless", "a failed lossless test", "test_lossless"),),
     # workload driver, pytest marker and fixtures
     marker=("lossless", "distribution-preservation tests"), pytest_plugin="specsuite.pytest_plugin.lossless",
 )
