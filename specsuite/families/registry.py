@@ -8,6 +8,9 @@ registered later reaches the verdicts and the report with no other change.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from specsuite.compare.metric import Metric
 from specsuite.families.bench import family as bench
 from specsuite.families.correctness import family as correctness
@@ -41,6 +44,16 @@ def register(family: WorkloadFamily) -> WorkloadFamily:
 def unregister(name: str) -> None:
     """Remove a registered family (a test's, when it is done)."""
     del _REGISTERED[name]
+
+
+@contextmanager
+def registered(family: WorkloadFamily) -> Iterator[WorkloadFamily]:
+    """`family` registered for the block (a test's), removed after it."""
+    register(family)
+    try:
+        yield family
+    finally:
+        unregister(family.name)
 
 
 def families() -> tuple[WorkloadFamily, ...]:

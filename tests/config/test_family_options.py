@@ -19,7 +19,7 @@ from specsuite.config.generic_options import GENERIC_OPTIONS
 from specsuite.config.option import COUNT, Option, setting_from
 from specsuite.families.bench.options import BenchSettings
 from specsuite.families.lossless import reference
-from specsuite.families.registry import families, register, unregister
+from specsuite.families.registry import families, registered
 from specsuite.families.workload_family import WorkloadFamily
 from specsuite.server import launcher, refserver_contract
 from specsuite.server.session import ServerOptions
@@ -49,11 +49,8 @@ STUB = WorkloadFamily(name="stub_options", label="stub", results_key="workloads.
 
 @pytest.fixture
 def stub_family() -> Iterator[WorkloadFamily]:
-    register(STUB)
-    try:
+    with registered(STUB):
         yield STUB
-    finally:
-        unregister(STUB.name)
 
 
 def test_a_new_family_reaches_the_table_the_parsers_the_run_config_and_the_main_job(stub_family: WorkloadFamily) -> None:

@@ -17,7 +17,7 @@ from specsuite.compare.engines import Pending
 from specsuite.compare.metric import Metric
 from specsuite.compare.series import CaseRuns, run_values
 from specsuite.families.lossless.family import flag_verdict
-from specsuite.families.registry import register, unregister
+from specsuite.families.registry import register, registered
 from specsuite.families.workload_family import FamilyCaveat, FamilyRecord, FamilyView, VerdictRule, WorkloadFamily, workloads_of
 from specsuite.history import HistoryStore, analyse
 from specsuite.history.ingest import items_from_results
@@ -271,11 +271,8 @@ STUB = WorkloadFamily(
 
 @pytest.fixture
 def stub_family() -> Iterator[WorkloadFamily]:
-    register(STUB)
-    try:
+    with registered(STUB):
         yield STUB
-    finally:
-        unregister(STUB.name)
 
 
 def test_a_family_registered_in_a_test_reaches_the_verdict_the_report_and_the_history(stub_family: WorkloadFamily,
